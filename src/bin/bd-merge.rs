@@ -1,0 +1,123 @@
+//! `bd-merge`: git merge driver for beads JSONL issue files (see the README for wiring).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use beads_git::merge::driver::{self, Destination, DriverOptions, DriverOutcome};
+use beads_git::merge::{ConflictPolicy, Markers, MergeOptions};
+use clap::Parser;
+
+/// Field-level three-way merge of beads `issues.jsonl` files.
+///
+/// As a git merge driver: `bd-merge %O %A %B -l %L -p %P -s %S -x %X -y %Y`; the result replaces
+/// %A. Also accepts the old bd form `bd-merge OUTPUT BASE LEFT RIGHT`.
+/// Exit codes: 0 merged cleanly, 1 conflicts written for a human, 2 error (ours left unchanged).
+/// `BD_MERGE=0` in the environment makes it a plain `git merge-file` line merge.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about)]
+struct Cli {
+    /// BASE OURS THEIRS (git's %O %A %B), or OUTPUT BASE LEFT RIGHT (old bd form).
+    #[arg(num_args = 3..=4, required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Write the result here instead of over OURS; `-` for stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// How to settle a field both sides changed when no merge rule can.
+    #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
+    conflict: ConflictPolicy,
+    /// Conflict marker size (git's %L).
+    #[arg(short = 'l', long = "marker-size", value_name = "N")]
+    marker_size: Option<String>,
+    /// Path of the file being merged, for messages (git's %P).
+    #[arg(short = 'p', long = "path", value_name = "PATH")]
+    path: Option<String>,
+    /// Label for the base in conflict markers (git's %S).
+    #[arg(short = 's', long = "base-label", value_name = "LABEL")]
+    base_label: Option<String>,
+    /// Label for ours in conflict markers (git's %X).
+    #[arg(short = 'x', long = "ours-label", value_name = "LABEL")]
+    ours_label: Option<String>,
+    /// Label for theirs in conflict markers (git's %Y).
+    #[arg(short = 'y', long = "theirs-label", value_name = "LABEL")]
+    theirs_label: Option<String>,
+    /// Do not report auto-resolved conflicts on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let options = match options(&cli) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bd-merge: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let name = driver::display_name(&options);
+    match driver::run(&options) {
+        Ok(report) => {
+            for w in &report.warnings {
+                eprintln!("bd-merge: {name}: warning: {w}");
+            }
+            if !cli.quiet {
+                for r in &report.reports {
+                    eprintln!("bd-merge: {name}: {r}");
+                }
+            }
+            match &report.outcome {
+                DriverOutcome::Clean => {}
+                DriverOutcome::Conflicted(n) => eprintln!("bd-merge: {name}: {n} record(s) left with conflict markers"),
+                DriverOutcome::Fallback { reason, conflicted } => eprintln!(
+                    "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+                    if *conflicted { " and left conflict markers" } else { " cleanly" }
+                ),
+            }
+            ExitCode::from(report.exit_code())
+        }
+        Err(e) => {
+            eprintln!("bd-merge: {name}: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+
+/// Builds driver options, treating placeholders git did not expand as not given.
+fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
+    let given = |v: &Option<String>| v.clone().filter(|s| !driver::is_unexpanded_placeholder(s));
+    let (base, ours, theirs, destination) = match cli.files.as_slice() {
+        [b, o, t] => (b, o, t, None),
+        [out, b, l, r] => (b, l, r, Some(out.clone())),
+        _ => anyhow::bail!("expected BASE OURS THEIRS or OUTPUT BASE LEFT RIGHT"),
+    };
+    let destination = match (&cli.output, destination) {
+        (Some(p), _) if p.as_os_str() == "-" => Destination::Stdout,
+        (Some(p), _) => Destination::File(p.clone()),
+        (None, Some(out)) if out == *ours => Destination::ReplaceOurs,
+        (None, Some(out)) => Destination::File(out),
+        (None, None) => Destination::ReplaceOurs,
+    };
+    let size = match given(&cli.marker_size) {
+        Some(s) => s.parse::<usize>().map_err(|_| anyhow::anyhow!("marker size {s:?} is not a number"))?,
+        None => 7,
+    };
+    let default = Markers::default();
+    let markers = Markers {
+        size,
+        ours: given(&cli.ours_label).unwrap_or(default.ours),
+        base: given(&cli.base_label).unwrap_or(default.base),
+        theirs: given(&cli.theirs_label).unwrap_or(default.theirs),
+        diff3: false,
+    };
+    Ok(DriverOptions {
+        base: base.clone(),
+        ours: ours.clone(),
+        theirs: theirs.clone(),
+        destination,
+        path_name: given(&cli.path),
+        structural: std::env::var_os("BD_MERGE").is_none_or(|v| v != "0"),
+        detect_conflict_style: true,
+        merge: MergeOptions { policy: cli.conflict, markers },
+    })
+}

@@ -1,0 +1,163 @@
+//! Reading a JSONL issues file into lines, and writing one back safely.
+//!
+//! A file is kept as its raw bytes plus the facts needed to write it back the same way: a UTF-8
+//! BOM, CRLF or LF line endings, and whether the last line ends with a newline. Lines are byte
+//! ranges with their 1-based line numbers, so error messages can name `path:line` and unchanged
+//! records are copied without being decoded. There is no line-length limit. Writes go through a
+//! temporary file in the same directory, fsync and rename, so a reader never sees half a file.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How a file ends its lines and starts its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// The file starts with a UTF-8 byte order mark.
+    pub bom: bool,
+    /// Lines end with `\r\n`.
+    pub crlf: bool,
+    /// The last line ends with a newline.
+    pub final_newline: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout { bom: false, crlf: false, final_newline: true }
+    }
+}
+
+/// One non-blank line of a JSONL file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// 1-based line number in the file.
+    pub number: usize,
+    /// The line's bytes without its line ending.
+    pub bytes: &'a [u8],
+}
+
+/// A JSONL file split into lines, borrowing the file's bytes.
+#[derive(Debug, Clone)]
+pub struct Jsonl<'a> {
+    /// How the file is laid out.
+    pub layout: Layout,
+    /// Non-blank lines in file order.
+    pub lines: Vec<Line<'a>>,
+    /// How many blank (or whitespace-only) lines were skipped.
+    pub blank_lines: usize,
+}
+
+impl<'a> Jsonl<'a> {
+    /// Splits file content into lines. Never fails: what a line means is decided later.
+    pub fn split(content: &'a [u8]) -> Jsonl<'a> {
+        let bom = content.starts_with(BOM);
+        let body = if bom { &content[BOM.len()..] } else { content };
+        let mut lines = Vec::with_capacity(body.len() / 512 + 1);
+        let mut blank_lines = 0;
+        let mut crlf = None;
+        let mut start = 0;
+        let mut number = 0;
+        let mut final_newline = body.is_empty();
+        for end in memchr::memchr_iter(b'\n', body).map(Some).chain(std::iter::once(None)) {
+            let stop = end.unwrap_or(body.len());
+            if end.is_none() && start == body.len() {
+                final_newline = true;
+                break;
+            }
+            number += 1;
+            let mut line = &body[start..stop];
+            if end.is_some() {
+                let has_cr = line.last() == Some(&b'\r');
+                if crlf.is_none() {
+                    crlf = Some(has_cr);
+                }
+                if has_cr {
+                    line = &line[..line.len() - 1];
+                }
+            }
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                blank_lines += 1;
+            } else {
+                lines.push(Line { number, bytes: line });
+            }
+            start = stop + 1;
+            if end.is_none() {
+                final_newline = false;
+            }
+        }
+        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines, blank_lines }
+    }
+}
+
+/// Joins lines into file content with the given layout.
+pub fn join<'b>(layout: Layout, lines: impl IntoIterator<Item = &'b [u8]>, size_hint: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size_hint + 16);
+    if layout.bom {
+        out.extend_from_slice(BOM);
+    }
+    let eol: &[u8] = if layout.crlf { b"\r\n" } else { b"\n" };
+    let mut any = false;
+    for line in lines {
+        out.extend_from_slice(line);
+        out.extend_from_slice(eol);
+        any = true;
+    }
+    if any && !layout.final_newline {
+        out.truncate(out.len() - eol.len());
+    }
+    out
+}
+
+/// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, then
+/// rename over the target. An existing file's permissions are kept.
+pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".beads-git-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(content).with_context(|| format!("writing {}", tmp.path().display()))?;
+    if let Ok(meta) = fs::metadata(path) {
+        fs::set_permissions(tmp.path(), meta.permissions())
+            .with_context(|| format!("copying permissions of {}", path.display()))?;
+    }
+    tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
+    tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
+}
+
+/// Reads a whole file, naming it in the error.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(content: &[u8]) {
+        let j = Jsonl::split(content);
+        let out = join(j.layout, j.lines.iter().map(|l| l.bytes), content.len());
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(content));
+    }
+
+    #[test]
+    fn layouts_survive_a_round_trip() {
+        round_trip(b"a\nb\n");
+        round_trip(b"a\nb");
+        round_trip(b"a\r\nb\r\n");
+        round_trip(b"\xEF\xBB\xBFa\r\nb");
+        round_trip(b"");
+        let j = Jsonl::split(b"a\n\n  \nb\n");
+        assert_eq!(j.blank_lines, 2);
+        assert_eq!(j.lines[1], Line { number: 4, bytes: b"b" });
+    }
+}

@@ -1,0 +1,21 @@
+//! beads-git keeps a beads issue tracker (`.beads/issues.jsonl`) safe in git.
+//!
+//! The library holds everything; the three binaries only parse arguments and map outcomes to
+//! exit codes.
+//!
+//! - [`record`] and [`jsonl`]: an issue record is its id plus the exact bytes of its line, split
+//!   into raw key/value spans only when a merge or an export must change it. Files keep their
+//!   BOM, line endings and final-newline presence, and are written atomically.
+//! - [`merge`]: the field-level three-way merge behind `bd-merge`. Records equal on two sides are
+//!   matched by id and copied without parsing; records changed on both sides go through
+//!   per-kind rules (timestamps, sets, objects, text, the status group) and then the conflict
+//!   policy. [`merge::driver`] is the git-facing wrapper with the `git merge-file` fallback.
+//! - [`timestamp`]: RFC 3339 instants, so "later" means later across UTC offsets.
+//! - [`git`]: the git subprocesses the driver needs.
+#![warn(missing_docs)]
+
+pub mod git;
+pub mod jsonl;
+pub mod merge;
+pub mod record;
+pub mod timestamp;

@@ -1,0 +1,148 @@
+//! The merge driver as git runs it: read `%O %A %B`, merge, write the result over `%A`.
+//!
+//! This is the porcelain around the pure [`merge`](super::merge): it reads the inputs (an
+//! unreadable input is an error and `%A` is left alone), asks git for the conflict style when
+//! markers may be written, falls back to `git merge-file` for input that cannot be merged record
+//! by record (or when `BD_MERGE=0`), and writes the result atomically.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::{merge, MergeOptions, Report, Unmergeable};
+use crate::{git, jsonl};
+
+/// Where the merged file goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Replace the ours file (git's `%A`), as a merge driver must.
+    ReplaceOurs,
+    /// Write to this file.
+    File(PathBuf),
+    /// Write to standard output.
+    Stdout,
+}
+
+/// Everything one driver run needs.
+#[derive(Debug, Clone)]
+pub struct DriverOptions {
+    /// Common ancestor (`%O`).
+    pub base: PathBuf,
+    /// Current branch's version (`%A`); replaced by the result unless `destination` says otherwise.
+    pub ours: PathBuf,
+    /// Other branch's version (`%B`).
+    pub theirs: PathBuf,
+    /// Where the result goes.
+    pub destination: Destination,
+    /// The path being merged (`%P`), for messages.
+    pub path_name: Option<String>,
+    /// Merge record by record (false under `BD_MERGE=0`: line merge only).
+    pub structural: bool,
+    /// Ask `git config merge.conflictStyle` whether to show the base in markers.
+    pub detect_conflict_style: bool,
+    /// Policy and markers.
+    pub merge: MergeOptions,
+}
+
+/// How a driver run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverOutcome {
+    /// Merged with no conflicts left for a human.
+    Clean,
+    /// Records written with conflict markers.
+    Conflicted(usize),
+    /// Structural merge refused the input; a line merge was done instead.
+    Fallback {
+        /// Why, naming the file and line.
+        reason: String,
+        /// Whether the line merge left conflict markers.
+        conflicted: bool,
+    },
+}
+
+/// The outcome plus what to tell the user.
+#[derive(Debug, Clone)]
+pub struct DriverReport {
+    /// How it ended.
+    pub outcome: DriverOutcome,
+    /// Auto-resolved conflicts.
+    pub reports: Vec<Report>,
+    /// Warnings that did not stop the merge.
+    pub warnings: Vec<String>,
+}
+
+impl DriverReport {
+    /// Exit code for git: 0 clean, 1 conflicts left for a human.
+    pub fn exit_code(&self) -> u8 {
+        match self.outcome {
+            DriverOutcome::Clean | DriverOutcome::Fallback { conflicted: false, .. } => 0,
+            DriverOutcome::Conflicted(_) | DriverOutcome::Fallback { conflicted: true, .. } => 1,
+        }
+    }
+}
+
+/// Runs the driver. Errors mean nothing was written.
+pub fn run(options: &DriverOptions) -> Result<DriverReport> {
+    let base = jsonl::read(&options.base)?;
+    let ours = jsonl::read(&options.ours)?;
+    let theirs = jsonl::read(&options.theirs)?;
+    let mut merge_options = options.merge.clone();
+    let wants_markers = merge_options.policy == super::ConflictPolicy::Markers;
+    if options.detect_conflict_style && wants_markers {
+        merge_options.markers.diff3 = git::conflict_style_shows_base();
+    }
+    let structural = if options.structural {
+        merge(&base, &ours, &theirs, &merge_options).map_err(|u| describe(options, &u))
+    } else {
+        Err("BD_MERGE=0 is set".to_owned())
+    };
+    let report = match structural {
+        Ok(merged) => {
+            write_result(options, &ours, &merged.content)?;
+            let outcome = if merged.conflicts > 0 { DriverOutcome::Conflicted(merged.conflicts) } else { DriverOutcome::Clean };
+            DriverReport { outcome, reports: merged.reports, warnings: merged.warnings }
+        }
+        Err(reason) => {
+            if options.detect_conflict_style && !wants_markers {
+                merge_options.markers.diff3 = git::conflict_style_shows_base();
+            }
+            let (content, conflicted) = git::merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
+                .context("falling back to a line merge with `git merge-file`")?;
+            write_result(options, &ours, &content)?;
+            DriverReport { outcome: DriverOutcome::Fallback { reason, conflicted }, reports: Vec::new(), warnings: Vec::new() }
+        }
+    };
+    Ok(report)
+}
+
+fn describe(options: &DriverOptions, u: &Unmergeable) -> String {
+    let path = match u.input {
+        super::Input::Base => &options.base,
+        super::Input::Ours => &options.ours,
+        super::Input::Theirs => &options.theirs,
+    };
+    format!("{} ({} version, {}):{}: {}", display_name(options), u.input, path.display(), u.line, u.problem)
+}
+
+/// The name to use in messages: `%P` when git gave it, else the ours path.
+pub fn display_name(options: &DriverOptions) -> String {
+    options.path_name.clone().unwrap_or_else(|| options.ours.display().to_string())
+}
+
+fn write_result(options: &DriverOptions, ours: &[u8], content: &[u8]) -> Result<()> {
+    match &options.destination {
+        Destination::ReplaceOurs if content == ours => Ok(()),
+        Destination::ReplaceOurs => jsonl::write_atomic(&options.ours, content),
+        Destination::File(path) => jsonl::write_atomic(path, content),
+        Destination::Stdout => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(content).and_then(|()| out.flush()).context("writing the merge to stdout")
+        }
+    }
+}
+
+/// True when `arg` is a placeholder git did not expand (git before 2.44 passes `%S` literally).
+pub fn is_unexpanded_placeholder(arg: &str) -> bool {
+    arg.len() == 2 && arg.starts_with('%')
+}

@@ -1,0 +1,376 @@
+//! Field-level rules for a record that both sides changed.
+//!
+//! Keys are merged one by one: a side that left a key as it was in base yields to the other side,
+//! and only keys both sides changed differently need a rule. The rules are picked by the kind of
+//! value (timestamps, sets of strings, sets of objects keyed by identity, nested objects,
+//! multi-line text, the status group) so that as little as possible is left to the conflict
+//! policy. Every value that comes out unchanged keeps the exact text of the side it came from.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::text::merge_text;
+use super::{Resolution, Side};
+use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
+use crate::timestamp;
+
+/// Fields decided together with `status`, so a closed issue always has `closed_at` and an open
+/// one never does, and tombstones stay whole.
+pub const STATUS_GROUP: &[&str] = &[
+    "status",
+    "closed_at",
+    "close_reason",
+    "closed_by_session",
+    "deleted_at",
+    "deleted_by",
+    "delete_reason",
+    "original_type",
+];
+
+/// What the field rules need to know while merging one record.
+pub(crate) struct FieldCtx<'r> {
+    /// The side the conflict policy picks for decisions the rules leave open.
+    pub winner: Side,
+    /// Why that side wins, for the report.
+    pub winner_reason: &'r str,
+    /// Escape `<`, `>`, `&` the way Go does when writing new strings.
+    pub go_style: bool,
+    /// The record's entry separator, for arrays built anew.
+    pub comma: &'r str,
+    /// Decisions left to the policy so far.
+    pub open: usize,
+    /// What the policy decided, one entry per decision.
+    pub resolutions: Vec<Resolution>,
+}
+
+impl FieldCtx<'_> {
+    fn pick(&mut self, field: &str, ours: Option<&str>, theirs: Option<&str>) -> Side {
+        self.open += 1;
+        let (kept, other) = match self.winner {
+            Side::Ours => (ours, theirs),
+            Side::Theirs => (theirs, ours),
+        };
+        self.resolutions.push(Resolution {
+            field: field.to_owned(),
+            kept: self.winner,
+            kept_value: excerpt(kept),
+            other_value: excerpt(other),
+            reason: self.winner_reason.to_owned(),
+        });
+        self.winner
+    }
+}
+
+fn excerpt(raw: Option<&str>) -> String {
+    match raw {
+        None => "(absent)".to_owned(),
+        Some(s) if s.chars().count() > 48 => format!("{}...", s.chars().take(45).collect::<String>()),
+        Some(s) => s.to_owned(),
+    }
+}
+
+fn find<'e, 'a>(entries: &'e [Entry<'a>], key: &str) -> Option<&'e Entry<'a>> {
+    entries.iter().find(|e| e.key == key)
+}
+
+fn parse(raw: &str) -> Value {
+    serde_json::from_str(raw).expect("raw values are validated when the record is parsed")
+}
+
+/// Equal as JSON values (key order and escapes do not matter); absent equals only absent.
+fn same(a: Option<&Entry<'_>>, b: Option<&Entry<'_>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x.raw_value == y.raw_value || parse(&x.raw_value) == parse(&y.raw_value),
+        _ => false,
+    }
+}
+
+/// Merges the entries of one object. `top` is true for the record itself, where the status group
+/// and `updated_at` rules apply. Keys keep ours' order; keys new from theirs go at the end.
+pub(crate) fn merge_entries<'a>(
+    base: &[Entry<'a>],
+    ours: &[Entry<'a>],
+    theirs: &[Entry<'a>],
+    ctx: &mut FieldCtx<'_>,
+    prefix: &str,
+    top: bool,
+) -> Vec<Entry<'a>> {
+    let mut keys: Vec<&str> = Vec::with_capacity(ours.len() + 2);
+    for e in ours.iter().chain(theirs) {
+        if !keys.contains(&e.key.as_ref()) {
+            keys.push(e.key.as_ref());
+        }
+    }
+    let group_side = if top { Some(status_group_side(base, ours, theirs, ctx)) } else { None };
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let (b, o, t) = (find(base, key), find(ours, key), find(theirs, key));
+        let chosen = match group_side {
+            Some(side) if STATUS_GROUP.contains(&key) => match side {
+                Side::Ours => o.cloned(),
+                Side::Theirs => t.cloned(),
+            },
+            _ => merge_value(key, b, o, t, ctx, prefix, top),
+        };
+        out.extend(chosen);
+    }
+    out
+}
+
+/// Which side's status group wins, as one value.
+fn status_group_side(base: &[Entry<'_>], ours: &[Entry<'_>], theirs: &[Entry<'_>], ctx: &mut FieldCtx<'_>) -> Side {
+    let same_group = |x: &[Entry<'_>], y: &[Entry<'_>]| STATUS_GROUP.iter().all(|k| same(find(x, k), find(y, k)));
+    if same_group(ours, base) {
+        Side::Theirs
+    } else if same_group(theirs, base) || same_group(ours, theirs) {
+        Side::Ours
+    } else {
+        let raw = |x: &[Entry<'_>]| find(x, "status").map(|e| e.raw_value.to_string());
+        let (o, t) = (raw(ours), raw(theirs));
+        ctx.pick("status", o.as_deref(), t.as_deref())
+    }
+}
+
+fn merge_value<'a>(
+    key: &str,
+    base: Option<&Entry<'a>>,
+    ours: Option<&Entry<'a>>,
+    theirs: Option<&Entry<'a>>,
+    ctx: &mut FieldCtx<'_>,
+    prefix: &str,
+    top: bool,
+) -> Option<Entry<'a>> {
+    if same(ours, theirs) || same(theirs, base) {
+        return ours.cloned();
+    }
+    if same(ours, base) {
+        return theirs.cloned();
+    }
+    let path = if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
+    let values = (base.map(|e| parse(&e.raw_value)), ours.map(|e| parse(&e.raw_value)), theirs.map(|e| parse(&e.raw_value)));
+
+    if let (Some(o), Some(t)) = (ours, theirs) {
+        if top && key == "updated_at" {
+            if let (Some(Value::String(a)), Some(Value::String(b))) = (&values.1, &values.2) {
+                return Some(if timestamp::compare(a, b).is_ge() { o.clone() } else { t.clone() });
+            }
+        }
+    }
+    if let Some(merged) = merge_arrays(key, &path, base, ours, theirs, &values, ctx) {
+        return merged;
+    }
+    if let (Some(o), Some(t), Some(Value::Object(_)), Some(Value::Object(_))) = (ours, theirs, &values.1, &values.2) {
+        let base_obj = match (&values.0, base) {
+            (Some(Value::Object(_)), Some(b)) => RawObject::parse_str(&b.raw_value).ok(),
+            _ => None,
+        };
+        if let (Ok(oo), Ok(to)) = (RawObject::parse_str(&o.raw_value), RawObject::parse_str(&t.raw_value)) {
+            let bo = base_obj.map(|b| b.entries).unwrap_or_default();
+            let merged = merge_entries(&bo, &oo.entries, &to.entries, ctx, &path, false);
+            let raw = render_entries(&merged, oo.colon, oo.comma);
+            return Some(rebuilt(o, raw));
+        }
+    }
+    if let (Some(o), Some(Value::String(os)), Some(Value::String(ts))) = (ours, &values.1, &values.2) {
+        let bs = match &values.0 {
+            Some(Value::String(s)) => s.as_str(),
+            _ => "",
+        };
+        if os.contains('\n') || ts.contains('\n') || bs.contains('\n') {
+            if let Some(text) = merge_text(bs, os, ts) {
+                let raw = json_string(&text, string_style(ctx.go_style, [ours, theirs, base]));
+                return Some(rebuilt(o, raw));
+            }
+        }
+    }
+    match ctx.pick(&path, ours.map(|e| e.raw_value.as_ref()), theirs.map(|e| e.raw_value.as_ref())) {
+        Side::Ours => ours.cloned(),
+        Side::Theirs => theirs.cloned(),
+    }
+}
+
+/// Keeps the key text of `like` with a new value.
+fn rebuilt<'a>(like: &Entry<'a>, raw_value: String) -> Entry<'a> {
+    Entry { key: like.key.clone(), raw_key: like.raw_key.clone(), raw_value: Cow::Owned(raw_value) }
+}
+
+/// Whether new string text should use Go's `\u003c` escapes: follow what the values show, else
+/// the file's habit.
+fn string_style<const N: usize>(file_default: bool, sides: [Option<&Entry<'_>>; N]) -> bool {
+    for e in sides.into_iter().flatten() {
+        let raw = e.raw_value.as_ref();
+        if raw.contains("\\u003c") || raw.contains("\\u003e") || raw.contains("\\u0026") {
+            return true;
+        }
+        if raw.contains(['<', '>', '&']) {
+            return false;
+        }
+    }
+    file_default
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum ElementKind {
+    Empty,
+    Strings,
+    Objects,
+    Mixed,
+}
+
+fn element_kind(v: &Option<Value>) -> Option<ElementKind> {
+    match v {
+        None => Some(ElementKind::Empty),
+        Some(Value::Array(items)) if items.is_empty() => Some(ElementKind::Empty),
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(ElementKind::Strings),
+        Some(Value::Array(items)) if items.iter().all(Value::is_object) => Some(ElementKind::Objects),
+        Some(Value::Array(_)) => Some(ElementKind::Mixed),
+        Some(_) => None,
+    }
+}
+
+/// Set merge for arrays of strings or objects. `None` when the rule does not apply; `Some(None)`
+/// when the merged set is empty and a side had dropped the key (Go's `omitempty`).
+fn merge_arrays<'a>(
+    key: &str,
+    path: &str,
+    base: Option<&Entry<'a>>,
+    ours: Option<&Entry<'a>>,
+    theirs: Option<&Entry<'a>>,
+    values: &(Option<Value>, Option<Value>, Option<Value>),
+    ctx: &mut FieldCtx<'_>,
+) -> Option<Option<Entry<'a>>> {
+    if !matches!(values.1, Some(Value::Array(_))) && !matches!(values.2, Some(Value::Array(_))) {
+        return None;
+    }
+    let kinds = [element_kind(&values.0)?, element_kind(&values.1)?, element_kind(&values.2)?];
+    let kind = kinds.iter().copied().filter(|k| *k != ElementKind::Empty).try_fold(ElementKind::Empty, |acc, k| {
+        if acc == ElementKind::Empty || acc == k {
+            Some(k)
+        } else {
+            None
+        }
+    })?;
+    let elements = |e: Option<&Entry<'a>>| -> Vec<String> {
+        e.and_then(|e| split_array(&e.raw_value)).unwrap_or_default().into_iter().map(str::to_owned).collect()
+    };
+    let (b, o, t) = (elements(base), elements(ours), elements(theirs));
+    let merged = match kind {
+        ElementKind::Strings | ElementKind::Empty => merge_string_sets(&b, &o, &t),
+        ElementKind::Objects => merge_object_sets(key, path, &b, &o, &t, ctx)?,
+        ElementKind::Mixed => return None,
+    };
+    if merged.is_empty() && (ours.is_none() || theirs.is_none()) {
+        return Some(None);
+    }
+    let like = ours.or(theirs).expect("one side holds an array");
+    let raw = format!("[{}]", merged.join(ctx.comma));
+    Some(Some(rebuilt(like, raw)))
+}
+
+fn decoded(raw: &str) -> Cow<'_, str> {
+    parse_json_str(raw).unwrap_or(Cow::Borrowed(raw))
+}
+
+/// Additions from both sides kept, a removal on either side sticks. Ours' order, then theirs'
+/// additions; sorted if ours was sorted.
+fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec<String> {
+    let b: Vec<Cow<'_, str>> = base.iter().map(|r| decoded(r)).collect();
+    let o: Vec<Cow<'_, str>> = ours.iter().map(|r| decoded(r)).collect();
+    let t: Vec<Cow<'_, str>> = theirs.iter().map(|r| decoded(r)).collect();
+    let mut out: Vec<(Cow<'_, str>, &String)> = Vec::new();
+    for (s, raw) in o.iter().zip(ours) {
+        if t.contains(s) || !b.contains(s) {
+            out.push((s.clone(), raw));
+        }
+    }
+    for (s, raw) in t.iter().zip(theirs) {
+        if !o.contains(s) && !b.contains(s) && !out.iter().any(|(x, _)| x == s) {
+            out.push((s.clone(), raw));
+        }
+    }
+    let sorted = |v: &[Cow<'_, str>]| v.windows(2).all(|w| w[0] <= w[1]);
+    let keep_sorted = if o.len() >= 2 { sorted(&o) } else { sorted(&t) };
+    if keep_sorted {
+        out.sort_by(|x, y| x.0.cmp(&y.0));
+    }
+    out.into_iter().map(|(_, raw)| raw.clone()).collect()
+}
+
+/// The identity of an element of an object array: `(depends_on_id, type)` for dependencies, the
+/// whole object but its machine-local `id` for comments, else the whole object.
+fn identity(key: &str, element: &Value) -> String {
+    let mut v = element.clone();
+    if let Value::Object(map) = &mut v {
+        if key == "dependencies" && map.contains_key("depends_on_id") {
+            let pick = |k: &str| map.get(k).cloned().unwrap_or(Value::Null);
+            return Value::Array(vec![pick("depends_on_id"), pick("type")]).to_string();
+        }
+        if key == "comments" {
+            map.remove("id");
+        }
+    }
+    v.to_string()
+}
+
+fn merge_object_sets(
+    key: &str,
+    path: &str,
+    base: &[String],
+    ours: &[String],
+    theirs: &[String],
+    ctx: &mut FieldCtx<'_>,
+) -> Option<Vec<String>> {
+    // identity -> (raw text, parsed value); a side repeating an identity is left to the policy.
+    let index = |raws: &[String]| -> Option<(Vec<String>, HashMap<String, (String, Value)>)> {
+        let mut order = Vec::with_capacity(raws.len());
+        let mut map = HashMap::with_capacity(raws.len());
+        for raw in raws {
+            let value = parse(raw);
+            let id = identity(key, &value);
+            if map.insert(id.clone(), (raw.clone(), value)).is_some() {
+                return None;
+            }
+            order.push(id);
+        }
+        Some((order, map))
+    };
+    let (_, b) = index(base)?;
+    let (o_order, o) = index(ours)?;
+    let (t_order, t) = index(theirs)?;
+    let mut out = Vec::new();
+    for id in &o_order {
+        let (o_raw, o_val) = &o[id];
+        match (b.get(id), t.get(id)) {
+            // Theirs deleted an element ours left alone: it stays deleted.
+            (Some((_, b_val)), None) if b_val == o_val => {}
+            (_, None) => out.push(o_raw.clone()),
+            (b_elem, Some((t_raw, t_val))) => {
+                if t_val == o_val || b_elem.is_some_and(|(_, bv)| bv == t_val) {
+                    out.push(o_raw.clone());
+                } else if b_elem.is_some_and(|(_, bv)| bv == o_val) {
+                    out.push(t_raw.clone());
+                } else {
+                    let empty = String::from("{}");
+                    let b_raw = b_elem.map(|(r, _)| r).unwrap_or(&empty);
+                    let (bo, oo, to) = (RawObject::parse_str(b_raw).ok()?, RawObject::parse_str(o_raw).ok()?, RawObject::parse_str(t_raw).ok()?);
+                    let merged = merge_entries(&bo.entries, &oo.entries, &to.entries, ctx, &format!("{path}[{id}]"), false);
+                    out.push(render_entries(&merged, oo.colon, oo.comma));
+                }
+            }
+        }
+    }
+    for id in &t_order {
+        if o.contains_key(id) {
+            continue;
+        }
+        let (t_raw, t_val) = &t[id];
+        match b.get(id) {
+            Some((_, b_val)) if b_val == t_val => {} // ours deleted it, theirs left it alone
+            _ => out.push(t_raw.clone()),
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,373 @@
+//! One issue record: its id and the exact text of its JSON object, split into key/value spans.
+//!
+//! Byte stability is the whole point of this module. A record is never turned into a generic
+//! JSON tree and printed again; instead a line is scanned into `(key, raw value text)` entries so a
+//! changed record can be rebuilt with every untouched value (and the key order, escapes and
+//! timestamp strings) exactly as it was read. Finding a record's id takes a fast path for the
+//! shape every beads writer produces (`{"id":"..."` first), so records nobody changed are never
+//! parsed at all.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde_json::Value;
+
+/// Why a line cannot be used as an issue record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineProblem {
+    /// Leftover git conflict markers (`<<<<<<<`, `=======`, `|||||||`, `>>>>>>>`).
+    ConflictMarker,
+    /// The bytes are not UTF-8.
+    InvalidUtf8,
+    /// Not valid JSON; the text is serde_json's description (with the column).
+    InvalidJson(String),
+    /// Valid JSON, but not an object.
+    NotAnObject,
+    /// An object without a string `"id"`.
+    MissingId,
+}
+
+impl fmt::Display for LineProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineProblem::ConflictMarker => f.write_str("leftover conflict marker"),
+            LineProblem::InvalidUtf8 => f.write_str("invalid UTF-8"),
+            LineProblem::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
+            LineProblem::NotAnObject => f.write_str("not a JSON object"),
+            LineProblem::MissingId => f.write_str("no string \"id\" field"),
+        }
+    }
+}
+
+/// True when a line starts with one of git's conflict markers (any marker size of 7 or more).
+pub fn is_conflict_marker(line: &[u8]) -> bool {
+    for &c in b"<=>|" {
+        let run = line.iter().take_while(|&&b| b == c).count();
+        if run >= 7 && (line.len() == run || line[run] == b' ' || line[run] == b'\t') {
+            return true;
+        }
+    }
+    false
+}
+
+/// The id of a record line, borrowed when possible.
+///
+/// The fast path reads `{"id":"<plain string>"` without parsing the rest of the line; anything
+/// else is fully parsed and validated.
+pub fn record_id(line: &[u8]) -> Result<Cow<'_, str>, LineProblem> {
+    const PREFIX: &[u8] = b"{\"id\":\"";
+    if let Some(rest) = line.strip_prefix(PREFIX) {
+        if let Some(end) = memchr::memchr2(b'"', b'\\', rest) {
+            if rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',') | Some(b'}')) {
+                if let Ok(id) = std::str::from_utf8(&rest[..end]) {
+                    if !id.bytes().any(|b| b < 0x20) {
+                        return Ok(Cow::Borrowed(id));
+                    }
+                }
+            }
+        }
+    }
+    let object = RawObject::parse(line)?;
+    object.id().map(|id| Cow::Owned(id.into_owned()))
+}
+
+/// A JSON object as `(key, raw value)` entries in their original order.
+#[derive(Debug, Clone)]
+pub struct RawObject<'a> {
+    /// The entries, in the order they appear.
+    pub entries: Vec<Entry<'a>>,
+    /// The text between a key and its value (`:` for compact writers, `: ` for others).
+    pub colon: &'a str,
+    /// The text between two entries (`,` or `, `).
+    pub comma: &'a str,
+}
+
+/// One `key: value` of an object, with the original text of both.
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
+    /// The decoded key.
+    pub key: Cow<'a, str>,
+    /// The key as written, quotes included.
+    pub raw_key: Cow<'a, str>,
+    /// The value as written.
+    pub raw_value: Cow<'a, str>,
+}
+
+impl<'a> Entry<'a> {
+    /// An entry whose key needs no escaping beyond what `write_json_string` does.
+    pub fn new(key: &str, raw_value: String, go_style: bool) -> Entry<'static> {
+        let mut raw_key = String::with_capacity(key.len() + 2);
+        write_json_string(&mut raw_key, key, go_style);
+        Entry { key: Cow::Owned(key.to_owned()), raw_key: Cow::Owned(raw_key), raw_value: Cow::Owned(raw_value) }
+    }
+
+    /// The value parsed as JSON (the text was validated when the object was parsed).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.raw_value).expect("raw values are validated when the object is parsed")
+    }
+
+    /// An owned copy, detached from the line it was read from.
+    pub fn into_owned(self) -> Entry<'static> {
+        Entry {
+            key: Cow::Owned(self.key.into_owned()),
+            raw_key: Cow::Owned(self.raw_key.into_owned()),
+            raw_value: Cow::Owned(self.raw_value.into_owned()),
+        }
+    }
+}
+
+impl<'a> RawObject<'a> {
+    /// Parses and validates one line as a JSON object.
+    pub fn parse(line: &'a [u8]) -> Result<RawObject<'a>, LineProblem> {
+        if is_conflict_marker(line) {
+            return Err(LineProblem::ConflictMarker);
+        }
+        let text = std::str::from_utf8(line).map_err(|_| LineProblem::InvalidUtf8)?;
+        Self::parse_str(text)
+    }
+
+    /// Parses and validates a JSON object held in a string.
+    pub fn parse_str(text: &'a str) -> Result<RawObject<'a>, LineProblem> {
+        // serde_json validates (and gives good messages); the scanner below then only splits.
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map_err(|e| LineProblem::InvalidJson(e.to_string()))?;
+        let mut s = Scanner { text, pos: 0 };
+        s.skip_ws();
+        if s.peek() != Some(b'{') {
+            return Err(LineProblem::NotAnObject);
+        }
+        Ok(s.object())
+    }
+
+    /// The value text of the first entry named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries.iter().find(|e| e.key == key).map(|e| e.raw_value.as_ref())
+    }
+
+    /// The string `id` of this record.
+    pub fn id(&self) -> Result<Cow<'a, str>, LineProblem> {
+        let entry = self.entries.iter().find(|e| e.key == "id").ok_or(LineProblem::MissingId)?;
+        match &entry.raw_value {
+            Cow::Borrowed(raw) => parse_json_str(raw).ok_or(LineProblem::MissingId),
+            Cow::Owned(raw) => parse_json_str(raw).map(|c| Cow::Owned(c.into_owned())).ok_or(LineProblem::MissingId),
+        }
+    }
+
+    /// Writes the object back: entries in order, with this object's separators.
+    pub fn render(&self) -> String {
+        render_entries(&self.entries, self.colon, self.comma)
+    }
+}
+
+/// Writes `{k:v,...}` with the given separators.
+pub fn render_entries(entries: &[Entry<'_>], colon: &str, comma: &str) -> String {
+    let len: usize = entries.iter().map(|e| e.raw_key.len() + e.raw_value.len() + 2).sum();
+    let mut out = String::with_capacity(len + 2);
+    out.push('{');
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(comma);
+        }
+        out.push_str(&e.raw_key);
+        out.push_str(colon);
+        out.push_str(&e.raw_value);
+    }
+    out.push('}');
+    out
+}
+
+/// Decodes a raw JSON string literal, borrowing when it has no escapes.
+pub fn parse_json_str(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') && !inner.contains('"') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+}
+
+/// Splits a raw JSON array (already validated) into its element texts.
+pub fn split_array(raw: &str) -> Option<Vec<&str>> {
+    let mut s = Scanner { text: raw, pos: 0 };
+    s.skip_ws();
+    if s.peek() != Some(b'[') {
+        return None;
+    }
+    s.pos += 1;
+    let mut out = Vec::new();
+    loop {
+        s.skip_ws();
+        match s.peek() {
+            Some(b']') | None => return Some(out),
+            Some(b',') => s.pos += 1,
+            _ => {
+                let start = s.pos;
+                s.skip_value();
+                out.push(&raw[start..s.pos]);
+            }
+        }
+    }
+}
+
+/// Appends `value` as a JSON string literal. `go_style` escapes `<`, `>`, `&`, U+2028 and U+2029
+/// as `\u003c` etc., as Go's encoding/json (and so `bd`) does.
+pub fn write_json_string(out: &mut String, value: &str, go_style: bool) {
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' if go_style => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A JSON string literal for `value` (see [`write_json_string`]).
+pub fn json_string(value: &str, go_style: bool) -> String {
+    let mut s = String::with_capacity(value.len() + 2);
+    write_json_string(&mut s, value, go_style);
+    s
+}
+
+/// Splits already-validated JSON text into spans. It never needs to report errors.
+struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn object(&mut self) -> RawObject<'a> {
+        self.pos += 1; // '{'
+        let mut entries = Vec::new();
+        let (mut colon, mut comma) = (":", ",");
+        let mut first = true;
+        loop {
+            let sep_start = self.pos;
+            self.skip_ws();
+            match self.peek() {
+                Some(b'}') | None => break,
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    if first {
+                        comma = &self.text[sep_start..self.pos];
+                        first = false;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let key_start = self.pos;
+            self.skip_string();
+            let raw_key = &self.text[key_start..self.pos];
+            let colon_start = self.pos;
+            self.skip_ws();
+            self.pos += 1; // ':'
+            self.skip_ws();
+            if entries.is_empty() {
+                colon = &self.text[colon_start..self.pos];
+            }
+            let value_start = self.pos;
+            self.skip_value();
+            let raw_value = &self.text[value_start..self.pos];
+            let key = parse_json_str(raw_key).unwrap_or(Cow::Borrowed(""));
+            entries.push(Entry { key, raw_key: Cow::Borrowed(raw_key), raw_value: Cow::Borrowed(raw_value) });
+        }
+        RawObject { entries, colon, comma }
+    }
+
+    fn skip_string(&mut self) {
+        let bytes = self.text.as_bytes();
+        self.pos += 1;
+        while let Some(i) = memchr::memchr2(b'"', b'\\', &bytes[self.pos..]) {
+            self.pos += i;
+            if bytes[self.pos] == b'\\' {
+                self.pos += 2;
+            } else {
+                self.pos += 1;
+                return;
+            }
+        }
+        self.pos = bytes.len();
+    }
+
+    fn skip_value(&mut self) {
+        let bytes = self.text.as_bytes();
+        match self.peek() {
+            Some(b'"') => self.skip_string(),
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while let Some(b) = self.peek() {
+                    match b {
+                        b'"' => {
+                            self.skip_string();
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.pos += 1;
+                                return;
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.pos += 1;
+                }
+            }
+            _ => {
+                while self.pos < bytes.len() && !matches!(bytes[self.pos], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_and_slow_id_paths_agree() {
+        assert_eq!(record_id(br#"{"id":"bd-1","title":"x"}"#).unwrap(), "bd-1");
+        assert_eq!(record_id(br#"{ "title":"x", "id" : "bd-\u0031"}"#).unwrap(), "bd-1");
+        assert_eq!(record_id(br#"{"id":1}"#), Err(LineProblem::MissingId));
+        assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));
+        assert_eq!(record_id(b"<<<<<<< ours"), Err(LineProblem::ConflictMarker));
+        assert!(matches!(record_id(br#"{"id":"x","#), Err(LineProblem::InvalidJson(_))));
+    }
+
+    #[test]
+    fn object_round_trips_with_its_separators() {
+        let line = r#"{"id": "a", "n": [1, {"x": "}"}], "s": "q\"\\"}"#;
+        let obj = RawObject::parse_str(line).unwrap();
+        assert_eq!(obj.entries.len(), 3);
+        assert_eq!(obj.render(), line);
+        assert_eq!(split_array(r#"[ "a" , {"b":[1]} ,3]"#).unwrap(), vec![r#""a""#, r#"{"b":[1]}"#, "3"]);
+    }
+
+    #[test]
+    fn go_style_escapes() {
+        assert_eq!(json_string("a<b>&\n", true), r#""a\u003cb\u003e\u0026\n""#);
+        assert_eq!(json_string("a<b>&", false), r#""a<b>&""#);
+    }
+}
