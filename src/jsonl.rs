@@ -113,8 +113,14 @@ pub fn join<'b>(layout: Layout, lines: impl IntoIterator<Item = &'b [u8]>, size_
 }
 
 /// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, then
-/// rename over the target. An existing file's permissions are kept.
+/// rename over the target. An existing file's permissions are kept. A target that exists but is
+/// not a regular file (`/dev/null`, a FIFO) is written in place, never replaced.
 pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
+    if let Ok(meta) = fs::metadata(path) {
+        if !meta.is_file() {
+            return fs::write(path, content).with_context(|| format!("writing {}", path.display()));
+        }
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -147,6 +153,18 @@ mod tests {
         let j = Jsonl::split(content);
         let out = join(j.layout, j.lines.iter().map(|l| l.bytes), content.len());
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(content));
+    }
+
+    #[test]
+    fn regression_atomic_write_never_replaces_a_device() {
+        write_atomic(Path::new("/dev/null"), b"x").unwrap();
+        assert!(!fs::metadata("/dev/null").unwrap().is_file());
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.jsonl");
+        fs::write(&target, b"old").unwrap();
+        write_atomic(&target, b"new").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left behind");
     }
 
     #[test]

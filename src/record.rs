@@ -353,7 +353,10 @@ mod tests {
         assert_eq!(record_id(br#"{"id":1}"#), Err(LineProblem::MissingId));
         assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));
         assert_eq!(record_id(b"<<<<<<< ours"), Err(LineProblem::ConflictMarker));
-        assert!(matches!(record_id(br#"{"id":"x","#), Err(LineProblem::InvalidJson(_))));
+        // The fast path reads only the id; the content is validated when a merge needs it.
+        assert_eq!(record_id(br#"{"id":"x","#).unwrap(), "x");
+        assert!(matches!(RawObject::parse(br#"{"id":"x","#), Err(LineProblem::InvalidJson(_))));
+        assert!(matches!(record_id(br#"{"id":"x\"#), Err(LineProblem::InvalidJson(_))));
     }
 
     #[test]

@@ -121,7 +121,7 @@ fn describe(options: &DriverOptions, u: &Unmergeable) -> String {
         super::Input::Ours => &options.ours,
         super::Input::Theirs => &options.theirs,
     };
-    format!("{} ({} version, {}):{}: {}", display_name(options), u.input, path.display(), u.line, u.problem)
+    format!("{}: {} version ({}), line {}: {}", display_name(options), u.input, path.display(), u.line, u.problem)
 }
 
 /// The name to use in messages: `%P` when git gave it, else the ours path.

@@ -1,1 +1,8 @@
-fn main(){}
+//! One integration-test binary, a module per topic. Every test uses real files, real git
+//! repositories in temporary directories and the real binaries.
+
+mod support;
+
+mod merge_fixtures;
+mod merge_git;
+mod merge_properties;
