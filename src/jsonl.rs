@@ -96,29 +96,53 @@ impl<'a> Jsonl<'a> {
 /// Joins lines into file content with the given layout.
 pub fn join<'b>(layout: Layout, lines: impl IntoIterator<Item = &'b [u8]>, size_hint: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(size_hint + 16);
+    write_lines(&mut out, layout, lines).expect("writing to a Vec cannot fail");
+    out
+}
+
+/// Writes lines with the given layout (BOM, line endings, final newline).
+pub fn write_lines<'b>(w: &mut dyn Write, layout: Layout, lines: impl IntoIterator<Item = &'b [u8]>) -> std::io::Result<()> {
     if layout.bom {
-        out.extend_from_slice(BOM);
+        w.write_all(BOM)?;
     }
     let eol: &[u8] = if layout.crlf { b"\r\n" } else { b"\n" };
-    let mut any = false;
-    for line in lines {
-        out.extend_from_slice(line);
-        out.extend_from_slice(eol);
-        any = true;
+    let mut lines = lines.into_iter().peekable();
+    while let Some(line) = lines.next() {
+        w.write_all(line)?;
+        if lines.peek().is_some() || layout.final_newline {
+            w.write_all(eol)?;
+        }
     }
-    if any && !layout.final_newline {
-        out.truncate(out.len() - eol.len());
-    }
-    out
+    Ok(())
+}
+
+/// Whether a write must reach the disk before the rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the temporary file before renaming it (user files).
+    Fsync,
+    /// Skip the fsync: the target is a scratch file its reader opens at once (git's `%A`).
+    Scratch,
 }
 
 /// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, then
 /// rename over the target. An existing file's permissions are kept. A target that exists but is
 /// not a regular file (`/dev/null`, a FIFO) is written in place, never replaced.
 pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
+    write_atomic_with(path, Durability::Fsync, |w| w.write_all(content))
+}
+
+/// Like [`write_atomic`], with the content produced by a writer callback (no buffer of the whole
+/// file needed).
+pub fn write_atomic_with(
+    path: &Path,
+    durability: Durability,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     if let Ok(meta) = fs::metadata(path) {
         if !meta.is_file() {
-            return fs::write(path, content).with_context(|| format!("writing {}", path.display()));
+            let mut f = fs::OpenOptions::new().write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+            return produce(&mut f).with_context(|| format!("writing {}", path.display()));
         }
     }
     let dir = match path.parent() {
@@ -130,19 +154,53 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(content).with_context(|| format!("writing {}", tmp.path().display()))?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        produce(&mut w).and_then(|()| w.flush()).with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Ok(meta) = fs::metadata(path) {
         fs::set_permissions(tmp.path(), meta.permissions())
             .with_context(|| format!("copying permissions of {}", path.display()))?;
     }
-    tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
+    if durability == Durability::Fsync {
+        tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
+    }
     tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
     Ok(())
 }
 
-/// Reads a whole file, naming it in the error.
-pub fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).with_context(|| format!("reading {}", path.display()))
+/// A whole file's bytes: memory-mapped when large, read into memory otherwise.
+pub enum Content {
+    /// Small files are simply read.
+    Owned(Vec<u8>),
+    /// Large files are mapped, which saves copying (and zeroing) hundreds of megabytes.
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Content {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Content::Owned(v) => v,
+            Content::Mapped(m) => m,
+        }
+    }
+}
+
+/// Reads a whole file, naming it in the error. Files of 1 MiB and more are mapped; callers must
+/// only map files nobody rewrites in place while we run (git's merge inputs, our own snapshots).
+pub fn read(path: &Path) -> Result<Content> {
+    let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
+    if meta.is_file() && meta.len() >= 1 << 20 {
+        // SAFETY: the mapping is read-only; see the caller contract above.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(Content::Mapped(map));
+        }
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut &file, &mut bytes).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Content::Owned(bytes))
 }
 
 #[cfg(test)]

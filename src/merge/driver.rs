@@ -7,10 +7,13 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 
 use super::{merge, MergeOptions, Report, Unmergeable};
-use crate::{git, jsonl};
+use crate::jsonl::{self, Durability};
+use crate::git;
 
 /// Where the merged file goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +101,9 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     };
     let report = match structural {
         Ok(merged) => {
-            write_result(options, &ours, &merged.content)?;
+            if !(merged.is_ours_unchanged() && options.destination == Destination::ReplaceOurs) {
+                write_result(options, |w| merged.write_to(w))?;
+            }
             let outcome = if merged.conflicts > 0 { DriverOutcome::Conflicted(merged.conflicts) } else { DriverOutcome::Clean };
             DriverReport { outcome, reports: merged.reports, warnings: merged.warnings }
         }
@@ -108,7 +113,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             }
             let (content, conflicted) = git::merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
                 .context("falling back to a line merge with `git merge-file`")?;
-            write_result(options, &ours, &content)?;
+            write_result(options, |w| w.write_all(&content))?;
             DriverReport { outcome: DriverOutcome::Fallback { reason, conflicted }, reports: Vec::new(), warnings: Vec::new() }
         }
     };
@@ -129,15 +134,15 @@ pub fn display_name(options: &DriverOptions) -> String {
     options.path_name.clone().unwrap_or_else(|| options.ours.display().to_string())
 }
 
-fn write_result(options: &DriverOptions, ours: &[u8], content: &[u8]) -> Result<()> {
+/// Writes the result. Git's `%A` is its own scratch file, read back at once, so it is replaced
+/// atomically but not fsynced; a file named with `-o` is a user's file and is.
+fn write_result(options: &DriverOptions, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     match &options.destination {
-        Destination::ReplaceOurs if content == ours => Ok(()),
-        Destination::ReplaceOurs => jsonl::write_atomic(&options.ours, content),
-        Destination::File(path) => jsonl::write_atomic(path, content),
+        Destination::ReplaceOurs => jsonl::write_atomic_with(&options.ours, Durability::Scratch, produce),
+        Destination::File(path) => jsonl::write_atomic_with(path, Durability::Fsync, produce),
         Destination::Stdout => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            out.write_all(content).and_then(|()| out.flush()).context("writing the merge to stdout")
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            produce(&mut out).and_then(|()| out.flush()).context("writing the merge to stdout")
         }
     }
 }

@@ -275,14 +275,14 @@ fn decoded(raw: &str) -> Cow<'_, str> {
 }
 
 /// Additions from both sides kept, a removal on either side sticks. Ours' order, then theirs'
-/// additions; sorted if ours was sorted.
+/// additions; sorted if ours was sorted. The result is a set: a repeated element appears once.
 fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec<String> {
     let b: Vec<Cow<'_, str>> = base.iter().map(|r| decoded(r)).collect();
     let o: Vec<Cow<'_, str>> = ours.iter().map(|r| decoded(r)).collect();
     let t: Vec<Cow<'_, str>> = theirs.iter().map(|r| decoded(r)).collect();
     let mut out: Vec<(Cow<'_, str>, &String)> = Vec::new();
     for (s, raw) in o.iter().zip(ours) {
-        if t.contains(s) || !b.contains(s) {
+        if (t.contains(s) || !b.contains(s)) && !out.iter().any(|(x, _)| x == s) {
             out.push((s.clone(), raw));
         }
     }

@@ -137,17 +137,42 @@ pub struct MergeOptions {
     pub markers: Markers,
 }
 
-/// A finished structural merge.
+/// A finished structural merge: the merged lines (borrowing the inputs where unchanged), ready to
+/// be written.
 #[derive(Debug, Clone)]
-pub struct Merged {
-    /// The merged file.
-    pub content: Vec<u8>,
+pub struct Merged<'a> {
+    layout: Layout,
+    lines: Vec<Cow<'a, [u8]>>,
+    /// Set when the result is ours, byte for byte.
+    verbatim: Option<&'a [u8]>,
     /// Records written with conflict markers (only under [`ConflictPolicy::Markers`]).
     pub conflicts: usize,
     /// Auto-resolved conflicts, in output order.
     pub reports: Vec<Report>,
     /// Things a human should know that did not stop the merge (duplicate ids, odd lines).
     pub warnings: Vec<String>,
+}
+
+impl Merged<'_> {
+    /// Writes the merged file.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self.verbatim {
+            Some(bytes) => w.write_all(bytes),
+            None => jsonl::write_lines(w, self.layout, self.lines.iter().map(|l| l.as_ref())),
+        }
+    }
+
+    /// The merged file as bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.lines.iter().map(|l| l.len() + 2).sum::<usize>() + 3);
+        self.write_to(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// True when the result is exactly the ours input (nothing to write over it).
+    pub fn is_ours_unchanged(&self) -> bool {
+        self.verbatim.is_some()
+    }
 }
 
 /// Input the merge will not guess about; the caller falls back to a line merge.
@@ -277,13 +302,18 @@ enum Out<'a> {
 ///
 /// Returns the merged bytes with the reports, or [`Unmergeable`] for input it will not guess
 /// about (the caller then merges line by line).
-pub fn merge(base: &[u8], ours: &[u8], theirs: &[u8], options: &MergeOptions) -> Result<Merged, Unmergeable> {
+pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
     if theirs == base || ours == theirs {
-        return Ok(Merged { content: ours.to_vec(), conflicts: 0, reports: Vec::new(), warnings: Vec::new() });
+        let layout = Layout::default();
+        return Ok(Merged { layout, lines: Vec::new(), verbatim: Some(ours), conflicts: 0, reports: Vec::new(), warnings: Vec::new() });
     }
-    let b = Indexed::new(Input::Base, base);
-    let o = Indexed::new(Input::Ours, ours);
-    let t = Indexed::new(Input::Theirs, theirs);
+    // Indexing is most of the work on big files: spread the three inputs over two threads.
+    let (b, o, t) = std::thread::scope(|s| {
+        let other = s.spawn(|| (Indexed::new(Input::Base, base), Indexed::new(Input::Theirs, theirs)));
+        let o = Indexed::new(Input::Ours, ours);
+        let (b, t) = other.join().expect("indexing does not panic");
+        (b, o, t)
+    });
     let mut warnings = Vec::new();
     check_bad_lines(&b, &o, &t, &mut warnings)?;
 
@@ -317,8 +347,8 @@ pub fn merge(base: &[u8], ours: &[u8], theirs: &[u8], options: &MergeOptions) ->
     if o.sorted_by_id() {
         items.sort_by(|x, y| x.0.cmp(&y.0));
     }
-    let content = m.render(layout, items);
-    Ok(Merged { content, conflicts: m.conflicts, reports: m.reports, warnings: m.warnings })
+    let lines = m.render(items);
+    Ok(Merged { layout, lines, verbatim: None, conflicts: m.conflicts, reports: m.reports, warnings: m.warnings })
 }
 
 /// Lines without an id are fine only when the same bytes stand in all three inputs.
@@ -507,7 +537,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect()
     }
 
-    fn render(&self, layout: Layout, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<u8> {
+    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Cow<'a, [u8]>> {
         let mk = &self.options.markers;
         let marker = |c: char, label: &str| -> Vec<u8> {
             let mut s: String = std::iter::repeat_n(c, mk.size.max(7)).collect();
@@ -518,13 +548,9 @@ impl<'m, 'a> Merger<'m, 'a> {
             s.into_bytes()
         };
         let mut lines: Vec<Cow<'a, [u8]>> = Vec::with_capacity(items.len());
-        let mut size = 0;
         for (_, out) in items {
             match out {
-                Out::Line(l) => {
-                    size += l.len() + 2;
-                    lines.push(l);
-                }
+                Out::Line(l) => lines.push(l),
                 Out::Conflict { ours, base, theirs } => {
                     lines.push(Cow::Owned(marker('<', &mk.ours)));
                     lines.extend(ours);
@@ -538,7 +564,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 }
             }
         }
-        jsonl::join(layout, lines.iter().map(|l| l.as_ref()), size)
+        lines
     }
 }
 

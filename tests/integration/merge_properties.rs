@@ -1,1 +1,199 @@
+//! Property tests of the merge engine over random triples: base records, and two sides that
+//! each edit fields, add labels, delete and add records.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use beads_git::merge::{merge, ConflictPolicy, MergeOptions};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const STAMPS: &[&str] = &[
+    "2025-11-01T10:00:00-08:00",
+    "2025-11-01T18:00:00Z",
+    "2025-11-02T09:00:00.5-08:00",
+    "2025-11-02T17:00:00.5Z",
+    "2025-11-03T01:00:00+07:00",
+];
+
+#[derive(Debug, Clone)]
+enum Edit {
+    Title(u8),
+    Priority(u8),
+    Status(bool),
+    AddLabel(u8),
+    RemoveLabels,
+    DescriptionLine(u8, u8),
+    Stamp(u8),
+    Delete,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        any::<u8>().prop_map(Edit::Title),
+        any::<u8>().prop_map(Edit::Priority),
+        any::<bool>().prop_map(Edit::Status),
+        any::<u8>().prop_map(Edit::AddLabel),
+        Just(Edit::RemoveLabels),
+        (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Edit::DescriptionLine(a, b)),
+        any::<u8>().prop_map(Edit::Stamp),
+        Just(Edit::Delete),
+    ]
+}
+
+fn base_record(n: usize) -> Value {
+    json!({
+        "id": format!("bd-{n:02}"),
+        "title": format!("Issue <{n}>"),
+        "description": "one\ntwo\nthree\nfour\nfive\n",
+        "status": "open",
+        "priority": n % 5,
+        "updated_at": STAMPS[n % 2],
+        "labels": ["a", "m"],
+        "custom": {"k": n},
+    })
+}
+
+fn apply(rec: &Value, e: &Edit) -> Option<Value> {
+    let mut r = rec.clone();
+    match e {
+        Edit::Title(x) => r["title"] = json!(format!("T{x} & more")),
+        Edit::Priority(x) => r["priority"] = json!(x % 5),
+        Edit::Status(true) => {
+            r["status"] = json!("closed");
+            r["closed_at"] = json!(STAMPS[2]);
+        }
+        Edit::Status(false) => r["status"] = json!("in_progress"),
+        Edit::AddLabel(x) => r["labels"].as_array_mut()?.push(json!(format!("l{}", x % 6))),
+        Edit::RemoveLabels => {
+            r.as_object_mut()?.remove("labels");
+        }
+        Edit::DescriptionLine(line, x) => {
+            let d = r["description"].as_str()?.to_owned();
+            let mut lines: Vec<String> = d.lines().map(str::to_owned).collect();
+            let i = *line as usize % lines.len();
+            lines[i] = format!("edit {x}");
+            r["description"] = json!(lines.join("\n") + "\n");
+        }
+        Edit::Stamp(x) => r["updated_at"] = json!(STAMPS[*x as usize % STAMPS.len()]),
+        Edit::Delete => return None,
+    }
+    Some(r)
+}
+
+/// A side: per base record an optional list of edits, plus new records.
+fn side(n: usize) -> impl Strategy<Value = (Vec<Vec<Edit>>, Vec<u8>)> {
+    (proptest::collection::vec(proptest::collection::vec(edit(), 0..3), n), proptest::collection::vec(0u8..20, 0..3))
+}
+
+fn render(records: &[Value]) -> Vec<u8> {
+    records.iter().map(|r| format!("{r}\n")).collect::<String>().into_bytes()
+}
+
+fn build(base: &[Value], (edits, adds): &(Vec<Vec<Edit>>, Vec<u8>), tag: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (rec, es) in base.iter().zip(edits) {
+        let mut cur = Some(rec.clone());
+        for e in es {
+            cur = cur.and_then(|c| apply(&c, e));
+        }
+        out.extend(cur);
+    }
+    for a in adds {
+        let mut r = base_record(50 + *a as usize);
+        r["title"] = json!(format!("new from {tag}"));
+        if !out.iter().any(|x: &Value| x["id"] == r["id"]) {
+            out.push(r);
+        }
+    }
+    out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    render(&out)
+}
+
+fn by_id(bytes: &[u8]) -> BTreeMap<String, (Value, Vec<u8>)> {
+    String::from_utf8(bytes.to_vec())
+        .expect("utf8")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("every output line parses");
+            (v["id"].as_str().expect("string id").to_owned(), (v, l.as_bytes().to_vec()))
+        })
+        .collect()
+}
+
+/// Arrays compared as sets, so the symmetric check does not depend on whose order was kept.
+fn normalised(v: &Value) -> Value {
+    match v {
+        Value::Array(items) => {
+            let mut xs: Vec<Value> = items.iter().map(normalised).collect();
+            xs.sort_by_key(|x| x.to_string());
+            Value::Array(xs)
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), normalised(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
+    (1usize..12).prop_flat_map(|n| {
+        let base: Vec<Value> = (0..n).map(base_record).collect();
+        (Just(base), side(n), side(n)).prop_map(|(base, o, t)| {
+            let (o, t) = (build(&base, &o, "ours"), build(&base, &t, "theirs"));
+            (render(&base), o, t)
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn merge_never_loses_records_and_output_parses((base, ours, theirs) in triple()) {
+        let merged = merge(&base, &ours, &theirs, &MergeOptions::default()).expect("structural merge");
+        let (b, o, t, m) = (by_id(&base), by_id(&ours), by_id(&theirs), by_id(&merged.to_vec()));
+        let ids: BTreeSet<&String> = o.keys().chain(t.keys()).collect();
+        for id in ids {
+            let deleted_by_table = match (b.get(id), o.get(id), t.get(id)) {
+                (Some(bv), None, Some(tv)) => bv.0 == tv.0,
+                (Some(bv), Some(ov), None) => bv.0 == ov.0,
+                _ => false,
+            };
+            prop_assert_eq!(m.contains_key(id), !deleted_by_table, "id {}", id);
+        }
+        for (id, (bv, _)) in &b {
+            if let (Some((ov, obytes)), Some((tv, _))) = (o.get(id), t.get(id)) {
+                if ov == bv && tv == bv {
+                    prop_assert_eq!(&m[id].1, obytes, "unchanged record {} is byte-identical to ours", id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn merging_the_same_change_on_both_sides_gives_it_back_byte_for_byte((base, ours, _t) in triple()) {
+        let merged = merge(&base, &ours, &ours, &MergeOptions::default()).expect("merge");
+        prop_assert_eq!(merged.to_vec(), ours);
+    }
+
+    #[test]
+    fn swapping_the_sides_gives_the_same_records((base, ours, theirs) in triple()) {
+        let a = merge(&base, &ours, &theirs, &MergeOptions::default()).expect("merge");
+        let b = merge(&base, &theirs, &ours, &MergeOptions::default()).expect("merge");
+        let (ma, mb) = (by_id(&a.to_vec()), by_id(&b.to_vec()));
+        prop_assert_eq!(ma.keys().collect::<Vec<_>>(), mb.keys().collect::<Vec<_>>());
+        for (id, (va, _)) in &ma {
+            prop_assert_eq!(normalised(va), normalised(&mb[id].0), "record {}", id);
+        }
+    }
+
+    #[test]
+    fn every_policy_produces_parseable_output((base, ours, theirs) in triple(), p in 0usize..3) {
+        let policy = [ConflictPolicy::Newest, ConflictPolicy::Ours, ConflictPolicy::Theirs][p];
+        let merged = merge(&base, &ours, &theirs, &MergeOptions { policy, ..MergeOptions::default() }).expect("merge");
+        by_id(&merged.to_vec());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(base in proptest::collection::vec(any::<u8>(), 0..200), ours in proptest::collection::vec(any::<u8>(), 0..200), theirs in "[{}\\[\\]\":,a-z0-9 \n]{0,200}") {
+        let _ = merge(&base, &ours, theirs.as_bytes(), &MergeOptions::default());
+    }
+}
