@@ -40,3 +40,10 @@ pub fn config_value(key: &str) -> Option<String> {
 pub fn conflict_style_shows_base() -> bool {
     matches!(config_value("merge.conflictStyle").as_deref(), Some("diff3" | "zdiff3"))
 }
+
+/// The git directory of the repository containing `dir` (as `git rev-parse --git-dir`, honouring
+/// `GIT_DIR`), absolute; `None` outside a repository.
+pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    let out = Command::new("git").args(["rev-parse", "--absolute-git-dir"]).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
+    out.status.success().then(|| std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}

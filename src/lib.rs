@@ -11,11 +11,26 @@
 //!   per-kind rules (timestamps, sets, objects, text, the status group) and then the conflict
 //!   policy. [`merge::driver`] is the git-facing wrapper with the `git merge-file` fallback.
 //! - [`timestamp`]: RFC 3339 instants, so "later" means later across UTC offsets.
-//! - [`git`]: the git subprocesses the driver needs.
+//! - [`cache`]: the SQLite cache behind `bd-sync`: incremental import, export by patching stored
+//!   lines, dirty tracking by triggers, ready/blocked views.
+//! - [`check`]: problems in an issues file (duplicates, cycles, markers, ...).
+//! - [`git`]: the git subprocesses the driver and the cache need.
 #![warn(missing_docs)]
 
+pub mod cache;
+pub mod check;
 pub mod git;
 pub mod jsonl;
 pub mod merge;
 pub mod record;
 pub mod timestamp;
+
+/// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line
+/// tools do, instead of failing on a closed pipe. Call first thing in `main`.
+pub fn reset_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default is always sound.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -6,3 +6,4 @@ mod support;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
+mod sync;

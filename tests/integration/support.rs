@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 pub fn bin(name: &str) -> PathBuf {
     match name {
         "bd-merge" => PathBuf::from(env!("CARGO_BIN_EXE_bd-merge")),
+        "bd-sync" => PathBuf::from(env!("CARGO_BIN_EXE_bd-sync")),
         other => panic!("unknown binary {other}"),
     }
 }

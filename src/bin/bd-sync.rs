@@ -1,0 +1,229 @@
+//! `bd-sync`: the SQLite cache of a beads issues file (import, export, status, check, ready,
+//! blocked). See the README for the schema and exit codes.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::merge::ConflictPolicy;
+use clap::{Parser, Subcommand};
+
+/// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// The cache database [default: $(git rev-parse --git-dir)/beads/cache.db, outside a repo .beads/cache.db].
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Run as if started in this directory.
+    #[arg(short = 'C', long = "repo", global = true, value_name = "DIR")]
+    repo: Option<PathBuf>,
+    /// Machine-readable output on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Bring the cache up to date with the issues file (one transaction; a no-op when unchanged).
+    Import {
+        /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
+        file: Option<PathBuf>,
+        /// Print the ids added, changed or removed, one per line (for `bd-hook --stdin`).
+        #[arg(long)]
+        print_changed: bool,
+        /// Import the valid lines and list the invalid ones instead of aborting.
+        #[arg(long)]
+        skip_invalid: bool,
+        /// Policy for issues edited both in the cache and in the file.
+        #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
+        conflict: ConflictPolicy,
+        /// Re-read every line even if the file looks unchanged.
+        #[arg(long)]
+        force: bool,
+        /// Give up after this many seconds (waiting for the lock included).
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Write the cache's edits back to the issues file (atomically; untouched records byte for byte).
+    Export {
+        /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
+        file: Option<PathBuf>,
+        /// Policy when the file changed too and must be merged first.
+        #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
+        conflict: ConflictPolicy,
+        /// Give up after this many seconds (waiting for the lock included).
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Show paths, counts and whether the cache is in step with the file.
+    Status,
+    /// Look for problems in the issues file (exit 1 when there are findings).
+    Check {
+        /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
+        file: Option<PathBuf>,
+    },
+    /// Open issues with no open blocker, by priority, then age.
+    Ready,
+    /// Issues held up by an open blocker, directly or through a parent.
+    Blocked,
+}
+
+fn main() -> ExitCode {
+    beads_git::reset_sigpipe();
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
+                eprintln!("bd-sync: {invalid}");
+            } else {
+                eprintln!("bd-sync: {e:#}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
+    let start = match &cli.repo {
+        Some(r) => r.clone(),
+        None => std::env::current_dir().context("finding the current directory")?,
+    };
+    let file = file.map(|f| if f.is_absolute() || cli.repo.is_none() { f.clone() } else { start.join(f) });
+    Paths::discover(&start, file.as_deref(), cli.db.as_deref())
+}
+
+/// Ends the process when an operation overruns its time bound (SQLite rolls back on its own).
+fn watchdog(seconds: u64) {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(seconds));
+        eprintln!("bd-sync: gave up after {seconds} s (--timeout); nothing was written");
+        std::process::exit(2);
+    });
+}
+
+fn run(cli: &Cli) -> Result<ExitCode> {
+    let read_only = OpenOptions { write: false, timeout: Duration::from_secs(10) };
+    match &cli.command {
+        Command::Import { file, print_changed, skip_invalid, conflict, force, timeout } => {
+            watchdog(*timeout);
+            let paths = paths(cli, file.as_ref())?;
+            let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
+            let progress = std::io::stderr().is_terminal() && std::fs::metadata(&paths.file).map(|m| m.len() > 16 << 20).unwrap_or(false);
+            let options = import::ImportOptions { skip_invalid: *skip_invalid, policy: *conflict, force: *force, progress };
+            let report = import::import(&mut cache, &options)?;
+            for bad in &report.skipped {
+                eprintln!("bd-sync: skipped {bad}");
+            }
+            for r in &report.conflicts {
+                eprintln!("bd-sync: {}: {r}", paths.file.display());
+            }
+            if !report.duplicate_ids.is_empty() {
+                eprintln!("bd-sync: warning: {} id(s) appear on several lines (see `bd-sync check`)", report.duplicate_ids.len());
+            }
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if *print_changed {
+                for id in report.changed_ids() {
+                    println!("{id}");
+                }
+            } else if !report.noop {
+                eprintln!(
+                    "bd-sync: imported {}: {} added, {} changed, {} removed, {} merged with cache edits",
+                    paths.file.display(),
+                    report.added.len(),
+                    report.changed.len(),
+                    report.removed.len(),
+                    report.merged.len()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { file, conflict, timeout } => {
+            watchdog(*timeout);
+            let paths = paths(cli, file.as_ref())?;
+            let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
+            let report = export::export(&mut cache, &import::ImportOptions { policy: *conflict, ..Default::default() })?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if !report.unchanged {
+                eprintln!("bd-sync: exported {}: {} written, {} removed", paths.file.display(), report.written.len(), report.removed.len());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status => {
+            let paths = paths(cli, None)?;
+            let cache = Cache::open(&paths, read_only)?;
+            let s = query::status(&cache)?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                println!("file    {}", s.file);
+                println!("cache   {} (schema {})", s.db, s.schema_version);
+                let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                println!("issues  {} ({})", s.issues, by.join(", "));
+                println!("dirty   {} unexported edit(s)", s.dirty);
+                println!("fresh   {}", if s.file_changed_since_sync { "no: the file changed since the last sync (run bd-sync import)" } else { "yes" });
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { file } => {
+            let path = match file {
+                Some(f) => f.clone(),
+                None => paths(cli, None)?.file,
+            };
+            let content = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let findings = beads_git::check::check_file(&content);
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": path.display().to_string(), "findings": findings }))?);
+            } else if findings.is_empty() {
+                eprintln!("bd-sync: {}: no problems found", path.display());
+            } else {
+                for f in &findings {
+                    let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
+                    let id = f.id.as_deref().map(|i| format!(" {i}:")).unwrap_or_default();
+                    println!("{}{line}: {}:{id} {}", path.display(), f.kind, f.message);
+                }
+            }
+            Ok(if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Ready | Command::Blocked => {
+            let paths = paths(cli, None)?;
+            let cache = Cache::open(&paths, read_only)?;
+            if import::file_changed_since_sync(&cache).unwrap_or(true) {
+                eprintln!("bd-sync: warning: {} changed since the last sync; run `bd-sync import`", paths.file.display());
+            }
+            let list = if matches!(cli.command, Command::Ready) { query::ready(&cache)? } else { query::blocked(&cache)? };
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                print_issues(&list);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_issues(list: &[query::IssueSummary]) {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    for i in list {
+        let p = match &i.priority {
+            serde_json::Value::Number(n) => format!("P{n}"),
+            serde_json::Value::String(s) => s.clone(),
+            _ => "P?".into(),
+        };
+        let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") { format!("\x1b[1;31m{p:<4}\x1b[0m") } else { format!("{p:<4}") };
+        let blockers = if i.blocked_by.is_empty() { String::new() } else { format!("  (blocked by {})", i.blocked_by.join(", ")) };
+        println!("{p} {:<12} {:<11} {}{blockers}", i.id, i.status.as_deref().unwrap_or("-"), i.title.as_deref().unwrap_or(""));
+    }
+    if list.is_empty() {
+        eprintln!("(none)");
+    }
+
+}

@@ -1,0 +1,260 @@
+//! Writing the cache back to the issues file.
+//!
+//! Export walks the file as it is on disk (import first brings the cache up to date with it), so
+//! every clean record is copied byte for byte and the file keeps its order. Only issues in the
+//! dirty set are read from SQLite and rendered by patching their stored line: key order, unknown
+//! keys and untouched values keep their exact text; changed columns are re-encoded in the file's
+//! escape style. The file is replaced atomically, and not at all when the bytes would not change.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension};
+
+use super::{column_value, import, line_hash, with_guard, Cache, COLUMNS};
+use crate::jsonl::{self, Jsonl, Layout};
+use crate::record::{json_string, parse_json_str, record_id, render_entries, split_array, Entry, RawObject};
+
+/// What an export did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ExportReport {
+    /// Issues written from the cache's edits.
+    pub written: Vec<String>,
+    /// Issues removed from the file (deleted through SQL).
+    pub removed: Vec<String>,
+    /// True when the file's bytes did not change (no write happened).
+    pub unchanged: bool,
+    /// What the import that ran first (the file had changed) reported.
+    pub import: Option<import::ImportReport>,
+}
+
+/// Whether new strings should use Go's `\u003c` escapes, judged from the file's bytes.
+pub fn go_style(content: &[u8]) -> bool {
+    let go = [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(content, p).is_some());
+    go || memchr::memchr3(b'<', b'>', b'&', content).is_none()
+}
+
+/// Exports the cache's edits to the issues file.
+pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<ExportReport> {
+    let mut report = ExportReport::default();
+    if cache.paths.file.exists() {
+        let imported = import::import(cache, options)?;
+        if !imported.noop {
+            report.import = Some(imported);
+        }
+    }
+    let dirty: Vec<String> = {
+        let mut st = cache.conn.prepare("SELECT issue_id FROM dirty ORDER BY issue_id")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let path = cache.paths.file.clone();
+    let content = match std::fs::read(&path) {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if dirty.is_empty() && !content.is_empty() {
+        report.unchanged = true;
+        return Ok(report);
+    }
+    let style = go_style(&content);
+    let mut rendered: HashMap<String, Option<String>> = HashMap::with_capacity(dirty.len());
+    for id in &dirty {
+        rendered.insert(id.clone(), render_issue(&cache.conn, id, style)?);
+    }
+    let file = Jsonl::split(&content);
+    let layout = if content.is_empty() { Layout::default() } else { file.layout };
+    let mut out: Vec<(String, Vec<u8>)> = Vec::with_capacity(file.lines.len() + rendered.len());
+    let mut sorted = true;
+    let mut seen_dirty = std::collections::HashSet::new();
+    let mut prev: Option<String> = None;
+    for line in &file.lines {
+        let id = record_id(line.bytes).map(|c| c.into_owned()).unwrap_or_default();
+        if prev.as_deref().is_some_and(|p| p > id.as_str()) {
+            sorted = false;
+        }
+        prev = Some(id.clone());
+        match rendered.get(&id) {
+            Some(r) if seen_dirty.insert(id.clone()) => {
+                if let Some(text) = r {
+                    out.push((id, text.clone().into_bytes()));
+                }
+            }
+            _ => out.push((id, line.bytes.to_vec())),
+        }
+    }
+    let mut new_ids: Vec<&String> = rendered.keys().filter(|id| !seen_dirty.contains(*id)).collect();
+    new_ids.sort();
+    for id in new_ids {
+        if let Some(Some(text)) = rendered.get(id) {
+            out.push((id.clone(), text.clone().into_bytes()));
+        }
+    }
+    if sorted {
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let bytes = jsonl::join(layout, out.iter().map(|(_, l)| l.as_slice()), content.len() + 1024);
+    for (id, r) in &rendered {
+        match r {
+            Some(_) => report.written.push(id.clone()),
+            None if seen_dirty.contains(id) => report.removed.push(id.clone()),
+            None => {}
+        }
+    }
+    report.written.sort();
+    report.removed.sort();
+    if bytes == content {
+        report.unchanged = true;
+    } else {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        jsonl::write_atomic(&path, &bytes)?;
+    }
+    with_guard(&mut cache.conn, |tx| {
+        for (id, r) in &rendered {
+            if let Some(text) = r {
+                restore_synced(tx, id, text)?;
+            }
+        }
+        tx.execute("DELETE FROM dirty", [])?;
+        import::record_file_state(tx, &path, &bytes)?;
+        Ok(())
+    })?;
+    Ok(report)
+}
+
+/// After an export the written line is the new merge base, and rows rendered from columns get
+/// their element text back, so the next export sees them as unchanged.
+fn restore_synced(tx: &rusqlite::Transaction<'_>, id: &str, line: &str) -> Result<()> {
+    let obj = RawObject::parse_str(line).map_err(|e| anyhow::anyhow!("rendered line of {id} is not valid: {e}"))?;
+    super::store_issue(tx, id, line, line_hash(line.as_bytes()), &super::Rows::from_record(&obj), false)
+}
+
+/// Renders a dirty issue: its stored line patched with the cache's current values. `None` when the
+/// issue was deleted through SQL.
+pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Option<String>> {
+    let sql = format!("SELECT {}, raw FROM issues WHERE id = ?1", COLUMNS.join(", "));
+    let row: Option<(Vec<SqlValue>, Option<String>)> = conn
+        .query_row(&sql, [id], |r| {
+            let cols = (0..COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((cols, r.get(COLUMNS.len())?))
+        })
+        .optional()?;
+    let Some((columns, raw)) = row else { return Ok(None) };
+    let raw = raw.unwrap_or_else(|| "{}".to_owned());
+    let obj = RawObject::parse_str(&raw).map_err(|e| anyhow::anyhow!("stored line of {id} is not valid: {e}"))?;
+    let mut entries: Vec<Entry<'_>> = obj.entries.clone();
+    let (colon, comma) = (obj.colon, obj.comma);
+
+    if column_value(obj.get("id")) != SqlValue::Text(id.to_owned()) {
+        set(&mut entries, "id", Some(json_string(id, go_style)), go_style);
+        if let Some(pos) = entries.iter().position(|e| e.key == "id") {
+            let e = entries.remove(pos);
+            entries.insert(0, e);
+        }
+    }
+    for (name, value) in COLUMNS.iter().zip(columns) {
+        if column_value(obj.get(name)) != value {
+            set(&mut entries, name, encode(&value, go_style), go_style);
+        }
+    }
+
+    // Labels: the stored order for labels still present, then new ones; sorted if it was sorted.
+    let old_labels: Vec<String> = obj.get("labels").and_then(split_array).unwrap_or_default().into_iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect();
+    let mut labels: Vec<String> = {
+        let mut st = conn.prepare_cached("SELECT label FROM labels WHERE issue_id = ?1 ORDER BY position, rowid")?;
+        let rows = st.query_map([id], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    if labels != old_labels {
+        if old_labels.windows(2).all(|w| w[0] <= w[1]) {
+            labels.sort();
+        }
+        let text = (!labels.is_empty()).then(|| format!("[{}]", labels.iter().map(|l| json_string(l, go_style)).collect::<Vec<_>>().join(comma)));
+        set(&mut entries, "labels", text, go_style);
+    }
+
+    let deps: Vec<String> = {
+        let mut st = conn.prepare_cached(
+            "SELECT depends_on_id, type, created_at, created_by, raw FROM dependencies WHERE issue_id = ?1 ORDER BY position, rowid",
+        )?;
+        let rows = st.query_map([id], |r| {
+            let raw: Option<String> = r.get(4)?;
+            Ok(raw.unwrap_or_else(|| {
+                let f = |i: usize| r.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null);
+                object(
+                    &[("issue_id", SqlValue::Text(id.to_owned())), ("depends_on_id", f(0)), ("type", f(1)), ("created_at", f(2)), ("created_by", f(3))],
+                    colon,
+                    comma,
+                    go_style,
+                )
+            }))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    patch_array(&mut entries, &obj, "dependencies", deps, comma, go_style);
+
+    let comments: Vec<String> = {
+        let mut st =
+            conn.prepare_cached("SELECT comment_id, author, text, created_at, raw FROM comments WHERE issue_id = ?1 ORDER BY position, rowid")?;
+        let rows = st.query_map([id], |r| {
+            let raw: Option<String> = r.get(4)?;
+            Ok(raw.unwrap_or_else(|| {
+                let f = |i: usize| r.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null);
+                object(
+                    &[("id", f(0)), ("issue_id", SqlValue::Text(id.to_owned())), ("author", f(1)), ("text", f(2)), ("created_at", f(3))],
+                    colon,
+                    comma,
+                    go_style,
+                )
+            }))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    patch_array(&mut entries, &obj, "comments", comments, comma, go_style);
+
+    Ok(Some(render_entries(&entries, colon, comma)))
+}
+
+fn patch_array(entries: &mut Vec<Entry<'_>>, obj: &RawObject<'_>, key: &str, elements: Vec<String>, comma: &str, go_style: bool) {
+    let old: Vec<&str> = obj.get(key).and_then(split_array).unwrap_or_default();
+    if old.iter().copied().eq(elements.iter().map(String::as_str)) {
+        return;
+    }
+    let text = (!elements.is_empty()).then(|| format!("[{}]", elements.join(comma)));
+    set(entries, key, text, go_style);
+}
+
+/// A JSON object of the non-null fields, in the given order.
+fn object(fields: &[(&str, SqlValue)], colon: &str, comma: &str, go_style: bool) -> String {
+    let entries: Vec<Entry<'static>> =
+        fields.iter().filter_map(|(k, v)| encode(v, go_style).map(|raw| Entry::new(k, raw, go_style))).collect();
+    render_entries(&entries, colon, comma)
+}
+
+/// Replaces (in place), appends, or (with `None`) removes an entry.
+fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: bool) {
+    let pos = entries.iter().position(|e| e.key == key);
+    match (pos, raw) {
+        (Some(i), Some(raw)) => entries[i].raw_value = std::borrow::Cow::Owned(raw),
+        (Some(i), None) => {
+            entries.remove(i);
+        }
+        (None, Some(raw)) => entries.push(Entry::new(key, raw, go_style)),
+        (None, None) => {}
+    }
+}
+
+/// A column value as JSON text; `None` for NULL (the key is left out).
+fn encode(value: &SqlValue, go_style: bool) -> Option<String> {
+    match value {
+        SqlValue::Null => None,
+        SqlValue::Integer(i) => Some(i.to_string()),
+        SqlValue::Real(f) => Some(serde_json::Number::from_f64(*f).map(|n| n.to_string()).unwrap_or_else(|| "null".into())),
+        SqlValue::Text(s) => Some(json_string(s, go_style)),
+        SqlValue::Blob(b) => Some(json_string(&String::from_utf8_lossy(b), go_style)),
+    }
+}

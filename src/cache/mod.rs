@@ -1,0 +1,323 @@
+//! The SQLite cache of an issues file: opening it safely, and mapping records to rows.
+//!
+//! Hooks, cron jobs and dashboards query this cache, so it must never silently disagree with the
+//! file. Every row keeps the exact line it was built from (`issues.raw`) plus decoded columns for
+//! the common fields; edits made through plain SQL are caught by triggers into a `dirty` set and
+//! written back by [`export`](export::export) by patching the stored line. The schema is in
+//! `schema.sql` and versioned with `PRAGMA user_version`. Writers hold a lock file next to the
+//! database so bd-sync processes and git hooks never interleave.
+
+pub mod export;
+pub mod import;
+pub mod query;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use crate::record::{parse_json_str, split_array, RawObject};
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// Columns of `issues` decoded from the record's fields of the same name.
+pub const COLUMNS: &[&str] = &[
+    "title",
+    "status",
+    "priority",
+    "issue_type",
+    "assignee",
+    "owner",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "closed_at",
+    "close_reason",
+    "external_ref",
+];
+
+/// Where the issues file and its cache live.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The JSONL issues file.
+    pub file: PathBuf,
+    /// The SQLite database.
+    pub db: PathBuf,
+}
+
+impl Paths {
+    /// Finds the issues file (`.beads/issues.jsonl`, else `.beads/beads.jsonl`, searching up
+    /// from `start`) and the default cache location (`$(git rev-parse --git-dir)/beads/cache.db`,
+    /// outside a repository `.beads/cache.db`). `file` and `db` override.
+    pub fn discover(start: &Path, file: Option<&Path>, db: Option<&Path>) -> Result<Paths> {
+        let file = match file {
+            Some(f) => f.to_path_buf(),
+            None => find_issues_file(start)?,
+        };
+        let db = match db {
+            Some(d) => d.to_path_buf(),
+            None => match crate::git::git_dir(start) {
+                Some(git_dir) => git_dir.join("beads").join("cache.db"),
+                None => file.parent().unwrap_or(Path::new(".")).join("cache.db"),
+            },
+        };
+        Ok(Paths { file, db })
+    }
+}
+
+/// `.beads/issues.jsonl` (or the older `.beads/beads.jsonl`) in `start` or a parent directory.
+pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
+    let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+    for dir in start.ancestors() {
+        for name in ["issues.jsonl", "beads.jsonl"] {
+            let p = dir.join(".beads").join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    bail!("no .beads/issues.jsonl (or .beads/beads.jsonl) found in {} or its parents", start.display())
+}
+
+/// An open cache, holding the writer lock for as long as it lives.
+pub struct Cache {
+    /// The connection.
+    pub conn: Connection,
+    /// Where things are.
+    pub paths: Paths,
+    _lock: Option<fs::File>,
+}
+
+/// How long to wait for the lock and for SQLite's busy handler.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Take the writer lock (import, export) or not (read-only queries).
+    pub write: bool,
+    /// Give up waiting for the lock after this long.
+    pub timeout: Duration,
+}
+
+impl Cache {
+    /// Opens (creating or migrating as needed) the cache at `paths.db`.
+    pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache> {
+        if let Some(dir) = paths.db.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let lock = if options.write { Some(take_lock(&paths.db, options.timeout)?) } else { None };
+        let conn = match open_connection(&paths.db, options.timeout) {
+            Ok(conn) => conn,
+            Err(e) if options.write && is_corrupt(&e) => {
+                let aside = paths.db.with_extension("db.corrupt");
+                eprintln!("bd-sync: {} is corrupt ({e:#}); moving it to {} and rebuilding from the file", paths.db.display(), aside.display());
+                fs::rename(&paths.db, &aside).with_context(|| format!("moving {} aside", paths.db.display()))?;
+                for ext in ["db-wal", "db-shm"] {
+                    let _ = fs::remove_file(paths.db.with_extension(ext));
+                }
+                open_connection(&paths.db, options.timeout)?
+            }
+            Err(e) => return Err(e),
+        };
+        let mut cache = Cache { conn, paths: paths.clone(), _lock: lock };
+        cache.ensure_schema()?;
+        Ok(cache)
+    }
+
+    fn ensure_schema(&mut self) -> Result<()> {
+        let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let tables: i64 = self.conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?;
+        if version != 0 || tables > 0 {
+            let dirty: i64 = self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0)).unwrap_or(0);
+            if dirty > 0 {
+                bail!(
+                    "{} was written by schema version {version} (this bd-sync writes {SCHEMA_VERSION}) and holds {dirty} unexported edit(s); \
+                     export them with the bd-sync that made it, or remove the file to rebuild from the issues file (losing those edits)",
+                    self.paths.db.display()
+                );
+            }
+            // No unexported edits: the file has everything, so rebuild.
+            let names: Vec<(String, String)> = {
+                let mut st = self.conn.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table','view','trigger') AND name NOT LIKE 'sqlite_%'")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let tx = self.conn.transaction()?;
+            for (kind, name) in names.iter().filter(|(k, _)| k != "table").chain(names.iter().filter(|(k, _)| k == "table")) {
+                tx.execute_batch(&format!("DROP {} IF EXISTS \"{}\"", kind.to_uppercase(), name.replace('"', "\"\"")))?;
+            }
+            tx.commit()?;
+        }
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(SCHEMA).context("creating the cache schema")?;
+        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Reads a metadata value.
+    pub fn meta(&self, key: &str) -> Result<Option<rusqlite::types::Value>> {
+        Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+    }
+
+    /// Number of issues with unexported SQL edits.
+    pub fn dirty_count(&self) -> Result<i64> {
+        Ok(self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0))?)
+    }
+}
+
+fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
+    let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+    conn.busy_timeout(timeout)?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
+        .with_context(|| format!("opening {}", path.display()))?;
+    // A corrupt file often opens fine and fails on first read.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(conn)
+}
+
+fn is_corrupt(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        )
+    })
+}
+
+fn take_lock(db: &Path, timeout: Duration) -> Result<fs::File> {
+    let path = db.with_extension("db.lock");
+    let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let start = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(20)),
+            Err(fs::TryLockError::WouldBlock) => bail!("another bd-sync holds {} (waited {:?})", path.display(), timeout),
+            Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+    }
+}
+
+/// A column value decoded from a record's raw JSON value text.
+pub fn column_value(raw: Option<&str>) -> rusqlite::types::Value {
+    use rusqlite::types::Value as V;
+    let Some(raw) = raw else { return V::Null };
+    match raw.as_bytes().first() {
+        Some(b'"') => parse_json_str(raw).map(|s| V::Text(s.into_owned())).unwrap_or_else(|| V::Text(raw.to_owned())),
+        Some(b'n') if raw == "null" => V::Null,
+        Some(b'-' | b'0'..=b'9') => {
+            if let Ok(i) = raw.parse::<i64>() {
+                V::Integer(i)
+            } else {
+                V::Text(raw.to_owned())
+            }
+        }
+        _ => V::Text(raw.to_owned()),
+    }
+}
+
+/// The rows one record turns into.
+pub(crate) struct Rows {
+    pub columns: Vec<rusqlite::types::Value>,
+    pub labels: Vec<String>,
+    pub dependencies: Vec<(String, String, rusqlite::types::Value, rusqlite::types::Value, String)>,
+    pub comments: Vec<(rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, String)>,
+}
+
+impl Rows {
+    pub(crate) fn from_record(obj: &RawObject<'_>) -> Rows {
+        let columns = COLUMNS.iter().map(|c| column_value(obj.get(c))).collect();
+        let labels = obj
+            .get("labels")
+            .and_then(split_array)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|e| parse_json_str(e).map(|s| s.into_owned()))
+            .collect();
+        let field = |o: &RawObject<'_>, k: &str| column_value(o.get(k));
+        let mut dependencies = Vec::new();
+        for e in obj.get("dependencies").and_then(split_array).unwrap_or_default() {
+            if let Some(d) = RawObject::parse_trusted(e) {
+                let text = |k: &str| match field(&d, k) {
+                    rusqlite::types::Value::Text(s) => s,
+                    _ => String::new(),
+                };
+                let kind = d.get("type").map(|_| text("type")).unwrap_or_else(|| "blocks".to_owned());
+                dependencies.push((text("depends_on_id"), kind, field(&d, "created_at"), field(&d, "created_by"), e.to_owned()));
+            }
+        }
+        let mut comments = Vec::new();
+        for e in obj.get("comments").and_then(split_array).unwrap_or_default() {
+            if let Some(c) = RawObject::parse_trusted(e) {
+                comments.push((field(&c, "id"), field(&c, "author"), field(&c, "text"), field(&c, "created_at"), e.to_owned()));
+            }
+        }
+        Rows { columns, labels, dependencies, comments }
+    }
+}
+
+/// Replaces an issue's rows. `raw` is stored as the merge base; `rows` may come from another line
+/// (a three-way merge result).
+pub(crate) fn store_issue(tx: &Transaction<'_>, id: &str, raw: &str, line_hash: i64, rows: &Rows, is_new: bool) -> Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT OR REPLACE INTO issues (id, title, status, priority, issue_type, assignee, owner, created_at, created_by, \
+         updated_at, closed_at, close_reason, external_ref, raw, line_hash) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+    )?;
+    let c = &rows.columns;
+    st.execute(params![id, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], raw, line_hash])?;
+    if !is_new {
+        remove_children(tx, id)?;
+    }
+    let mut st = tx.prepare_cached("INSERT OR IGNORE INTO labels (issue_id, label, position) VALUES (?1, ?2, ?3)")?;
+    for (i, l) in rows.labels.iter().enumerate() {
+        st.execute(params![id, l, i as i64])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    )?;
+    for (i, d) in rows.dependencies.iter().enumerate() {
+        st.execute(params![id, d.0, d.1, d.2, d.3, i as i64, d.4])?;
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT INTO comments (issue_id, comment_id, author, text, created_at, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    )?;
+    for (i, c) in rows.comments.iter().enumerate() {
+        st.execute(params![id, c.0, c.1, c.2, c.3, i as i64, c.4])?;
+    }
+    Ok(())
+}
+
+/// Deletes an issue's labels, dependencies and comments.
+pub(crate) fn remove_children(tx: &Transaction<'_>, id: &str) -> Result<()> {
+    for sql in [
+        "DELETE FROM labels WHERE issue_id = ?1",
+        "DELETE FROM dependencies WHERE issue_id = ?1",
+        "DELETE FROM comments WHERE issue_id = ?1",
+    ] {
+        tx.prepare_cached(sql)?.execute([id])?;
+    }
+    Ok(())
+}
+
+/// Runs `body` inside one transaction with the dirty-marking triggers silenced.
+pub(crate) fn with_guard<T>(conn: &mut Connection, body: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction()?;
+    tx.execute("INSERT INTO sync_guard VALUES (1)", [])?;
+    let out = body(&tx)?;
+    tx.execute("DELETE FROM sync_guard", [])?;
+    tx.commit()?;
+    Ok(out)
+}
+
+/// xxh3-64 of a line, as SQLite stores it.
+pub fn line_hash(bytes: &[u8]) -> i64 {
+    xxhash_rust::xxh3::xxh3_64(bytes) as i64
+}

@@ -1,0 +1,335 @@
+//! `bd-sync` on real SQLite files and real JSONL: round trips, SQL edits, three-way imports,
+//! refusal of bad input, the ready/blocked views and `check`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use rusqlite::Connection;
+
+use crate::support::{bin, hermetic, run, shared_file};
+
+/// A directory with `.beads/issues.jsonl` and its cache at `cache.db`.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new(content: &[u8]) -> Workspace {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
+        std::fs::write(dir.path().join(".beads/issues.jsonl"), content).expect("write");
+        Workspace { dir }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.path().join(".beads/issues.jsonl")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("cache.db")
+    }
+
+    fn read(&self) -> Vec<u8> {
+        std::fs::read(self.file()).expect("read")
+    }
+
+    fn sync(&self, args: &[&str]) -> Output {
+        run(hermetic(bin("bd-sync")).current_dir(self.dir.path()).arg("--db").arg(self.db()).args(args))
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.sync(args);
+        assert!(out.status.success(), "bd-sync {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn sql(&self, sql: &str) {
+        let conn = Connection::open(self.db()).expect("open cache");
+        conn.execute_batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    fn dump(&self) -> String {
+        let conn = Connection::open(self.db()).expect("open cache");
+        let mut out = String::new();
+        for table in ["issues", "labels", "dependencies", "comments", "dirty", "meta", "duplicate_lines"] {
+            let mut st = conn.prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2")).expect("prepare");
+            let n = st.column_count();
+            let rows = st
+                .query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).expect("col"))).collect::<Vec<_>>().join("|")))
+                .expect("query");
+            for row in rows {
+                out.push_str(&format!("{table}: {}\n", row.expect("row")));
+            }
+        }
+        out
+    }
+}
+
+fn round_trip_is_byte_identical(content: &[u8]) {
+    let ws = Workspace::new(content);
+    ws.ok(&["import"]);
+    ws.sql("UPDATE meta SET value = 0 WHERE key = 'file_mtime_ns'"); // force the export to re-check the file
+    ws.ok(&["export"]);
+    assert!(ws.read() == content, "round trip changed the file:\n{}", crate::support::diff(content, &ws.read()));
+}
+
+fn generated(n: usize) -> Vec<u8> {
+    let gen = shared_file("bench/gen.py").expect("gen.py");
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("base.jsonl");
+    let status = std::process::Command::new("python3")
+        .arg(gen)
+        .args(["base", "--n", &n.to_string(), "--seed", "7", "--out"])
+        .arg(&out)
+        .status()
+        .expect("python3");
+    assert!(status.success());
+    std::fs::read(out).expect("generated")
+}
+
+#[test]
+fn round_trip_of_a_generated_file_is_byte_identical() {
+    if shared_file("bench/gen.py").is_none() {
+        eprintln!("skipped: ../shared/bench/gen.py not present");
+        return;
+    }
+    round_trip_is_byte_identical(&generated(500));
+}
+
+#[test]
+fn round_trip_of_go_escapes_and_mixed_offsets_is_byte_identical() {
+    let content = concat!(
+        r#"{"id":"a-1","title":"Use \u003cb\u003e \u0026 co","status":"open","priority":0,"created_at":"2025-11-01T10:00:00.5-08:00","updated_at":"2025-11-02T10:00:00Z","labels":["x","y"]}"#, "\n",
+        r#"{"id":"a-2","title":"Ünïcödé","status":"closed","priority":1,"created_at":"2025-11-01T10:00:00+05:30","updated_at":"2025-11-01T10:00:00.123456789+05:30","closed_at":"2025-11-03T00:00:00Z","weird":{"n":1.50}}"#, "\n",
+        r#"{"updated_at":"2025-11-01T10:00:00Z","id":"a-3","title":"other key order","status":"open","priority":"high"}"#, "\n",
+    );
+    round_trip_is_byte_identical(content.as_bytes());
+    // CRLF, no final newline
+    round_trip_is_byte_identical(content.replace('\n', "\r\n").trim_end().as_bytes());
+}
+
+#[test]
+fn round_trip_of_the_real_beads_file_is_byte_identical() {
+    let Some(path) = shared_file("data/beads-real.jsonl") else {
+        eprintln!("skipped: ../shared/data/beads-real.jsonl not present");
+        return;
+    };
+    round_trip_is_byte_identical(&std::fs::read(path).expect("read real file"));
+}
+
+const SMALL: &str = concat!(
+    r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"},{"issue_id":"bd-1","depends_on_id":"bd-3","type":"related","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#, "\n",
+    r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#, "\n",
+    r#"{"id":"bd-3","title":"Third","status":"closed","priority":3,"created_at":"2025-11-01T08:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","closed_at":"2025-11-01T10:00:00-08:00"}"#, "\n",
+);
+
+#[test]
+fn sql_edits_come_out_in_the_exported_line_with_everything_else_byte_identical() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql(
+        "UPDATE issues SET status = 'in_progress' WHERE id = 'bd-1';
+         INSERT INTO labels (issue_id, label) VALUES ('bd-1', 'b');
+         DELETE FROM dependencies WHERE issue_id = 'bd-1' AND depends_on_id = 'bd-3';",
+    );
+    assert!(ws.ok(&["status"]).contains("dirty   1"));
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"in_progress","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","b","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#
+    );
+    assert_eq!(&lines[1..], &SMALL.lines().collect::<Vec<_>>()[1..]);
+    assert!(ws.ok(&["status"]).contains("dirty   0"));
+    let again = ws.read();
+    ws.ok(&["export"]);
+    assert_eq!(ws.read(), again, "a second export is a no-op");
+}
+
+#[test]
+fn issues_created_and_deleted_through_sql_are_exported() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql(
+        "INSERT INTO issues (id, title, status, priority) VALUES ('bd-15', 'From SQL & co', 'open', 0);
+         INSERT INTO labels (issue_id, label) VALUES ('bd-15', 'new');
+         DELETE FROM issues WHERE id = 'bd-2';",
+    );
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    let ids: Vec<String> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().expect("id").to_owned()).collect();
+    assert_eq!(ids, ["bd-1", "bd-15", "bd-3"], "sorted file keeps id order");
+    assert!(text.contains(r#"{"id":"bd-15","title":"From SQL \u0026 co","status":"open","priority":0,"labels":["new"]}"#), "{text}");
+}
+
+#[test]
+fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET assignee = 'carol' WHERE id = 'bd-2'; INSERT INTO labels (issue_id, label) VALUES ('bd-2', 'cache');");
+    // Meanwhile bd (or a checkout) rewrites the file: bd-2 gets a new title and a label.
+    let edited = SMALL.replace(
+        r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#,
+        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T12:00:00-08:00","labels":["file"]}"#,
+    );
+    std::fs::write(ws.file(), &edited).expect("write");
+    let report: serde_json::Value = serde_json::from_str(&ws.ok(&["import", "--json"])).expect("json");
+    assert_eq!(report["merged"][0], "bd-2");
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    let line = text.lines().nth(1).expect("bd-2");
+    assert_eq!(
+        line,
+        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T12:00:00-08:00","labels":["cache","file"],"assignee":"carol"}"#
+    );
+    assert_eq!(text.lines().next(), SMALL.lines().next(), "other records untouched");
+}
+
+#[test]
+fn export_imports_a_changed_file_first_and_never_overwrites_it() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET priority = 0 WHERE id = 'bd-3'");
+    let edited = SMALL.replace(r#""title":"Second""#, r#""title":"Hand edit""#);
+    std::fs::write(ws.file(), &edited).expect("write");
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    assert!(text.contains(r#""title":"Hand edit""#), "hand edit kept: {text}");
+    assert!(text.contains(r#"{"id":"bd-3","title":"Third","status":"closed","priority":0,"#), "cache edit exported: {text}");
+}
+
+#[test]
+fn a_malformed_line_in_the_middle_leaves_the_cache_exactly_as_before() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    let before = ws.dump();
+    let broken = SMALL.replace(r#"{"id":"bd-2","title":"Second","#, r#"{"id":"bd-2","title":Second","#).replace(r#""title":"Third""#, r#""title":"Third, changed""#);
+    std::fs::write(ws.file(), &broken).expect("write");
+    let out = ws.sync(&["import"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("issues.jsonl:2: invalid JSON"), "names path and line: {err}");
+    assert!(err.contains(r#"{"id":"bd-2","title":Second""#), "shows an excerpt: {err}");
+    assert_eq!(ws.dump(), before, "cache untouched");
+
+    let out = ws.sync(&["import", "--skip-invalid", "--print-changed"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "bd-3\n", "the valid change is imported");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+}
+
+#[test]
+fn leftover_conflict_markers_abort_the_import() {
+    let ws = Workspace::new(format!("<<<<<<< HEAD\n{SMALL}=======\n>>>>>>> other\n").as_bytes());
+    let out = ws.sync(&["import"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("issues.jsonl:1: leftover conflict marker"));
+}
+
+#[test]
+fn duplicate_ids_do_not_abort_and_survive_a_round_trip() {
+    let content = format!("{SMALL}{}\n", r#"{"id":"bd-2","title":"Second, older copy","status":"open","priority":1,"updated_at":"2025-10-01T10:00:00-08:00"}"#);
+    round_trip_is_byte_identical(content.as_bytes());
+    let ws = Workspace::new(content.as_bytes());
+    let out = ws.sync(&["import"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("several lines"));
+    let conn = Connection::open(ws.db()).expect("db");
+    let title: String = conn.query_row("SELECT title FROM issues WHERE id = 'bd-2'", [], |r| r.get(0)).expect("row");
+    assert_eq!(title, "Second", "the copy with the latest updated_at is the row");
+}
+
+#[test]
+fn a_noop_import_reports_nothing_and_a_changed_line_is_reported_once() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    assert_eq!(ws.ok(&["import", "--print-changed"]), "bd-1\nbd-2\nbd-3\n");
+    assert_eq!(ws.ok(&["import", "--print-changed"]), "");
+    std::fs::write(ws.file(), SMALL.replace(r#""title":"Second""#, r#""title":"2nd""#).lines().filter(|l| !l.starts_with(r#"{"id":"bd-3""#)).map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    assert_eq!(ws.ok(&["import", "--print-changed"]), "bd-2\nbd-3\n");
+}
+
+/// epic E (parent) has children E.1 and E.2; E is blocked by B (open). X is blocked by a closed
+/// issue; Y by an open one; Z depends only through `related`.
+const GRAPH: &str = concat!(
+    r#"{"id":"B","title":"blocker","status":"open","priority":1,"created_at":"2025-01-01T00:00:00Z"}"#, "\n",
+    r#"{"id":"C","title":"closed blocker","status":"closed","priority":1,"created_at":"2025-01-01T00:00:00Z","closed_at":"2025-01-02T00:00:00Z"}"#, "\n",
+    r#"{"id":"E","title":"epic","status":"open","priority":0,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"E","depends_on_id":"B","type":"blocks"}]}"#, "\n",
+    r#"{"id":"E.1","title":"child one","status":"open","priority":0,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.1","depends_on_id":"E","type":"parent-child"}]}"#, "\n",
+    r#"{"id":"E.2","title":"child two","status":"in_progress","priority":2,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.2","depends_on_id":"E","type":"parent-child"}]}"#, "\n",
+    r#"{"id":"X","title":"unblocked","status":"open","priority":2,"created_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"X","depends_on_id":"C","type":"blocks"}]}"#, "\n",
+    r#"{"id":"Y","title":"blocked","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Y","depends_on_id":"B","type":"blocks"}]}"#, "\n",
+    r#"{"id":"Z","title":"related only","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Z","depends_on_id":"B","type":"related"}]}"#, "\n",
+);
+
+#[test]
+fn ready_follows_blocks_and_parent_child() {
+    let ws = Workspace::new(GRAPH.as_bytes());
+    ws.ok(&["import"]);
+    let ids = |args: &[&str]| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&ws.ok(args)).expect("json");
+        v.as_array().expect("array").iter().map(|i| i["id"].as_str().expect("id").to_owned()).collect()
+    };
+    assert_eq!(ids(&["ready", "--json"]), ["B", "Z", "X"], "priority, then created_at, then id");
+    assert_eq!(ids(&["blocked", "--json"]), ["E", "E.1", "Y", "E.2"]);
+    // Closing the blocker frees the whole epic.
+    ws.sql("UPDATE issues SET status = 'closed' WHERE id = 'B'");
+    assert_eq!(ids(&["ready", "--json"]), ["E", "E.1", "Y", "Z", "X"]);
+}
+
+#[test]
+fn check_finds_each_problem_class() {
+    let content = concat!(
+        r#"{"id":"a","title":"x","status":"closed","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"}]}"#, "\n",
+        r#"{"id":"b","title":"x","status":"open","closed_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"b","depends_on_id":"a","type":"blocks"},{"issue_id":"b","depends_on_id":"ghost","type":"blocks"}]}"#, "\n",
+        r#"{"id":"b","title":"dup","status":"weird"}"#, "\n",
+        r#"{"id":"p1","title":"mayor Handoff","status":"pinned"}"#, "\n",
+        r#"{"id":"p2","title":"mayor Handoff","status":"pinned"}"#, "\n",
+        "<<<<<<< HEAD\n",
+        "{not json\n",
+    );
+    let ws = Workspace::new(content.as_bytes());
+    let out = ws.sync(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mut kinds: Vec<&str> = v["findings"].as_array().expect("array").iter().map(|f| f["kind"].as_str().expect("kind")).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "closed-at-on-open-issue",
+            "closed-without-closed-at",
+            "conflict-marker",
+            "dangling-dependency",
+            "dependency-cycle",
+            "duplicate-id",
+            "duplicate-pinned-handoff",
+            "malformed-line",
+            "unknown-status"
+        ]
+    );
+    let clean = Workspace::new(SMALL.as_bytes());
+    assert_eq!(clean.sync(&["check"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_cache_from_another_schema_version_without_edits_is_rebuilt() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("PRAGMA user_version = 99");
+    ws.ok(&["import"]);
+    assert!(ws.ok(&["status"]).contains("issues  3"));
+    ws.sql("PRAGMA user_version = 99; INSERT INTO dirty (issue_id) VALUES ('bd-1');");
+    let out = ws.sync(&["import"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexported edit"), "refuses to drop dirty rows");
+}
+
+#[test]
+fn a_corrupt_cache_is_rebuilt_from_the_file() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    std::fs::write(ws.db(), b"this is not a database, just bytes that fill a page or two ......").expect("write");
+    ws.ok(&["import"]);
+    assert!(ws.ok(&["status"]).contains("issues  3"));
+    assert!(Path::new(&ws.db().with_extension("db.corrupt")).exists());
+}
