@@ -6,7 +6,8 @@
 //! keys and untouched values keep their exact text; changed columns are re-encoded in the file's
 //! escape style. The file is replaced atomically, and not at all when the bytes would not change.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context, Result};
 use rusqlite::types::Value as SqlValue;
@@ -66,40 +67,44 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
     }
     let file = Jsonl::split(&content);
     let layout = if content.is_empty() { Layout::default() } else { file.layout };
-    let mut out: Vec<(String, Vec<u8>)> = Vec::with_capacity(file.lines.len() + rendered.len());
+    // (id, line) in file order; clean lines borrowed from the file as they are.
+    let mut out: Vec<(Cow<'_, str>, &[u8])> = Vec::with_capacity(file.lines.len() + rendered.len());
     let mut sorted = true;
-    let mut seen_dirty = std::collections::HashSet::new();
-    let mut prev: Option<String> = None;
+    let mut seen_dirty: HashSet<&str> = HashSet::new();
     for line in &file.lines {
-        let id = record_id(line.bytes).map(|c| c.into_owned()).unwrap_or_default();
-        if prev.as_deref().is_some_and(|p| p > id.as_str()) {
+        let id = record_id(line.bytes).unwrap_or(Cow::Borrowed(""));
+        if out.last().is_some_and(|(prev, _)| prev.as_ref() > id.as_ref()) {
             sorted = false;
         }
-        prev = Some(id.clone());
-        match rendered.get(&id) {
-            Some(r) if seen_dirty.insert(id.clone()) => {
+        match rendered.get_key_value(id.as_ref()) {
+            Some((key, r)) if seen_dirty.insert(key.as_str()) => {
                 if let Some(text) = r {
-                    out.push((id, text.clone().into_bytes()));
+                    out.push((id, text.as_bytes()));
                 }
             }
-            _ => out.push((id, line.bytes.to_vec())),
+            _ => out.push((id, line.bytes)),
         }
     }
-    let mut new_ids: Vec<&String> = rendered.keys().filter(|id| !seen_dirty.contains(*id)).collect();
+    let mut new_ids: Vec<&String> = rendered.keys().filter(|id| !seen_dirty.contains(id.as_str())).collect();
     new_ids.sort();
+    let mut added = Vec::new();
     for id in new_ids {
         if let Some(Some(text)) = rendered.get(id) {
-            out.push((id.clone(), text.clone().into_bytes()));
+            added.push((Cow::Borrowed(id.as_str()), text.as_bytes()));
         }
     }
-    if sorted {
+    if sorted && !added.is_empty() {
+        // Place new ids in id order within the sorted file.
+        out.extend(added);
         out.sort_by(|a, b| a.0.cmp(&b.0));
+    } else {
+        out.extend(added);
     }
-    let bytes = jsonl::join(layout, out.iter().map(|(_, l)| l.as_slice()), content.len() + 1024);
+    let bytes = jsonl::join(layout, out.iter().map(|(_, l)| *l), content.len() + 1024);
     for (id, r) in &rendered {
         match r {
             Some(_) => report.written.push(id.clone()),
-            None if seen_dirty.contains(id) => report.removed.push(id.clone()),
+            None if seen_dirty.contains(id.as_str()) => report.removed.push(id.clone()),
             None => {}
         }
     }

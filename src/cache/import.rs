@@ -7,12 +7,14 @@
 //! dirty for the next export. Any malformed line aborts the whole import before anything is
 //! written, unless `skip_invalid` is set.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{export, line_hash, store_issue, with_guard, Cache, Rows};
 use crate::jsonl::Jsonl;
@@ -196,15 +198,17 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     let file = Jsonl::split(&content);
     let mut report = ImportReport::default();
     let mut bad = Vec::new();
-    let mut ids: Vec<(String, Vec<usize>)> = Vec::with_capacity(file.lines.len());
-    let mut index: HashMap<String, usize> = HashMap::with_capacity(file.lines.len());
+    // Ids in file order with their first line; further lines of a repeated id in `repeats`.
+    let mut ids: Vec<(Cow<'_, str>, usize)> = Vec::with_capacity(file.lines.len());
+    let mut index: FxHashMap<Cow<'_, str>, usize> = FxHashMap::with_capacity_and_hasher(file.lines.len(), Default::default());
+    let mut repeats: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
     for (i, line) in file.lines.iter().enumerate() {
         match record_id(line.bytes) {
-            Ok(id) => match index.get(id.as_ref()) {
-                Some(&k) => ids[k].1.push(i),
+            Ok(id) => match index.get(&id) {
+                Some(&k) => repeats.entry(k).or_default().push(i),
                 None => {
-                    index.insert(id.to_string(), ids.len());
-                    ids.push((id.into_owned(), vec![i]));
+                    index.insert(id.clone(), ids.len());
+                    ids.push((id, i));
                 }
             },
             Err(problem) => bad.push(BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) }),
@@ -212,7 +216,7 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     }
 
     // `None`: created through SQL and never exported.
-    let stored_hashes: HashMap<String, Option<i64>> = {
+    let stored_hashes: FxHashMap<String, Option<i64>> = {
         let mut st = cache.conn.prepare("SELECT id, line_hash FROM issues")?;
         let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?)))?;
         rows.collect::<rusqlite::Result<_>>()?
@@ -223,81 +227,73 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
         rows.collect::<rusqlite::Result<_>>()?
     };
 
-    // Parse every changed line before writing anything, so a bad line leaves the cache untouched.
-    enum Plan<'a> {
-        Store { id: &'a str, line: &'a str, is_new: bool, duplicates: Vec<(usize, &'a str)> },
-        Merge { id: &'a str, line: &'a str, duplicates: Vec<(usize, &'a str)> },
-        Duplicates { id: &'a str, duplicates: Vec<(usize, &'a str)> },
-    }
-    let progress = options.progress.then(|| {
-        let bar = indicatif::ProgressBar::new(ids.len() as u64);
-        bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
-        bar
-    });
+    // Decide what each id needs; only changed lines will be parsed.
     let mut plans = Vec::new();
-    for (n, (id, lines)) in ids.iter().enumerate() {
-        if let Some(bar) = &progress {
-            if n % 4096 == 0 {
-                bar.set_position(n as u64);
-            }
-        }
-        let mut copies: Vec<(usize, &str)> = Vec::with_capacity(lines.len());
+    for (k, (id, first)) in ids.iter().enumerate() {
+        let mut copies: Vec<(usize, &str)> = Vec::with_capacity(1);
         let mut invalid = false;
-        for &i in lines {
+        for i in std::iter::once(*first).chain(repeats.get(&k).into_iter().flatten().copied()) {
             let l = file.lines[i];
-            match std::str::from_utf8(l.bytes).map_err(|_| LineProblem::InvalidUtf8) {
+            match std::str::from_utf8(l.bytes) {
                 Ok(text) => copies.push((l.number, text)),
-                Err(p) => {
-                    bad.push(BadLine { path: display.clone(), line: l.number, reason: p.to_string(), excerpt: excerpt(l.bytes) });
+                Err(_) => {
+                    bad.push(BadLine { path: display.clone(), line: l.number, reason: LineProblem::InvalidUtf8.to_string(), excerpt: excerpt(l.bytes) });
                     invalid = true;
                 }
             }
         }
-        if invalid || copies.is_empty() {
+        if invalid {
             continue;
         }
-        // With several copies, the row is the one with the latest updated_at.
         let primary = if copies.len() > 1 {
-            report.duplicate_ids.push(id.clone());
-            let stamp_of = |t: &str| RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned()));
-            let mut best = 0;
-            for k in 1..copies.len() {
-                let better = match (stamp_of(copies[k].1), stamp_of(copies[best].1)) {
-                    (Some(a), Some(b)) => timestamp::compare(&a, &b).is_gt(),
-                    (Some(_), None) => true,
-                    _ => false,
-                };
-                if better {
-                    best = k;
-                }
-            }
-            best
+            report.duplicate_ids.push(id.to_string());
+            latest_copy(&copies)
         } else {
             0
         };
-        let line = copies[primary].1;
+        let (number, line) = copies[primary];
         let duplicates: Vec<(usize, &str)> = copies.iter().enumerate().filter(|(k, _)| *k != primary).map(|(_, c)| *c).collect();
         let hash = line_hash(line.as_bytes());
-        let stored_hash = stored_hashes.get(id.as_str());
-        let in_sync = stored_hash == Some(&Some(hash)) || dirty.get(id.as_str()).is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
-        if in_sync && !options.force {
-            if !duplicates.is_empty() {
-                plans.push(Plan::Duplicates { id, duplicates });
+        let stored_hash = stored_hashes.get(id.as_ref());
+        let in_sync = stored_hash == Some(&Some(hash))
+            || dirty.get(id.as_ref()).is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
+        let action = if in_sync && !options.force {
+            if duplicates.is_empty() {
+                continue;
             }
-            continue;
-        }
-        if let Err(p) = RawObject::parse_str(line) {
-            bad.push(BadLine { path: display.clone(), line: copies[primary].0, reason: p.to_string(), excerpt: excerpt(line.as_bytes()) });
-            continue;
-        }
-        if dirty.contains_key(id.as_str()) {
-            plans.push(Plan::Merge { id, line, duplicates });
+            Action::KeepDuplicates
+        } else if dirty.contains_key(id.as_ref()) {
+            Action::Merge
         } else {
-            plans.push(Plan::Store { id, line, is_new: stored_hash.is_none(), duplicates });
-        }
+            Action::Store { is_new: stored_hash.is_none() }
+        };
+        plans.push(Plan { id: id.as_ref(), number, line, duplicates, action });
     }
+
+    // Validate and decode the changed lines on every core before writing anything, so a bad line
+    // leaves the cache untouched.
+    let progress = options.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(plans.len() as u64);
+        bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
+        bar
+    });
+    let decoded: Vec<Option<Result<Rows, LineProblem>>> = parallel_map(&plans, |p| match p.action {
+        Action::KeepDuplicates => None,
+        _ => Some(RawObject::parse_str(p.line).map(|obj| Rows::from_record(&obj))),
+    }, progress.as_ref());
     if let Some(bar) = &progress {
         bar.finish_and_clear();
+    }
+    let mut rows: Vec<Option<Rows>> = Vec::with_capacity(plans.len());
+    for (plan, d) in plans.iter().zip(decoded) {
+        match d {
+            Some(Err(p)) => {
+                bad.push(BadLine { path: display.clone(), line: plan.number, reason: p.to_string(), excerpt: excerpt(plan.line.as_bytes()) });
+                rows.push(None);
+            }
+            Some(Ok(r)) => rows.push(Some(r)),
+            None => rows.push(None),
+        }
     }
     bad.sort_by_key(|b| b.line);
     if !bad.is_empty() && !options.skip_invalid {
@@ -305,29 +301,31 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     }
     report.skipped = bad;
 
-    let in_file: HashSet<&str> = ids.iter().map(|(id, _)| id.as_str()).collect();
+    let in_file: FxHashSet<&str> = ids.iter().map(|(id, _)| id.as_ref()).collect();
+    // A cold import into an empty cache writes every page once instead of through the WAL and a
+    // checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
+    let cold = stored_hashes.is_empty() && plans.len() > 10_000;
+    if cold {
+        let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
+    }
+    cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
     let merge_options = MergeOptions { policy: options.policy, ..MergeOptions::default() };
     let style = export::go_style(&content);
     with_guard(&mut cache.conn, |tx| {
         tx.execute("DELETE FROM duplicate_lines", [])?;
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
-        for plan in &plans {
-            let (id, duplicates) = match plan {
-                Plan::Store { id, duplicates, .. } | Plan::Merge { id, duplicates, .. } | Plan::Duplicates { id, duplicates } => (id, duplicates),
-            };
-            for (n, raw) in duplicates {
-                dup.execute(params![id, *n as i64, raw])?;
+        for (plan, rows) in plans.iter().zip(&rows) {
+            for (n, raw) in &plan.duplicates {
+                dup.execute(params![plan.id, *n as i64, raw])?;
             }
-            match plan {
-                Plan::Duplicates { .. } => {}
-                Plan::Store { id, line, is_new, .. } => {
-                    let obj = RawObject::parse_str(line).expect("validated above");
-                    store_issue(tx, id, line, line_hash(line.as_bytes()), &Rows::from_record(&obj), *is_new)?;
-                    if *is_new { report.added.push(id.to_string()) } else { report.changed.push(id.to_string()) }
+            let Some(rows) = rows else { continue }; // kept duplicates, or skipped as invalid
+            match plan.action {
+                Action::KeepDuplicates => {}
+                Action::Store { is_new } => {
+                    store_issue(tx, plan.id, plan.line, line_hash(plan.line.as_bytes()), rows, is_new)?;
+                    if is_new { report.added.push(plan.id.to_owned()) } else { report.changed.push(plan.id.to_owned()) }
                 }
-                Plan::Merge { id, line, .. } => {
-                    merge_dirty(tx, id, line, style, &merge_options, &dirty, &mut report)?;
-                }
+                Action::Merge => merge_dirty(tx, plan.id, plan.line, style, &merge_options, &dirty, &mut report)?,
             }
         }
         for (id, hash) in &stored_hashes {
@@ -355,10 +353,73 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
         record_file_state(tx, &path, &content)?;
         Ok(())
     })?;
+    if cold {
+        let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL");
+    }
     report.added.sort();
     report.changed.sort();
     report.removed.sort();
     Ok(report)
+}
+
+enum Action {
+    Store { is_new: bool },
+    Merge,
+    KeepDuplicates,
+}
+
+struct Plan<'a> {
+    id: &'a str,
+    number: usize,
+    line: &'a str,
+    duplicates: Vec<(usize, &'a str)>,
+    action: Action,
+}
+
+/// Index of the copy with the latest `updated_at` (the first on ties).
+fn latest_copy(copies: &[(usize, &str)]) -> usize {
+    let stamp_of = |t: &str| RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned()));
+    let mut best = 0;
+    for k in 1..copies.len() {
+        let better = match (stamp_of(copies[k].1), stamp_of(copies[best].1)) {
+            (Some(a), Some(b)) => timestamp::compare(&a, &b).is_gt(),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if better {
+            best = k;
+        }
+    }
+    best
+}
+
+/// Maps `items` on two threads (the machines we target have two cores), keeping order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync, progress: Option<&indicatif::ProgressBar>) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
+    if items.len() < 256 || threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                let f = &f;
+                s.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            if let Some(bar) = progress.filter(|_| i % 4096 == 0) {
+                                bar.inc(4096);
+                            }
+                            f(x)
+                        })
+                        .collect::<Vec<R>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("decoding does not panic")).collect()
+    })
 }
 
 /// Three-way merge of an issue edited through SQL whose line also changed in the file.

@@ -1,0 +1,103 @@
+//! Cache benchmark: `bd-sync` cold import, no-op re-import, re-import after 1% of lines changed,
+//! and export after SQL edits to 1% of issues, on generated files. Each figure is the median wall
+//! time of the whole `bd-sync` process over the runs.
+//!
+//! `cargo bench --bench sync -- [--sizes 10k,100k] [--runs 5] [--data target/bench-data]`
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: &str) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
+}
+
+fn ensure_base(data: &Path, label: &str) -> PathBuf {
+    let path = data.join(label).join("base.jsonl");
+    if !path.exists() {
+        let n = label.trim_end_matches('k').parse::<usize>().expect("sizes like 10k") * 1000;
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
+        let ok = Command::new("python3").arg(gen).args(["base", "--n", &n.to_string(), "--seed", "1", "--out"]).arg(&path).status().expect("python3");
+        assert!(ok.success(), "gen.py failed");
+    }
+    path
+}
+
+fn time(cmd: &mut Command) -> Duration {
+    let start = Instant::now();
+    let out = cmd.output().expect("run bd-sync");
+    let t = start.elapsed();
+    assert!(out.status.success(), "bd-sync failed: {}", String::from_utf8_lossy(&out.stderr));
+    t
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
+/// Every 100th line gets a different title (toggled by `flip`).
+fn one_percent_changed(content: &[u8], flip: bool) -> Vec<u8> {
+    let text = String::from_utf8_lossy(content);
+    let mut out = String::with_capacity(text.len() + 4096);
+    for (i, line) in text.lines().enumerate() {
+        if i % 100 == 0 && flip {
+            out.push_str(&line.replacen("\"title\":\"", "\"title\":\"Edited: ", 1));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+fn main() {
+    let sizes = arg("--sizes", "10k,100k");
+    let runs: usize = arg("--runs", "5").parse().expect("--runs is a number");
+    let data = PathBuf::from(arg("--data", "target/bench-data"));
+    let bd_sync = env!("CARGO_BIN_EXE_bd-sync");
+    println!("{:<6} {:>9} {:>14} {:>14} {:>16} {:>12}", "size", "file MB", "cold import", "no-op import", "1% re-import", "export 1%");
+    for label in sizes.split(',') {
+        let base = ensure_base(&data, label);
+        let original = std::fs::read(&base).expect("read base");
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("issues.jsonl");
+        let db = dir.path().join("cache.db");
+        let sync = |args: &[&str]| {
+            let mut c = Command::new(bd_sync);
+            c.arg("--db").arg(&db).args(args).arg(&file);
+            c
+        };
+        let remove_db = || {
+            for ext in ["db", "db-wal", "db-shm", "db.lock"] {
+                let _ = std::fs::remove_file(db.with_extension(ext));
+            }
+        };
+        let (mut cold, mut noop, mut changed, mut export) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for run in 0..runs {
+            std::fs::write(&file, &original).expect("write");
+            remove_db();
+            cold.push(time(&mut sync(&["import"])));
+            noop.push(time(&mut sync(&["import"])));
+            std::fs::write(&file, one_percent_changed(&original, run % 2 == 0)).expect("write");
+            changed.push(time(&mut sync(&["import"])));
+            {
+                let conn = rusqlite::Connection::open(&db).expect("open");
+                conn.execute("UPDATE issues SET assignee = 'bench-' || rowid WHERE rowid % 100 = 0", []).expect("update");
+            }
+            export.push(time(&mut sync(&["export"])));
+        }
+        let mb = original.len() as f64 / 1e6;
+        println!(
+            "{:<6} {:>9.1} {:>11.0} ms {:>11.0} ms {:>13.0} ms {:>9.0} ms",
+            label,
+            mb,
+            median(cold),
+            median(noop),
+            median(changed),
+            median(export)
+        );
+    }
+}
