@@ -93,6 +93,13 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
             added.push((Cow::Borrowed(id.as_str()), text.as_bytes()));
         }
     }
+    // The bytes change only if a rendered line differs, or a line is added or removed.
+    let unchanged = added.is_empty()
+        && rendered.values().all(Option::is_some)
+        && file.lines.iter().all(|l| match record_id(l.bytes) {
+            Ok(id) => rendered.get(id.as_ref()).is_none_or(|r| r.as_deref().map(str::as_bytes) == Some(l.bytes)),
+            Err(_) => true,
+        });
     if sorted && !added.is_empty() {
         // Place new ids in id order within the sorted file.
         out.extend(added);
@@ -100,7 +107,6 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
     } else {
         out.extend(added);
     }
-    let bytes = jsonl::join(layout, out.iter().map(|(_, l)| *l), content.len() + 1024);
     for (id, r) in &rendered {
         match r {
             Some(_) => report.written.push(id.clone()),
@@ -110,14 +116,20 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
     }
     report.written.sort();
     report.removed.sort();
-    if bytes == content {
+    let new_hash = if unchanged {
         report.unchanged = true;
+        line_hash(&content)
     } else {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        jsonl::write_atomic(&path, &bytes)?;
-    }
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
+            let mut w = HashingWriter { inner: w, hasher: &mut hasher };
+            jsonl::write_lines(&mut w, layout, out.iter().map(|(_, l)| *l))
+        })?;
+        hasher.digest() as i64
+    };
     with_guard(&mut cache.conn, |tx| {
         for (id, r) in &rendered {
             if let Some(text) = r {
@@ -125,10 +137,27 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
             }
         }
         tx.execute("DELETE FROM dirty", [])?;
-        import::record_file_state(tx, &path, &bytes)?;
+        import::record_file_state(tx, &path, new_hash)?;
         Ok(())
     })?;
     Ok(report)
+}
+
+/// Hashes what passes through, so the written file's hash needs no second read.
+struct HashingWriter<'w> {
+    inner: &'w mut dyn std::io::Write,
+    hasher: &'w mut xxhash_rust::xxh3::Xxh3,
+}
+
+impl std::io::Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// After an export the written line is the new merge base, and rows rendered from columns get

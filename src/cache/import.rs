@@ -144,14 +144,14 @@ fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
 }
 
 /// Records the file's current state as "in sync".
-pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content: &[u8]) -> Result<()> {
+pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content_hash: i64) -> Result<()> {
     let s = stamp(path)?;
     let mut st = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
     st.execute(params!["file_path", path.display().to_string()])?;
     st.execute(params!["file_size", s.size])?;
     st.execute(params!["file_mtime_ns", s.mtime_ns])?;
     st.execute(params!["file_inode", s.inode])?;
-    st.execute(params!["file_hash", line_hash(content)])?;
+    st.execute(params!["file_hash", content_hash])?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     st.execute(params!["synced_at_unix", now])?;
     Ok(())
@@ -190,8 +190,9 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
         return Ok(ImportReport { noop: true, ..ImportReport::default() });
     }
     let content = std::fs::read(&path).with_context(|| format!("reading {display}"))?;
-    if !options.force && same_path && stored.as_ref().is_some_and(|(_, _, h)| *h == line_hash(&content)) {
-        with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, &content))?;
+    let content_hash = line_hash(&content);
+    if !options.force && same_path && stored.as_ref().is_some_and(|(_, _, h)| *h == content_hash) {
+        with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, content_hash))?;
         return Ok(ImportReport { noop: true, ..ImportReport::default() });
     }
 
@@ -350,7 +351,7 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
             super::remove_children(tx, id)?;
             report.removed.push(id.clone());
         }
-        record_file_state(tx, &path, &content)?;
+        record_file_state(tx, &path, content_hash)?;
         Ok(())
     })?;
     if cold {
