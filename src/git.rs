@@ -2,7 +2,8 @@
 //!
 //! The merge driver only needs git for two things (the line-merge fallback and the conflict
 //! style), both run as `git` subprocesses because git is by definition present when it calls a
-//! merge driver. Everything here reports failures as errors naming the command.
+//! merge driver. Reading the issues file at a revision (for `bd-hook --from-diff`) goes through
+//! gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,4 +47,66 @@ pub fn conflict_style_shows_base() -> bool {
 pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
     let out = Command::new("git").args(["rev-parse", "--absolute-git-dir"]).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
     out.status.success().then(|| std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Candidate paths of the issues file inside a tree, newest name first.
+pub const ISSUES_PATHS: &[&str] = &[".beads/issues.jsonl", ".beads/beads.jsonl"];
+
+/// An open repository for reading objects.
+pub struct Repo {
+    repo: gix::Repository,
+}
+
+impl Repo {
+    /// Opens the repository containing `dir` as git would (`GIT_DIR` and friends honoured).
+    pub fn discover(dir: &Path) -> Result<Repo> {
+        let repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
+            .with_context(|| format!("opening the git repository at {}", dir.display()))?
+            .to_thread_local();
+        Ok(Repo { repo })
+    }
+
+    /// The issues file's bytes at `rev`: empty when the revision is the (missing) parent of a
+    /// root commit, or when the file does not exist there. `path` picks the file; `None` tries
+    /// [`ISSUES_PATHS`].
+    pub fn issues_at(&self, rev: &str, path: Option<&str>) -> Result<Vec<u8>> {
+        let Some(commit) = self.commit(rev)? else { return Ok(Vec::new()) };
+        let tree = commit.tree().with_context(|| format!("reading the tree of {rev}"))?;
+        let candidates: Vec<&str> = match path {
+            Some(p) => vec![p],
+            None => ISSUES_PATHS.to_vec(),
+        };
+        for p in candidates {
+            if let Some(entry) = tree.lookup_entry_by_path(p).with_context(|| format!("looking up {p} in {rev}"))? {
+                let object = entry.object().with_context(|| format!("reading {p} at {rev}"))?;
+                return Ok(object.detach().data);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// Resolves a revision to a commit. `None` for the parent of a root commit (`X^`, `X~1`,
+    /// `X^1` where X has no parents), so "everything in X was added".
+    fn commit(&self, rev: &str) -> Result<Option<gix::Commit<'_>>> {
+        match self.repo.rev_parse_single(rev) {
+            Ok(id) => {
+                let commit = id.object().with_context(|| format!("reading {rev}"))?.peel_to_commit().with_context(|| format!("{rev} is not a commit"))?;
+                Ok(Some(commit))
+            }
+            Err(err) => {
+                for suffix in ["^1", "~1", "^", "~"] {
+                    if let Some(base) = rev.strip_suffix(suffix) {
+                        let base = if base.is_empty() { "HEAD" } else { base };
+                        if let Ok(id) = self.repo.rev_parse_single(base) {
+                            let commit = id.object()?.peel_to_commit()?;
+                            if commit.parent_ids().next().is_none() {
+                                return Ok(None);
+                            }
+                        }
+                    }
+                }
+                Err(anyhow::Error::new(err).context(format!("resolving revision {rev:?}")))
+            }
+        }
+    }
 }

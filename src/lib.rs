@@ -14,16 +14,23 @@
 //! - [`cache`]: the SQLite cache behind `bd-sync`: incremental import, export by patching stored
 //!   lines, dirty tracking by triggers, ready/blocked views.
 //! - [`check`]: problems in an issues file (duplicates, cycles, markers, ...).
-//! - [`git`]: the git subprocesses the driver and the cache need.
+//! - [`git`]: the git subprocesses the driver and the cache need, and gix for reading blobs.
+//! - [`diff`], [`notify`], [`watch`]: which ids changed, and telling a server about them.
+//! - [`install`]: our marked blocks in git hook files.
 #![warn(missing_docs)]
 
 pub mod cache;
 pub mod check;
+pub mod diff;
 pub mod git;
+pub mod hook;
+pub mod install;
+pub mod notify;
 pub mod jsonl;
 pub mod merge;
 pub mod record;
 pub mod timestamp;
+pub mod watch;
 
 /// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line
 /// tools do, instead of failing on a closed pipe. Call first thing in `main`.

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod hook;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;

@@ -10,6 +10,7 @@ pub fn bin(name: &str) -> PathBuf {
     match name {
         "bd-merge" => PathBuf::from(env!("CARGO_BIN_EXE_bd-merge")),
         "bd-sync" => PathBuf::from(env!("CARGO_BIN_EXE_bd-sync")),
+        "bd-hook" => PathBuf::from(env!("CARGO_BIN_EXE_bd-hook")),
         other => panic!("unknown binary {other}"),
     }
 }
@@ -33,6 +34,10 @@ pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
         .env("GIT_COMMITTER_DATE", "2025-11-01T12:00:00Z")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env_remove("BD_MERGE")
+        .env_remove("GEMBA_NOTIFY_URL")
+        .env_remove("GEMBA_NOTIFY_AUTH")
+        .env_remove("GEMBA_NOTIFY_SOURCE")
+        .env_remove("GEMBA_NOTIFY_WORKSPACE")
         .env_remove("BD_HOOKS")
         .stdin(Stdio::null());
     cmd
@@ -117,4 +122,154 @@ pub fn diff(expected: &[u8], actual: &[u8]) -> String {
 pub fn shared_file(rel: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("shared").join(rel);
     p.exists().then_some(p)
+}
+
+/// One request the capture server received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The `work_item_id` of a notify body.
+    pub fn item(&self) -> String {
+        let v: serde_json::Value = serde_json::from_str(&self.body).expect("JSON body");
+        v["work_item_id"].as_str().expect("work_item_id").to_owned()
+    }
+}
+
+/// How the capture server answers.
+#[derive(Debug, Clone, Copy)]
+pub enum Reply {
+    Status(u16),
+    /// Never answer (until the server is dropped).
+    Hang,
+}
+
+/// A real HTTP/1.1 server on 127.0.0.1 that records every request (keep-alive supported).
+pub struct CaptureServer {
+    pub url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<Request>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CaptureServer {
+    /// `reply(request, n)` decides the answer to the n-th request (0-based, over all connections).
+    pub fn start(reply: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> CaptureServer {
+        use std::sync::atomic::Ordering;
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reply = Arc::new(reply);
+        let (reqs, stop2) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let (reqs, stop3, reply) = (reqs.clone(), stop2.clone(), reply.clone());
+                        std::thread::spawn(move || serve(stream, &reqs, &stop3, &*reply));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(2)),
+                }
+            }
+        });
+        CaptureServer { url, requests, stop }
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().expect("lock").clone()
+    }
+
+    /// Sorted work item ids received.
+    pub fn items(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.requests().iter().map(Request::item).collect();
+        v.sort();
+        v
+    }
+
+    /// Waits until at least `n` requests arrived (or `timeout` passed).
+    pub fn wait_for(&self, n: usize, timeout: std::time::Duration) -> Vec<Request> {
+        let start = std::time::Instant::now();
+        while self.requests().len() < n && start.elapsed() < timeout {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.requests()
+    }
+}
+
+impl Drop for CaptureServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn serve(
+    stream: std::net::TcpStream,
+    requests: &std::sync::Mutex<Vec<Request>>,
+    stop: &std::sync::atomic::AtomicBool,
+    reply: &(dyn Fn(&Request, usize) -> Reply + Send + Sync),
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    stream.set_nonblocking(false).expect("blocking");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
+    let mut writer = stream.try_clone().expect("clone");
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, path) = (parts.next().unwrap_or("").to_owned(), parts.next().unwrap_or("").to_owned());
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let len: usize = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request = Request { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        let n = {
+            let mut all = requests.lock().expect("lock");
+            all.push(request.clone());
+            all.len() - 1
+        };
+        match reply(&request, n) {
+            Reply::Status(code) => {
+                let extra = if code == 429 || code == 503 { "Retry-After: 0\r\n" } else { "" };
+                let msg = format!("HTTP/1.1 {code} X\r\nContent-Length: 2\r\n{extra}Content-Type: application/json\r\n\r\n{{}}");
+                if writer.write_all(msg.as_bytes()).is_err() {
+                    return;
+                }
+            }
+            Reply::Hang => {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                return;
+            }
+        }
+    }
 }

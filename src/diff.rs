@@ -1,0 +1,134 @@
+//! Which ids changed between two snapshots of an issues file.
+//!
+//! The notifier must be exact: an id is reported when its record's bytes were added, changed or
+//! deleted, and never otherwise (a file rewritten with the same records reports nothing, an edit
+//! that did not bump `updated_at` is still reported). Records are compared by their line bytes,
+//! keyed by id; an id on several lines is compared as the set of its lines.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+
+use crate::jsonl::Jsonl;
+use crate::record::{record_id, LineProblem};
+
+/// A snapshot: each id with the bytes of its line(s).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    records: FxHashMap<String, Vec<Vec<u8>>>,
+    order: Vec<String>,
+}
+
+/// A line that kept a snapshot from being taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub problem: LineProblem,
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.problem)
+    }
+}
+
+impl Snapshot {
+    /// Reads file content. With `validate`, every line must be a JSON object with a string id
+    /// (lines byte-identical to `previous` are trusted); otherwise only the id is read.
+    pub fn parse(content: &[u8], validate: bool, previous: Option<&Snapshot>) -> Result<Snapshot, SnapshotError> {
+        let file = Jsonl::split(content);
+        let mut snap = Snapshot::default();
+        snap.records.reserve(file.lines.len());
+        for line in &file.lines {
+            let id = record_id(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
+            if validate {
+                let known = previous.is_some_and(|p| p.records.get(id.as_ref()).is_some_and(|ls| ls.iter().any(|l| l == line.bytes)));
+                if !known {
+                    crate::record::RawObject::parse(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
+                }
+            }
+            let id: Cow<'_, str> = id;
+            match snap.records.get_mut(id.as_ref()) {
+                Some(lines) => lines.push(line.bytes.to_vec()),
+                None => {
+                    snap.order.push(id.to_string());
+                    snap.records.insert(id.into_owned(), vec![line.bytes.to_vec()]);
+                }
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True when there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// Ids that differ between two snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Changes {
+    /// In `new` only.
+    pub added: Vec<String>,
+    /// In both, with different bytes.
+    pub modified: Vec<String>,
+    /// In `old` only.
+    pub deleted: Vec<String>,
+}
+
+impl Changes {
+    /// All changed ids: the new snapshot's order for added and modified, then deleted ones in
+    /// the old snapshot's order.
+    pub fn ids(&self) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.added.len() + self.modified.len() + self.deleted.len());
+        out.extend(self.added.iter().cloned());
+        out.extend(self.modified.iter().cloned());
+        out.extend(self.deleted.iter().cloned());
+        out
+    }
+
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.deleted.is_empty()
+    }
+}
+
+/// Compares two snapshots.
+pub fn changes(old: &Snapshot, new: &Snapshot) -> Changes {
+    let mut c = Changes::default();
+    for id in &new.order {
+        match old.records.get(id) {
+            None => c.added.push(id.clone()),
+            Some(lines) if *lines != new.records[id] => c.modified.push(id.clone()),
+            Some(_) => {}
+        }
+    }
+    for id in &old.order {
+        if !new.records.contains_key(id) {
+            c.deleted.push(id.clone());
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_modified_deleted_by_bytes() {
+        let old = Snapshot::parse(b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n", true, None).unwrap();
+        let new = Snapshot::parse(b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n", true, Some(&old)).unwrap();
+        let c = changes(&old, &new);
+        assert_eq!((c.added, c.modified, c.deleted), (vec!["d".into()], vec!["a".into()], vec!["b".into()]));
+        assert!(Snapshot::parse(b"{\"id\":\"a\",\"x\":", true, None).is_err());
+        assert!(changes(&old, &old).is_empty());
+    }
+}

@@ -1,0 +1,231 @@
+//! Delivering "this work item changed" notices to a Gemba-style server, fail-open.
+//!
+//! `POST {url}/api/workitems/notify` with `{"work_item_id": ..., "source": ...}` per id. The
+//! notifier runs inside git hooks and scripts, so it must never get in the way: requests go out
+//! concurrently over a small pool of reused connections, each with its own timeout, all within
+//! one overall deadline; connection errors, 429 and 5xx are retried with jittered exponential
+//! backoff (honouring `Retry-After`) while the deadline allows. A 404 means the server does not
+//! know the id (e.g. it was deleted) and counts as delivered. The bearer token is only ever put in
+//! the `Authorization` header: never in messages, logs or errors.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Where and how to send.
+#[derive(Clone)]
+pub struct Target {
+    /// Base URL (`GEMBA_NOTIFY_URL`); a trailing `/` is ignored.
+    pub url: String,
+    /// Bearer token, if any.
+    pub token: Option<String>,
+    /// The `source` field of every notice.
+    pub source: String,
+    /// Prefix ids as `PREFIX/<id>`.
+    pub workspace: Option<String>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("source", &self.source)
+            .field("workspace", &self.workspace)
+            .finish()
+    }
+}
+
+impl Target {
+    /// The endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("{}/api/workitems/notify", self.url.trim_end_matches('/'))
+    }
+
+    /// The JSON body for one id.
+    pub fn body(&self, id: &str) -> String {
+        let item = match &self.workspace {
+            Some(prefix) if !prefix.is_empty() => format!("{prefix}/{id}"),
+            _ => id.to_owned(),
+        };
+        serde_json::json!({ "work_item_id": item, "source": self.source }).to_string()
+    }
+}
+
+/// Timing and concurrency.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery {
+    /// Everything must be done by then (the total of `--timeout`).
+    pub deadline: Instant,
+    /// One request may take at most this long.
+    pub per_request: Duration,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+}
+
+impl Delivery {
+    /// Defaults for a total time budget: 4 in flight, each request at most 1 s.
+    pub fn within(total: Duration) -> Delivery {
+        Delivery { deadline: Instant::now() + total, per_request: Duration::from_secs(1).min(total), concurrency: 4 }
+    }
+}
+
+/// How one id ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// A 2xx answer.
+    Delivered,
+    /// 404: the server does not know the id; not retried, not a failure.
+    Unknown,
+    /// Still not delivered at the deadline, or refused for good (another 4xx).
+    Failed {
+        /// Why, without the token.
+        reason: String,
+    },
+}
+
+/// What happened to every id, in the order given.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// `(id, outcome)` per id.
+    pub results: Vec<(String, Outcome)>,
+}
+
+impl Report {
+    /// Ids that did not get through.
+    pub fn failed(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.results.iter().filter_map(|(id, o)| match o {
+            Outcome::Failed { reason } => Some((id.as_str(), reason.as_str())),
+            _ => None,
+        })
+    }
+
+    /// True when every id was delivered (or is unknown to the server).
+    pub fn all_delivered(&self) -> bool {
+        self.failed().next().is_none()
+    }
+}
+
+/// A reusable client (connection pool) for one target.
+pub struct Notifier {
+    agent: ureq::Agent,
+    target: Target,
+}
+
+impl Notifier {
+    /// Builds the client. Proxies come from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`.
+    pub fn new(target: Target, concurrency: usize) -> Notifier {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_idle_connections_per_host(concurrency.max(1))
+            .timeout_global(Some(Duration::from_secs(30)))
+            .user_agent(concat!("bd-hook/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Notifier { agent: ureq::Agent::new_with_config(config), target }
+    }
+
+    /// Sends one notice per id, concurrently, until all are settled or the deadline passes.
+    pub fn send(&self, ids: &[String], delivery: Delivery) -> Report {
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; ids.len()]);
+        let workers = delivery.concurrency.clamp(1, 16).min(ids.len().max(1));
+        std::thread::scope(|s| {
+            for w in 0..workers {
+                let (next, results) = (&next, &results);
+                s.spawn(move || {
+                    let mut rng = Jitter::new(w as u64);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(id) = ids.get(i) else { break };
+                        let outcome = self.send_one(id, delivery, &mut rng);
+                        results.lock().expect("no worker panics while holding the lock")[i] = Some(outcome);
+                    }
+                });
+            }
+        });
+        let results = results.into_inner().expect("workers are done");
+        Report {
+            results: ids
+                .iter()
+                .cloned()
+                .zip(results.into_iter().map(|o| o.unwrap_or(Outcome::Failed { reason: "not attempted".into() })))
+                .collect(),
+        }
+    }
+
+    fn send_one(&self, id: &str, delivery: Delivery, rng: &mut Jitter) -> Outcome {
+        let endpoint = self.target.endpoint();
+        let body = self.target.body(id);
+        let mut attempt = 0u32;
+        loop {
+            let now = Instant::now();
+            let Some(left) = delivery.deadline.checked_duration_since(now).filter(|d| !d.is_zero()) else {
+                return Outcome::Failed { reason: "deadline passed before it could be sent".into() };
+            };
+            let mut request = self
+                .agent
+                .post(&endpoint)
+                .config()
+                .timeout_global(Some(delivery.per_request.min(left)))
+                .build()
+                .header("Content-Type", "application/json");
+            if let Some(token) = &self.target.token {
+                request = request.header("Authorization", &format!("Bearer {token}"));
+            }
+            let (retry_reason, retry_after) = match request.send(body.as_str()) {
+                Ok(mut response) => {
+                    let status = response.status().as_u16();
+                    let retry_after = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    // Drain the body so the connection goes back to the pool.
+                    let _ = response.body_mut().read_to_vec();
+                    match status {
+                        200..=299 => return Outcome::Delivered,
+                        404 => return Outcome::Unknown,
+                        429 | 500..=599 => (format!("HTTP {status}"), retry_after),
+                        _ => return Outcome::Failed { reason: format!("HTTP {status}") },
+                    }
+                }
+                Err(e) => (describe(&e), None),
+            };
+            attempt += 1;
+            let backoff = Duration::from_millis(50u64 << attempt.min(6)).mul_f64(0.5 + rng.next_f64());
+            let wait = retry_after.unwrap_or(backoff);
+            if Instant::now() + wait >= delivery.deadline {
+                return Outcome::Failed { reason: format!("{retry_reason} (gave up at the deadline after {attempt} attempt(s))") };
+            }
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// An error message that cannot leak the token (ureq errors never carry request headers; this
+/// keeps it that way if that ever changes).
+fn describe(e: &ureq::Error) -> String {
+    let text = e.to_string();
+    if text.to_ascii_lowercase().contains("bearer") { "request failed".into() } else { text }
+}
+
+/// Small xorshift for backoff jitter; seeded from the clock and the worker number.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(worker: u64) -> Jitter {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+        Jitter((t ^ (worker.wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1)
+    }
+
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
