@@ -1,0 +1,93 @@
+//! Notifier benchmark: `--from-diff` between two 100k-issue revisions (1% changed), notifying
+//! 1,000 ids to a loopback server, and the watcher's delivery latency after an atomic rename
+//! (p95 over 50 writes).
+//!
+//! `cargo bench --bench hook -- [--size 100k] [--writes 50]`
+
+#[path = "../tests/integration/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{bin, hermetic, CaptureServer, Reply, TestRepo};
+
+fn arg(name: &str, default: &str) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
+fn main() {
+    let size = arg("--size", "100k");
+    let writes: usize = arg("--writes", "50").parse().expect("--writes is a number");
+    let n = size.trim_end_matches('k').parse::<usize>().expect("--size like 100k") * 1000;
+
+    // 1. --from-diff between two revisions.
+    let repo = TestRepo::new();
+    let gen = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
+    let base = repo.path().join(".beads/issues.jsonl");
+    std::fs::create_dir_all(base.parent().expect("dir")).expect("mkdir");
+    let ok = Command::new("python3").arg(&gen).args(["base", "--n", &n.to_string(), "--seed", "3", "--out"]).arg(&base).status().expect("python3");
+    assert!(ok.success());
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let text = std::fs::read_to_string(&base).expect("read");
+    let edited: String = text.lines().enumerate().map(|(i, l)| if i % 100 == 0 { format!("{}\n", l.replacen("\"title\":\"", "\"title\":\"X ", 1)) } else { format!("{l}\n") }).collect();
+    std::fs::write(&base, edited).expect("write");
+    repo.git(&["commit", "-q", "-am", "1% changed"]);
+    let mut times = Vec::new();
+    let mut count = 0;
+    for _ in 0..5 {
+        let start = Instant::now();
+        let out = hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]).output().expect("run");
+        times.push(start.elapsed());
+        assert!(out.status.success());
+        count = out.stdout.iter().filter(|&&b| b == b'\n').count();
+    }
+    println!("from-diff {size} (1% changed): {count} ids, median {:.0} ms", median(times));
+
+    // 2. 1,000 ids to a loopback server.
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let ids: String = (0..1000).map(|i| format!("bd-{i}\n")).collect();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let mut child = hermetic(bin("bd-hook")).args(["--stdin", "--strict", "--timeout", "10"]).env("GEMBA_NOTIFY_URL", &server.url).stdin(Stdio::piped()).spawn().expect("spawn");
+        child.stdin.take().expect("stdin").write_all(ids.as_bytes()).expect("write");
+        assert!(child.wait().expect("wait").success());
+        times.push(start.elapsed());
+    }
+    assert_eq!(server.requests().len(), 5000);
+    println!("notify 1000 ids to loopback: median {:.0} ms", median(times));
+
+    // 3. Watcher latency after an atomic rename.
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"w\",\"v\":0}\n").expect("write");
+    let mut child = hermetic(bin("bd-hook")).arg("--watch").arg(dir.path()).env("GEMBA_NOTIFY_URL", &server.url).spawn().expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut latencies = Vec::new();
+    for i in 1..=writes {
+        let tmp = dir.path().join(".tmp");
+        std::fs::write(&tmp, format!("{{\"id\":\"w\",\"v\":{i}}}\n")).expect("write");
+        let start = Instant::now();
+        std::fs::rename(&tmp, &file).expect("rename");
+        server.wait_for(i, Duration::from_secs(5));
+        latencies.push(start.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    latencies.sort();
+    let p95 = latencies[(latencies.len() * 95).div_ceil(100) - 1];
+    println!("watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms", median(latencies.clone()), p95.as_secs_f64() * 1e3);
+}
