@@ -110,3 +110,14 @@ impl Repo {
         }
     }
 }
+
+/// Stages one file (`git add -- FILE`) in the worktree containing it, into the index git is
+/// using (`GIT_INDEX_FILE`, as set during `git commit -a` or `git commit <path>`, is inherited).
+pub fn stage(file: &Path) -> Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let out = Command::new("git").arg("add").arg("--").arg(file).current_dir(dir).stdin(Stdio::null()).output().context("running git add")?;
+    if !out.status.success() {
+        bail!("git add {} failed: {}", file.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}

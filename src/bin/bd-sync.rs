@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::install;
 use beads_git::merge::ConflictPolicy;
 use clap::{Parser, Subcommand};
 
@@ -60,6 +61,28 @@ enum Command {
         /// Give up after this many seconds (waiting for the lock included).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,
+        /// If the export changed the file, `git add` it (the pre-commit hook uses this).
+        #[arg(long)]
+        stage: bool,
+    },
+    /// Set up the merge driver, the attribute lines and the git hooks in a repository.
+    Install {
+        /// The repository [default: the current directory].
+        repo: Option<PathBuf>,
+        /// Put the attribute lines in .git/info/attributes (this clone only) instead of .gitattributes.
+        #[arg(long)]
+        local: bool,
+        /// Show what would change and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove exactly what install added, and put back what it replaced.
+    Uninstall {
+        /// The repository [default: the current directory].
+        repo: Option<PathBuf>,
+        /// Show what would change and change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Show paths, counts and whether the cache is in step with the file.
     Status,
@@ -145,16 +168,40 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { file, conflict, timeout } => {
+        Command::Export { file, conflict, timeout, stage } => {
             watchdog(*timeout);
             let paths = paths(cli, file.as_ref())?;
             let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
             let report = export::export(&mut cache, &import::ImportOptions { policy: *conflict, ..Default::default() })?;
+            if *stage && !report.unchanged {
+                beads_git::git::stage(&paths.file)?;
+            }
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if !report.unchanged {
                 eprintln!("bd-sync: exported {}: {} written, {} removed", paths.file.display(), report.written.len(), report.removed.len());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Install { repo, local, dry_run } => {
+            let repo = repo_dir(cli, repo.as_ref())?;
+            let options = install::InstallOptions { repo: repo.clone(), local: *local, dry_run: *dry_run, bin_dir: install::own_bin_dir()? };
+            let actions = install::install(&options)?;
+            let mut imported = None;
+            if !dry_run {
+                // Start the cache now, so the first pull reports only what it changed.
+                if let Ok(paths) = Paths::discover(&repo, None, cli.db.as_deref()) {
+                    let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(60) })?;
+                    imported = Some(import::import(&mut cache, &import::ImportOptions::default())?);
+                }
+            }
+            print_actions(cli, &actions, *dry_run, imported.as_ref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Uninstall { repo, dry_run } => {
+            let repo = repo_dir(cli, repo.as_ref())?;
+            let actions = install::uninstall(&repo, *dry_run)?;
+            print_actions(cli, &actions, *dry_run, None)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Status => {
@@ -179,7 +226,11 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 None => paths(cli, None)?.file,
             };
             let content = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let findings = beads_git::check::check_file(&content);
+            let mut findings = beads_git::check::check_file(&content);
+            let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            if beads_git::git::git_dir(dir).is_some() {
+                findings.extend(beads_git::install::health(dir, &beads_git::install::own_bin_dir()?)?);
+            }
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": path.display().to_string(), "findings": findings }))?);
             } else if findings.is_empty() {
@@ -208,6 +259,34 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn repo_dir(cli: &Cli, repo: Option<&PathBuf>) -> Result<PathBuf> {
+    match (repo, &cli.repo) {
+        (Some(r), _) | (None, Some(r)) => Ok(r.clone()),
+        (None, None) => std::env::current_dir().context("finding the current directory"),
+    }
+}
+
+fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported: Option<&import::ImportReport>) -> Result<()> {
+    if cli.json {
+        let v = serde_json::json!({ "dry_run": dry_run, "actions": actions, "import": imported });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let verb = if dry_run { "would be" } else { "" };
+    for a in actions {
+        if a.change != install::Change::Unchanged && a.change != install::Change::Absent {
+            println!("{:<20} {:<9} {verb} {}", a.what, format!("{:?}", a.change).to_lowercase(), a.path);
+        }
+    }
+    if actions.iter().all(|a| matches!(a.change, install::Change::Unchanged | install::Change::Absent)) {
+        println!("nothing to change");
+    }
+    if let Some(r) = imported.filter(|r| !r.noop) {
+        println!("cache               imported {} issue(s)", r.added.len() + r.changed.len());
+    }
+    Ok(())
 }
 
 fn print_issues(list: &[query::IssueSummary]) {
