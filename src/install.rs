@@ -331,6 +331,9 @@ pub struct Action {
     pub path: String,
     /// What happened.
     pub change: Change,
+    /// Something the user should act on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 fn state_path(repo: &Path) -> Result<PathBuf> {
@@ -389,7 +392,7 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
             }
             if current.is_some() { Change::Updated } else { Change::Added }
         };
-        actions.push(Action { what: key.into(), path: key.into(), change });
+        actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
     }
 
     // Attribute lines.
@@ -426,13 +429,15 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
         state.attributes_newline_added |= newline_added;
         if existing.is_none() { Change::Created } else { Change::Added }
     };
-    actions.push(Action { what: "attributes".into(), path: attr_path.display().to_string(), change });
+    actions.push(Action { what: "attributes".into(), path: attr_path.display().to_string(), change, warning: None });
 
-    // Hooks.
+    // Hooks. An existing hook that is not executable is dormant; we do not wake the user's code.
     for hook in Hook::ALL {
         let path = hook_path(repo, hook)?;
         let change = install_block(&path, &hook.block(&options.bin_dir), options.dry_run)?;
-        actions.push(Action { what: hook.file_name().into(), path: path.display().to_string(), change });
+        let warning = (!options.dry_run && change == Change::Added && !is_executable(&path))
+            .then(|| format!("{} is not executable, so git skips it (and our block): chmod +x it to enable it", path.display()));
+        actions.push(Action { what: hook.file_name().into(), path: path.display().to_string(), change, warning });
     }
 
     if !options.dry_run && prior.as_ref() != Some(&state) {
@@ -451,7 +456,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
     for hook in Hook::ALL {
         let path = hook_path(repo, hook)?;
         let change = uninstall_block(&path, dry_run)?;
-        actions.push(Action { what: hook.file_name().into(), path: path.display().to_string(), change });
+        actions.push(Action { what: hook.file_name().into(), path: path.display().to_string(), change, warning: None });
     }
     let Some(state) = state else { return Ok(actions) };
     for (key, previous) in [("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)] {
@@ -469,7 +474,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                 Change::Removed
             }
         };
-        actions.push(Action { what: key.into(), path: key.into(), change });
+        actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
     }
     if !dry_run && state.previous_driver.is_none() && state.previous_name.is_none() && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err() {
         let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads"]);
@@ -498,7 +503,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                     crate::jsonl::write_atomic(&path, &out)?;
                 }
             }
-            actions.push(Action { what: "attributes".into(), path: file.clone(), change });
+            actions.push(Action { what: "attributes".into(), path: file.clone(), change, warning: None });
         }
     }
     if !dry_run {

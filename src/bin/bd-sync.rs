@@ -276,6 +276,9 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
     }
     let verb = if dry_run { "would be" } else { "" };
     for a in actions {
+        if let Some(w) = &a.warning {
+            eprintln!("bd-sync: warning: {w}");
+        }
         if a.change != install::Change::Unchanged && a.change != install::Change::Absent {
             println!("{:<20} {:<9} {verb} {}", a.what, format!("{:?}", a.change).to_lowercase(), a.path);
         }

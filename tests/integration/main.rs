@@ -4,6 +4,7 @@
 mod support;
 
 mod hook;
+mod install;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
