@@ -2,7 +2,10 @@
 //! 1,000 ids to a loopback server, and the watcher's delivery latency after an atomic rename
 //! (p95 over 50 writes).
 //!
-//! `cargo bench --bench hook -- [--size 100k] [--writes 50]`
+//! Also the cost of the installed hooks on `git commit` in a 10k-issue repository (no notify
+//! server configured), against the same repository without them.
+//!
+//! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--commit-size 10k]`
 
 #[path = "../tests/integration/support.rs"]
 #[allow(dead_code)]
@@ -90,4 +93,42 @@ fn main() {
     latencies.sort();
     let p95 = latencies[(latencies.len() * 95).div_ceil(100) - 1];
     println!("watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms", median(latencies.clone()), p95.as_secs_f64() * 1e3);
+
+    // 4. What the hooks add to a commit.
+    let commit_n = arg("--commit-size", "10k").trim_end_matches('k').parse::<usize>().expect("--commit-size like 10k") * 1000;
+    let mut medians = Vec::new();
+    for installed in [false, true] {
+        let repo = TestRepo::new();
+        let file = repo.path().join(".beads/issues.jsonl");
+        std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+        let ok = Command::new("python3").arg(&gen).args(["base", "--n", &commit_n.to_string(), "--seed", "5", "--out"]).arg(&file).status().expect("python3");
+        assert!(ok.success());
+        repo.git(&["add", "."]);
+        repo.git(&["commit", "-q", "-m", "base"]);
+        if installed {
+            let out = hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]).output().expect("install");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let original = std::fs::read_to_string(&file).expect("read");
+        let (mut unrelated, mut issue_edit) = (Vec::new(), Vec::new());
+        for i in 0..11 {
+            std::fs::write(repo.path().join("notes.txt"), format!("{i}\n")).expect("write");
+            repo.git(&["add", "notes.txt"]);
+            let start = Instant::now();
+            repo.git(&["commit", "-q", "-m", "notes"]);
+            unrelated.push(start.elapsed());
+            // An issue edited by bd, then committed.
+            let edited = original.replacen("\"title\":\"", &format!("\"title\":\"edit {i} "), 1);
+            std::fs::write(&file, edited).expect("write");
+            repo.git(&["add", ".beads/issues.jsonl"]);
+            let start = Instant::now();
+            repo.git(&["commit", "-q", "-m", "issue"]);
+            issue_edit.push(start.elapsed());
+        }
+        medians.push((median(unrelated), median(issue_edit)));
+    }
+    println!(
+        "git commit, {commit_n} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms",
+        medians[0].0, medians[0].1, medians[1].0, medians[1].1, medians[1].0 - medians[0].0, medians[1].1 - medians[0].1
+    );
 }
