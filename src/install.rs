@@ -52,8 +52,7 @@ impl Hook {
     fn template(self) -> &'static str {
         match self {
             Hook::PostCommit => include_str!("../hooks/post-commit.sh"),
-            Hook::PostMerge => include_str!("../hooks/post-merge.sh"),
-            Hook::PostRewrite => include_str!("../hooks/post-rewrite.sh"),
+            Hook::PostMerge | Hook::PostRewrite => include_str!("../hooks/import-and-notify.sh"),
             Hook::PostCheckout => include_str!("../hooks/post-checkout.sh"),
             Hook::PreCommit => include_str!("../hooks/pre-commit.sh"),
         }
@@ -594,7 +593,7 @@ mod tests {
     fn round_trip(original: &[u8]) -> Vec<u8> {
         let installed = with_block(original, BLOCK);
         assert_eq!(with_block(&installed, BLOCK), installed, "re-install is byte-identical");
-        assert_eq!(without_block(&installed).unwrap(), original, "uninstall restores");
+        assert_eq!(without_block(&installed).expect("test input is valid"), original, "uninstall restores");
         installed
     }
 

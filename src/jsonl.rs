@@ -215,14 +215,14 @@ mod tests {
 
     #[test]
     fn regression_atomic_write_never_replaces_a_device() {
-        write_atomic(Path::new("/dev/null"), b"x").unwrap();
-        assert!(!fs::metadata("/dev/null").unwrap().is_file());
-        let dir = tempfile::tempdir().unwrap();
+        write_atomic(Path::new("/dev/null"), b"x").expect("test input is valid");
+        assert!(!fs::metadata("/dev/null").expect("test input is valid").is_file());
+        let dir = tempfile::tempdir().expect("test input is valid");
         let target = dir.path().join("f.jsonl");
-        fs::write(&target, b"old").unwrap();
-        write_atomic(&target, b"new").unwrap();
-        assert_eq!(fs::read(&target).unwrap(), b"new");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left behind");
+        fs::write(&target, b"old").expect("test input is valid");
+        write_atomic(&target, b"new").expect("test input is valid");
+        assert_eq!(fs::read(&target).expect("test input is valid"), b"new");
+        assert_eq!(fs::read_dir(dir.path()).expect("test input is valid").count(), 1, "no temporary file left behind");
     }
 
     #[test]

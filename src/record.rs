@@ -356,13 +356,13 @@ mod tests {
 
     #[test]
     fn fast_and_slow_id_paths_agree() {
-        assert_eq!(record_id(br#"{"id":"bd-1","title":"x"}"#).unwrap(), "bd-1");
-        assert_eq!(record_id(br#"{ "title":"x", "id" : "bd-\u0031"}"#).unwrap(), "bd-1");
+        assert_eq!(record_id(br#"{"id":"bd-1","title":"x"}"#).expect("test input is valid"), "bd-1");
+        assert_eq!(record_id(br#"{ "title":"x", "id" : "bd-\u0031"}"#).expect("test input is valid"), "bd-1");
         assert_eq!(record_id(br#"{"id":1}"#), Err(LineProblem::MissingId));
         assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));
         assert_eq!(record_id(b"<<<<<<< ours"), Err(LineProblem::ConflictMarker));
         // The fast path reads only the id; the content is validated when a merge needs it.
-        assert_eq!(record_id(br#"{"id":"x","#).unwrap(), "x");
+        assert_eq!(record_id(br#"{"id":"x","#).expect("test input is valid"), "x");
         assert!(matches!(RawObject::parse(br#"{"id":"x","#), Err(LineProblem::InvalidJson(_))));
         assert!(matches!(record_id(br#"{"id":"x\"#), Err(LineProblem::InvalidJson(_))));
     }
@@ -370,10 +370,10 @@ mod tests {
     #[test]
     fn object_round_trips_with_its_separators() {
         let line = r#"{"id": "a", "n": [1, {"x": "}"}], "s": "q\"\\"}"#;
-        let obj = RawObject::parse_str(line).unwrap();
+        let obj = RawObject::parse_str(line).expect("test input is valid");
         assert_eq!(obj.entries.len(), 3);
         assert_eq!(obj.render(), line);
-        assert_eq!(split_array(r#"[ "a" , {"b":[1]} ,3]"#).unwrap(), vec![r#""a""#, r#"{"b":[1]}"#, "3"]);
+        assert_eq!(split_array(r#"[ "a" , {"b":[1]} ,3]"#).expect("test input is valid"), vec![r#""a""#, r#"{"b":[1]}"#, "3"]);
     }
 
     #[test]

@@ -98,12 +98,12 @@ mod tests {
 
     #[test]
     fn offsets_are_compared_as_instants() {
-        let pst = parse("2025-11-02T21:58:07.295058-08:00").unwrap();
-        let utc = parse("2025-11-03T05:58:07.295058Z").unwrap();
+        let pst = parse("2025-11-02T21:58:07.295058-08:00").expect("test input is valid");
+        let utc = parse("2025-11-03T05:58:07.295058Z").expect("test input is valid");
         assert_eq!(pst, utc);
         assert_eq!(compare("2025-11-03T01:00:00Z", "2025-11-02T21:00:00-08:00"), Ordering::Less);
-        assert_eq!(parse("1970-01-01T00:00:00Z").unwrap().seconds, 0);
-        assert_eq!(parse("2000-03-01T00:00:00.5+01:00").unwrap(), Instant { seconds: 951_865_200, nanos: 500_000_000 });
+        assert_eq!(parse("1970-01-01T00:00:00Z").expect("test input is valid").seconds, 0);
+        assert_eq!(parse("2000-03-01T00:00:00.5+01:00").expect("test input is valid"), Instant { seconds: 951_865_200, nanos: 500_000_000 });
         assert!(parse("2025-13-01T00:00:00Z").is_none());
         assert!(parse("yesterday").is_none());
     }

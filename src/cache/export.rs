@@ -211,46 +211,51 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
         set(&mut entries, "labels", text, go_style);
     }
 
-    let deps: Vec<String> = {
-        let mut st = conn.prepare_cached(
-            "SELECT depends_on_id, type, created_at, created_by, raw FROM dependencies WHERE issue_id = ?1 ORDER BY position, rowid",
-        )?;
-        let rows = st.query_map([id], |r| {
-            let raw: Option<String> = r.get(4)?;
-            Ok(raw.unwrap_or_else(|| {
-                let f = |i: usize| r.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null);
-                object(
-                    &[("issue_id", SqlValue::Text(id.to_owned())), ("depends_on_id", f(0)), ("type", f(1)), ("created_at", f(2)), ("created_by", f(3))],
-                    colon,
-                    comma,
-                    go_style,
-                )
-            }))
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let deps = child_elements(
+        conn,
+        "SELECT depends_on_id, type, created_at, created_by, raw FROM dependencies WHERE issue_id = ?1 ORDER BY position, rowid",
+        id,
+        &["depends_on_id", "type", "created_at", "created_by"],
+        ("issue_id", 0),
+        (colon, comma, go_style),
+    )?;
     patch_array(&mut entries, &obj, "dependencies", deps, comma, go_style);
-
-    let comments: Vec<String> = {
-        let mut st =
-            conn.prepare_cached("SELECT comment_id, author, text, created_at, raw FROM comments WHERE issue_id = ?1 ORDER BY position, rowid")?;
-        let rows = st.query_map([id], |r| {
-            let raw: Option<String> = r.get(4)?;
-            Ok(raw.unwrap_or_else(|| {
-                let f = |i: usize| r.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null);
-                object(
-                    &[("id", f(0)), ("issue_id", SqlValue::Text(id.to_owned())), ("author", f(1)), ("text", f(2)), ("created_at", f(3))],
-                    colon,
-                    comma,
-                    go_style,
-                )
-            }))
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let comments = child_elements(
+        conn,
+        "SELECT comment_id, author, text, created_at, raw FROM comments WHERE issue_id = ?1 ORDER BY position, rowid",
+        id,
+        &["id", "author", "text", "created_at"],
+        ("issue_id", 1),
+        (colon, comma, go_style),
+    )?;
     patch_array(&mut entries, &obj, "comments", comments, comma, go_style);
 
     Ok(Some(render_entries(&entries, colon, comma)))
+}
+
+/// The JSON texts of an issue's dependencies or comments: each row's stored element text, or for
+/// a row added or edited through SQL, an object built from its columns (`fields`, in order, with
+/// the issue id inserted as `issue_key.0` at position `issue_key.1`). The query's last column is
+/// the stored text.
+fn child_elements(
+    conn: &Connection,
+    sql: &str,
+    id: &str,
+    fields: &[&str],
+    issue_key: (&str, usize),
+    (colon, comma, go_style): (&str, &str, bool),
+) -> Result<Vec<String>> {
+    let mut st = conn.prepare_cached(sql)?;
+    let rows = st.query_map([id], |r| {
+        if let Some(raw) = r.get::<_, Option<String>>(fields.len())? {
+            return Ok(raw);
+        }
+        let mut values: Vec<(&str, SqlValue)> =
+            fields.iter().enumerate().map(|(i, f)| Ok((*f, r.get::<_, SqlValue>(i)?))).collect::<rusqlite::Result<_>>()?;
+        values.insert(issue_key.1, (issue_key.0, SqlValue::Text(id.to_owned())));
+        Ok(object(&values, colon, comma, go_style))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 fn patch_array(entries: &mut Vec<Entry<'_>>, obj: &RawObject<'_>, key: &str, elements: Vec<String>, comma: &str, go_style: bool) {

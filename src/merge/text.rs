@@ -111,8 +111,8 @@ mod tests {
         let base = "a\nb\nc\nd\ne\n";
         let ours = "A\nb\nc\nd\ne\n";
         let theirs = "a\nb\nc\nd\nE\nf\n";
-        assert_eq!(merge_text(base, ours, theirs).unwrap(), "A\nb\nc\nd\nE\nf\n");
-        assert_eq!(merge_text(base, theirs, ours).unwrap(), "A\nb\nc\nd\nE\nf\n");
+        assert_eq!(merge_text(base, ours, theirs).expect("test input is valid"), "A\nb\nc\nd\nE\nf\n");
+        assert_eq!(merge_text(base, theirs, ours).expect("test input is valid"), "A\nb\nc\nd\nE\nf\n");
     }
 
     #[test]
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn identical_edits_merge() {
-        assert_eq!(merge_text("a\nb\nc\n", "a\nX\nc\n", "a\nX\nc\nd\n").unwrap(), "a\nX\nc\nd\n");
-        assert_eq!(merge_text("a\nb\nc\nd\ne\n", "a\nX\nc\nd\ne\n", "a\nX\nc\nd\nE\n").unwrap(), "a\nX\nc\nd\nE\n");
+        assert_eq!(merge_text("a\nb\nc\n", "a\nX\nc\n", "a\nX\nc\nd\n").expect("test input is valid"), "a\nX\nc\nd\n");
+        assert_eq!(merge_text("a\nb\nc\nd\ne\n", "a\nX\nc\nd\ne\n", "a\nX\nc\nd\nE\n").expect("test input is valid"), "a\nX\nc\nd\nE\n");
     }
 }

@@ -164,6 +164,23 @@ fn issues_created_and_deleted_through_sql_are_exported() {
 }
 
 #[test]
+fn dependencies_and_comments_inserted_through_sql_are_rendered_from_their_columns() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql(
+        "INSERT INTO dependencies (issue_id, depends_on_id, type, created_by) VALUES ('bd-2', 'bd-3', 'blocks', 'sql');
+         INSERT INTO comments (issue_id, comment_id, author, text, created_at) VALUES ('bd-2', 7, 'carol', 'a <note>', '2025-11-03T00:00:00Z');",
+    );
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    assert_eq!(
+        text.lines().nth(1).expect("bd-2"),
+        r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-3","type":"blocks","created_by":"sql"}],"comments":[{"id":7,"issue_id":"bd-2","author":"carol","text":"a \u003cnote\u003e","created_at":"2025-11-03T00:00:00Z"}]}"#
+    );
+    assert_eq!(ws.ok(&["export", "--json"]).contains("\"unchanged\": true"), true, "the rendered elements are the new base");
+}
+
+#[test]
 fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() {
     let ws = Workspace::new(SMALL.as_bytes());
     ws.ok(&["import"]);

@@ -1,6 +1,6 @@
 # >>> beads-git >>>
-# beads-git: refresh the issue cache from the new .beads/issues.jsonl and notify the ids that
-# changed. Fail-open and time-bounded (--timeout); skipped when BD_HOOKS=0, without .beads/, or
+# beads-git (post-merge, post-rewrite): refresh the issue cache from the new issues file and
+# notify the ids that changed. Fail-open and time-bounded (--timeout); skipped when BD_HOOKS=0, without .beads/, or
 # without our binaries. Managed block: `bd-sync install` / `bd-sync uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   beads_git_bin=@BIN_DIR@
