@@ -22,6 +22,19 @@ fn arg(name: &str, default: &str) -> String {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
 }
 
+/// A repository whose first commit holds `n` generated issues; returns it and the issues file.
+fn repo_with_generated_issues(n: usize, seed: u32) -> (TestRepo, std::path::PathBuf) {
+    let repo = TestRepo::new();
+    let gen = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
+    let file = repo.path().join(".beads/issues.jsonl");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+    let ok = Command::new("python3").arg(&gen).args(["base", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out"]).arg(&file).status().expect("python3");
+    assert!(ok.success(), "gen.py failed");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    (repo, file)
+}
+
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
     v[v.len() / 2].as_secs_f64() * 1e3
@@ -33,14 +46,7 @@ fn main() {
     let n = size.trim_end_matches('k').parse::<usize>().expect("--size like 100k") * 1000;
 
     // 1. --from-diff between two revisions.
-    let repo = TestRepo::new();
-    let gen = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
-    let base = repo.path().join(".beads/issues.jsonl");
-    std::fs::create_dir_all(base.parent().expect("dir")).expect("mkdir");
-    let ok = Command::new("python3").arg(&gen).args(["base", "--n", &n.to_string(), "--seed", "3", "--out"]).arg(&base).status().expect("python3");
-    assert!(ok.success());
-    repo.git(&["add", "."]);
-    repo.git(&["commit", "-q", "-m", "base"]);
+    let (repo, base) = repo_with_generated_issues(n, 3);
     let text = std::fs::read_to_string(&base).expect("read");
     let edited: String = text.lines().enumerate().map(|(i, l)| if i % 100 == 0 { format!("{}\n", l.replacen("\"title\":\"", "\"title\":\"X ", 1)) } else { format!("{l}\n") }).collect();
     std::fs::write(&base, edited).expect("write");
@@ -98,13 +104,7 @@ fn main() {
     let commit_n = arg("--commit-size", "10k").trim_end_matches('k').parse::<usize>().expect("--commit-size like 10k") * 1000;
     let mut medians = Vec::new();
     for installed in [false, true] {
-        let repo = TestRepo::new();
-        let file = repo.path().join(".beads/issues.jsonl");
-        std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
-        let ok = Command::new("python3").arg(&gen).args(["base", "--n", &commit_n.to_string(), "--seed", "5", "--out"]).arg(&file).status().expect("python3");
-        assert!(ok.success());
-        repo.git(&["add", "."]);
-        repo.git(&["commit", "-q", "-m", "base"]);
+        let (repo, file) = repo_with_generated_issues(commit_n, 5);
         if installed {
             let out = hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]).output().expect("install");
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -33,7 +33,8 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(kind: &str, id: Option<&str>, lines: Vec<usize>, message: String) -> Finding {
+    /// A finding of `kind`, about `id` and `lines` when known.
+    pub fn new(kind: &str, id: Option<&str>, lines: Vec<usize>, message: String) -> Finding {
         Finding { kind: kind.to_owned(), id: id.map(str::to_owned), lines, message }
     }
 }

@@ -6,16 +6,19 @@
 //! keyed by id; an id on several lines is compared as the set of its lines.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
 use crate::jsonl::Jsonl;
 use crate::record::{record_id, LineProblem};
 
-/// A snapshot: each id with the bytes of its line(s).
+/// A snapshot: the file's bytes, and each id with where its line(s) are in them. The bytes are
+/// held once (no copy per line), so snapshots of 100k-issue files stay cheap to take and keep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    records: FxHashMap<String, Vec<Vec<u8>>>,
+    content: Vec<u8>,
+    records: FxHashMap<String, Vec<Range<usize>>>,
     order: Vec<String>,
 }
 
@@ -35,35 +38,36 @@ impl std::fmt::Display for SnapshotError {
 }
 
 impl Snapshot {
-    /// Reads file content. With `validate`, every line must be a JSON object with a string id
+    /// Takes file content. With `validate`, every line must be a JSON object with a string id
     /// (lines byte-identical to `previous` are trusted); otherwise only the id is read.
-    pub fn parse(content: &[u8], validate: bool, previous: Option<&Snapshot>) -> Result<Snapshot, SnapshotError> {
-        let file = Jsonl::split(content);
-        let mut snap = Snapshot::default();
-        snap.records.reserve(file.lines.len());
+    pub fn parse(content: Vec<u8>, validate: bool, previous: Option<&Snapshot>) -> Result<Snapshot, SnapshotError> {
+        let file = Jsonl::split(&content);
+        let mut records: FxHashMap<String, Vec<Range<usize>>> = FxHashMap::default();
+        records.reserve(file.lines.len());
+        let mut order = Vec::with_capacity(file.lines.len());
         for line in &file.lines {
             let id = record_id(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
-            if validate {
-                let known = previous.is_some_and(|p| p.records.get(id.as_ref()).is_some_and(|ls| ls.iter().any(|l| l == line.bytes)));
-                if !known {
-                    crate::record::RawObject::parse(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
-                }
+            if validate && !previous.is_some_and(|p| p.lines(id.as_ref()).any(|l| l == line.bytes)) {
+                crate::record::RawObject::parse(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
             }
+            let start = line.bytes.as_ptr() as usize - content.as_ptr() as usize;
+            let range = start..start + line.bytes.len();
             let id: Cow<'_, str> = id;
-            match snap.records.get_mut(id.as_ref()) {
-                Some(lines) => lines.push(line.bytes.to_vec()),
+            match records.get_mut(id.as_ref()) {
+                Some(lines) => lines.push(range),
                 None => {
-                    snap.order.push(id.to_string());
-                    snap.records.insert(id.into_owned(), vec![line.bytes.to_vec()]);
+                    order.push(id.to_string());
+                    records.insert(id.into_owned(), vec![range]);
                 }
             }
         }
-        Ok(snap)
+        drop(file);
+        Ok(Snapshot { content, records, order })
     }
 
-    /// Number of ids.
-    pub fn len(&self) -> usize {
-        self.records.len()
+    /// The bytes of an id's line(s), in file order (none for an unknown id).
+    fn lines<'s>(&'s self, id: &str) -> impl Iterator<Item = &'s [u8]> + 's {
+        self.records.get(id).into_iter().flatten().map(|r| &self.content[r.clone()])
     }
 
     /// True when there are no records.
@@ -106,7 +110,7 @@ pub fn changes(old: &Snapshot, new: &Snapshot) -> Changes {
     for id in &new.order {
         match old.records.get(id) {
             None => c.added.push(id.clone()),
-            Some(lines) if *lines != new.records[id] => c.modified.push(id.clone()),
+            Some(_) if !old.lines(id).eq(new.lines(id)) => c.modified.push(id.clone()),
             Some(_) => {}
         }
     }
@@ -124,11 +128,11 @@ mod tests {
 
     #[test]
     fn added_modified_deleted_by_bytes() {
-        let old = Snapshot::parse(b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n", true, None).expect("test input is valid");
-        let new = Snapshot::parse(b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n", true, Some(&old)).expect("test input is valid");
+        let old = Snapshot::parse(b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n".to_vec(), true, None).expect("test input is valid");
+        let new = Snapshot::parse(b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n".to_vec(), true, Some(&old)).expect("test input is valid");
         let c = changes(&old, &new);
         assert_eq!((c.added, c.modified, c.deleted), (vec!["d".into()], vec!["a".into()], vec!["b".into()]));
-        assert!(Snapshot::parse(b"{\"id\":\"a\",\"x\":", true, None).is_err());
+        assert!(Snapshot::parse(b"{\"id\":\"a\",\"x\":".to_vec(), true, None).is_err());
         assert!(changes(&old, &old).is_empty());
     }
 }

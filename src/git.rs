@@ -5,6 +5,7 @@
 //! merge driver. Reading the issues file at a revision (for `bd-hook --from-diff`) goes through
 //! gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -30,11 +31,25 @@ pub fn merge_file(ours: &Path, base: &Path, theirs: &Path, markers: &Markers) ->
     }
 }
 
+/// Runs git in `dir` and returns its trimmed stdout; a failure names the command and git's error.
+pub fn run<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Result<String> {
+    let shown = || args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ");
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git {} (is git installed?)", shown()))?;
+    if !out.status.success() {
+        bail!("git {} failed in {}: {}", shown(), dir.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
 /// Reads one git config value as git would in the current directory; `None` when unset or when
 /// git is not available.
 pub fn config_value(key: &str) -> Option<String> {
-    let out = Command::new("git").args(["config", "--get", key]).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    run(Path::new("."), &["config", "--get", key]).ok()
 }
 
 /// Whether `merge.conflictStyle` asks for the base in conflict markers (`diff3` or `zdiff3`).
@@ -45,8 +60,7 @@ pub fn conflict_style_shows_base() -> bool {
 /// The git directory of the repository containing `dir` (as `git rev-parse --git-dir`, honouring
 /// `GIT_DIR`), absolute; `None` outside a repository.
 pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
-    let out = Command::new("git").args(["rev-parse", "--absolute-git-dir"]).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
-    out.status.success().then(|| std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    run(dir, &["rev-parse", "--absolute-git-dir"]).ok().map(std::path::PathBuf::from)
 }
 
 /// Candidate paths of the issues file inside a tree, newest name first.
@@ -115,9 +129,5 @@ impl Repo {
 /// using (`GIT_INDEX_FILE`, as set during `git commit -a` or `git commit <path>`, is inherited).
 pub fn stage(file: &Path) -> Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
-    let out = Command::new("git").arg("add").arg("--").arg(file).current_dir(dir).stdin(Stdio::null()).output().context("running git add")?;
-    if !out.status.success() {
-        bail!("git add {} failed: {}", file.display(), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
+    run(dir, &[OsStr::new("add"), OsStr::new("--"), file.as_os_str()]).map(drop)
 }

@@ -36,12 +36,19 @@ pub fn diff_range(spec: &str) -> (String, String) {
 /// Ids added, modified or deleted in the issues file between two revisions, read from git
 /// objects in the repository containing `dir` (`GIT_DIR` honoured).
 pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
-    let repo = Repo::discover(dir)?;
     let (old_rev, new_rev) = diff_range(spec);
-    let old = repo.issues_at(&old_rev, path)?;
-    let new = repo.issues_at(&new_rev, path)?;
-    let parse = |bytes: &[u8], rev: &str| Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {rev}: {e}"));
-    Ok(changes(&parse(&old, &old_rev)?, &parse(&new, &new_rev)?))
+    // Inflating and indexing a big file dominates: do the two revisions on two threads (each
+    // opens the repository itself; gix repositories are per-thread).
+    let snapshot = |rev: &str| -> Result<Snapshot> {
+        let bytes = Repo::discover(dir)?.issues_at(rev, path)?;
+        Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {rev}: {e}"))
+    };
+    let (old, new) = std::thread::scope(|s| {
+        let old = s.spawn(|| snapshot(&old_rev));
+        let new = snapshot(&new_rev);
+        (old.join().expect("reading a revision does not panic"), new)
+    });
+    Ok(changes(&old?, &new?))
 }
 
 /// Collects ids from every source, first-seen order, without blanks or repeats.

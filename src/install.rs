@@ -9,9 +9,10 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+
+use crate::git::run as git;
 
 /// First line of our block.
 pub const BEGIN: &str = "# >>> beads-git >>>";
@@ -77,15 +78,6 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
-}
-
-/// Runs git in `repo` and returns trimmed stdout.
-fn git(repo: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git").args(args).current_dir(repo).stdin(Stdio::null()).output().with_context(|| format!("running git {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!("git {} failed in {}: {}", args.join(" "), repo.display(), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// The file git runs for `hook` in `repo`. Husky v9 points `core.hooksPath` at generated shims
@@ -522,7 +514,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<crate::check::Finding>>
     if !installed && driver.is_none() {
         return Ok(out);
     }
-    let finding = |kind: &str, message: String| Finding { kind: kind.into(), id: None, lines: Vec::new(), message };
+    let finding = |kind: &str, message: String| Finding::new(kind, None, Vec::new(), message);
     match &driver {
         None => out.push(finding("driver-missing", "merge.beads.driver is not set: run `bd-sync install`".into())),
         Some(d) => {

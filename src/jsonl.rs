@@ -45,10 +45,8 @@ pub struct Line<'a> {
 pub struct Jsonl<'a> {
     /// How the file is laid out.
     pub layout: Layout,
-    /// Non-blank lines in file order.
+    /// Non-blank lines in file order (blank ones are skipped; their numbers are not reused).
     pub lines: Vec<Line<'a>>,
-    /// How many blank (or whitespace-only) lines were skipped.
-    pub blank_lines: usize,
 }
 
 impl<'a> Jsonl<'a> {
@@ -57,7 +55,6 @@ impl<'a> Jsonl<'a> {
         let bom = content.starts_with(BOM);
         let body = if bom { &content[BOM.len()..] } else { content };
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        let mut blank_lines = 0;
         let mut crlf = None;
         let mut start = 0;
         let mut number = 0;
@@ -79,9 +76,7 @@ impl<'a> Jsonl<'a> {
                     line = &line[..line.len() - 1];
                 }
             }
-            if line.iter().all(|b| b.is_ascii_whitespace()) {
-                blank_lines += 1;
-            } else {
+            if !line.iter().all(|b| b.is_ascii_whitespace()) {
                 lines.push(Line { number, bytes: line });
             }
             start = stop + 1;
@@ -89,15 +84,8 @@ impl<'a> Jsonl<'a> {
                 final_newline = false;
             }
         }
-        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines, blank_lines }
+        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines }
     }
-}
-
-/// Joins lines into file content with the given layout.
-pub fn join<'b>(layout: Layout, lines: impl IntoIterator<Item = &'b [u8]>, size_hint: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(size_hint + 16);
-    write_lines(&mut out, layout, lines).expect("writing to a Vec cannot fail");
-    out
 }
 
 /// Writes lines with the given layout (BOM, line endings, final newline).
@@ -209,7 +197,8 @@ mod tests {
 
     fn round_trip(content: &[u8]) {
         let j = Jsonl::split(content);
-        let out = join(j.layout, j.lines.iter().map(|l| l.bytes), content.len());
+        let mut out = Vec::new();
+        write_lines(&mut out, j.layout, j.lines.iter().map(|l| l.bytes)).expect("test input is valid");
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(content));
     }
 
@@ -233,7 +222,7 @@ mod tests {
         round_trip(b"\xEF\xBB\xBFa\r\nb");
         round_trip(b"");
         let j = Jsonl::split(b"a\n\n  \nb\n");
-        assert_eq!(j.blank_lines, 2);
+        assert_eq!(j.lines.len(), 2, "blank lines are skipped");
         assert_eq!(j.lines[1], Line { number: 4, bytes: b"b" });
     }
 }

@@ -10,8 +10,6 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde_json::Value;
-
 /// Why a line cannot be used as an issue record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineProblem {
@@ -99,11 +97,6 @@ impl<'a> Entry<'a> {
         let mut raw_key = String::with_capacity(key.len() + 2);
         write_json_string(&mut raw_key, key, go_style);
         Entry { key: Cow::Owned(key.to_owned()), raw_key: Cow::Owned(raw_key), raw_value: Cow::Owned(raw_value) }
-    }
-
-    /// The value parsed as JSON (the text was validated when the object was parsed).
-    pub fn value(&self) -> Value {
-        serde_json::from_str(&self.raw_value).expect("raw values are validated when the object is parsed")
     }
 
     /// An owned copy, detached from the line it was read from.
@@ -235,6 +228,14 @@ pub fn write_json_string(out: &mut String, value: &str, go_style: bool) {
         }
     }
     out.push('"');
+}
+
+/// Whether new strings written into this file should use Go's `\u003c` escapes: yes when the
+/// file already has them, or has no `<`, `>`, `&` at all (Go `bd` is the common writer); no when
+/// it holds those characters raw.
+pub fn uses_go_escapes(content: &[u8]) -> bool {
+    let go = [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(content, p).is_some());
+    go || memchr::memchr3(b'<', b'>', b'&', content).is_none()
 }
 
 /// A JSON string literal for `value` (see [`write_json_string`]).

@@ -51,7 +51,7 @@ fn issues_file(dir: &Path) -> PathBuf {
 /// Reads a snapshot; `Ok(None)` when the file is missing, `Err` when it is not whole yet.
 fn read_snapshot(file: &Path, previous: Option<&Snapshot>) -> std::result::Result<Option<Snapshot>, String> {
     match std::fs::read(file) {
-        Ok(content) => Snapshot::parse(&content, true, previous).map(Some).map_err(|e| format!("{}: {e}", file.display())),
+        Ok(content) => Snapshot::parse(content, true, previous).map(Some).map_err(|e| format!("{}: {e}", file.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", file.display())),
     }

@@ -114,10 +114,7 @@ fn main() -> ExitCode {
 }
 
 fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
-    let start = match &cli.repo {
-        Some(r) => r.clone(),
-        None => std::env::current_dir().context("finding the current directory")?,
-    };
+    let start = repo_dir(cli, None)?;
     let file = file.map(|f| if f.is_absolute() || cli.repo.is_none() { f.clone() } else { start.join(f) });
     Paths::discover(&start, file.as_deref(), cli.db.as_deref())
 }

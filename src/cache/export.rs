@@ -30,12 +30,6 @@ pub struct ExportReport {
     pub import: Option<import::ImportReport>,
 }
 
-/// Whether new strings should use Go's `\u003c` escapes, judged from the file's bytes.
-pub fn go_style(content: &[u8]) -> bool {
-    let go = [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(content, p).is_some());
-    go || memchr::memchr3(b'<', b'>', b'&', content).is_none()
-}
-
 /// Exports the cache's edits to the issues file.
 pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<ExportReport> {
     let mut report = ExportReport::default();
@@ -60,7 +54,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
         report.unchanged = true;
         return Ok(report);
     }
-    let style = go_style(&content);
+    let style = crate::record::uses_go_escapes(&content);
     let mut rendered: HashMap<String, Option<String>> = HashMap::with_capacity(dirty.len());
     for id in &dirty {
         rendered.insert(id.clone(), render_issue(&cache.conn, id, style)?);
@@ -71,17 +65,21 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
     let mut out: Vec<(Cow<'_, str>, &[u8])> = Vec::with_capacity(file.lines.len() + rendered.len());
     let mut sorted = true;
     let mut seen_dirty: HashSet<&str> = HashSet::new();
+    // The bytes change only if a replaced line differs, or a line is removed or added.
+    let mut changed = false;
     for line in &file.lines {
         let id = record_id(line.bytes).unwrap_or(Cow::Borrowed(""));
         if out.last().is_some_and(|(prev, _)| prev.as_ref() > id.as_ref()) {
             sorted = false;
         }
         match rendered.get_key_value(id.as_ref()) {
-            Some((key, r)) if seen_dirty.insert(key.as_str()) => {
-                if let Some(text) = r {
+            Some((key, r)) if seen_dirty.insert(key.as_str()) => match r {
+                Some(text) => {
+                    changed |= text.as_bytes() != line.bytes;
                     out.push((id, text.as_bytes()));
                 }
-            }
+                None => changed = true,
+            },
             _ => out.push((id, line.bytes)),
         }
     }
@@ -93,13 +91,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
             added.push((Cow::Borrowed(id.as_str()), text.as_bytes()));
         }
     }
-    // The bytes change only if a rendered line differs, or a line is added or removed.
-    let unchanged = added.is_empty()
-        && rendered.values().all(Option::is_some)
-        && file.lines.iter().all(|l| match record_id(l.bytes) {
-            Ok(id) => rendered.get(id.as_ref()).is_none_or(|r| r.as_deref().map(str::as_bytes) == Some(l.bytes)),
-            Err(_) => true,
-        });
+    let unchanged = !changed && added.is_empty();
     if sorted && !added.is_empty() {
         // Place new ids in id order within the sorted file.
         out.extend(added);

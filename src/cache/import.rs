@@ -157,17 +157,34 @@ pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content_hash:
     Ok(())
 }
 
+/// How the file compares with what the cache last synced with.
+enum Freshness {
+    /// Same path, size, inode and mtime: not even read.
+    SameStamp,
+    /// Touched, but the same bytes (its hash matches).
+    SameContent { content: Vec<u8>, hash: i64 },
+    /// Different bytes, another file, or never synced.
+    Changed { content: Vec<u8>, hash: i64 },
+}
+
+/// Compares the file with the last sync: stat first, then the whole-file hash.
+fn freshness(cache: &Cache) -> Result<Freshness> {
+    let path = &cache.paths.file;
+    let stored = stored_stamp(cache)?.filter(|(_, p, _)| *p == path.display().to_string());
+    if stored.as_ref().is_some_and(|(s, _, _)| *s == stamp(path).unwrap_or(FileStamp { size: -1, mtime_ns: 0, inode: 0 })) {
+        return Ok(Freshness::SameStamp);
+    }
+    let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let hash = line_hash(&content);
+    Ok(match stored {
+        Some((_, _, h)) if h == hash => Freshness::SameContent { content, hash },
+        _ => Freshness::Changed { content, hash },
+    })
+}
+
 /// True when the file differs from what the cache last synced with.
 pub fn file_changed_since_sync(cache: &Cache) -> Result<bool> {
-    let Some((old, path, hash)) = stored_stamp(cache)? else { return Ok(true) };
-    if path != cache.paths.file.display().to_string() {
-        return Ok(true);
-    }
-    if stamp(&cache.paths.file)? == old {
-        return Ok(false);
-    }
-    let content = std::fs::read(&cache.paths.file).with_context(|| format!("reading {}", cache.paths.file.display()))?;
-    Ok(line_hash(&content) != hash)
+    Ok(matches!(freshness(cache)?, Freshness::Changed { .. }))
 }
 
 fn excerpt(bytes: &[u8]) -> String {
@@ -183,18 +200,19 @@ fn excerpt(bytes: &[u8]) -> String {
 pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
     let path = cache.paths.file.clone();
     let display = path.display().to_string();
-    let stored = stored_stamp(cache)?;
-    let now = stamp(&path)?;
-    let same_path = stored.as_ref().is_some_and(|(_, p, _)| *p == display);
-    if !options.force && same_path && stored.as_ref().is_some_and(|(s, _, _)| *s == now) {
-        return Ok(ImportReport { noop: true, ..ImportReport::default() });
-    }
-    let content = std::fs::read(&path).with_context(|| format!("reading {display}"))?;
-    let content_hash = line_hash(&content);
-    if !options.force && same_path && stored.as_ref().is_some_and(|(_, _, h)| *h == content_hash) {
-        with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, content_hash))?;
-        return Ok(ImportReport { noop: true, ..ImportReport::default() });
-    }
+    let (content, content_hash) = match freshness(cache)? {
+        Freshness::SameStamp if !options.force => return Ok(ImportReport { noop: true, ..ImportReport::default() }),
+        Freshness::SameContent { hash, .. } if !options.force => {
+            with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, hash))?;
+            return Ok(ImportReport { noop: true, ..ImportReport::default() });
+        }
+        Freshness::SameStamp => {
+            let content = std::fs::read(&path).with_context(|| format!("reading {display}"))?;
+            let hash = line_hash(&content);
+            (content, hash)
+        }
+        Freshness::SameContent { content, hash } | Freshness::Changed { content, hash } => (content, hash),
+    };
 
     let file = Jsonl::split(&content);
     let mut report = ImportReport::default();
@@ -311,7 +329,7 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     }
     cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
     let merge_options = MergeOptions { policy: options.policy, ..MergeOptions::default() };
-    let style = export::go_style(&content);
+    let style = crate::record::uses_go_escapes(&content);
     with_guard(&mut cache.conn, |tx| {
         tx.execute("DELETE FROM duplicate_lines", [])?;
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
@@ -379,11 +397,14 @@ struct Plan<'a> {
 
 /// Index of the copy with the latest `updated_at` (the first on ties).
 fn latest_copy(copies: &[(usize, &str)]) -> usize {
-    let stamp_of = |t: &str| RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned()));
+    let stamps: Vec<Option<String>> = copies
+        .iter()
+        .map(|(_, t)| RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned())))
+        .collect();
     let mut best = 0;
     for k in 1..copies.len() {
-        let better = match (stamp_of(copies[k].1), stamp_of(copies[best].1)) {
-            (Some(a), Some(b)) => timestamp::compare(&a, &b).is_gt(),
+        let better = match (&stamps[k], &stamps[best]) {
+            (Some(a), Some(b)) => timestamp::compare(a, b).is_gt(),
             (Some(_), None) => true,
             _ => false,
         };

@@ -464,11 +464,7 @@ impl<'m, 'a> Merger<'m, 'a> {
     }
 
     fn go_style(&self) -> bool {
-        *self.go_style.get_or_init(|| {
-            let bytes = self.ours_bytes;
-            let go = [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(bytes, p).is_some());
-            go || memchr::memchr3(b'<', b'>', b'&', bytes).is_none()
-        })
+        *self.go_style.get_or_init(|| crate::record::uses_go_escapes(self.ours_bytes))
     }
 
     fn merge_fields(&mut self, id: &str, base: Option<&Parsed<'a>>, ours: &Parsed<'a>, theirs: &Parsed<'a>) -> Out<'a> {
@@ -495,8 +491,8 @@ impl<'m, 'a> Merger<'m, 'a> {
         let (line, ctx) = run(winner);
         if self.options.policy == ConflictPolicy::Markers && ctx.open > 0 {
             self.conflicts += 1;
-            let (theirs_line, _) = run(Side::Theirs);
-            let (ours_line, _) = run(Side::Ours);
+            let (other_line, _) = run(if winner == Side::Ours { Side::Theirs } else { Side::Ours });
+            let (ours_line, theirs_line) = if winner == Side::Ours { (line, other_line) } else { (other_line, line) };
             return Out::Conflict {
                 ours: Some(Cow::Owned(ours_line.into_bytes())),
                 base: base.map(|b| b.bytes),
