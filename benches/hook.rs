@@ -8,7 +8,6 @@
 //! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--commit-size 10k]`
 
 #[path = "../tests/integration/support.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::io::Write;
@@ -28,7 +27,12 @@ fn repo_with_generated_issues(n: usize, seed: u32) -> (TestRepo, std::path::Path
     let gen = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
     let file = repo.path().join(".beads/issues.jsonl");
     std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
-    let ok = Command::new("python3").arg(&gen).args(["base", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out"]).arg(&file).status().expect("python3");
+    let ok = Command::new("python3")
+        .arg(&gen)
+        .args(["base", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out"])
+        .arg(&file)
+        .status()
+        .expect("python3");
     assert!(ok.success(), "gen.py failed");
     repo.git(&["add", "."]);
     repo.git(&["commit", "-q", "-m", "base"]);
@@ -48,14 +52,22 @@ fn main() {
     // 1. --from-diff between two revisions.
     let (repo, base) = repo_with_generated_issues(n, 3);
     let text = std::fs::read_to_string(&base).expect("read");
-    let edited: String = text.lines().enumerate().map(|(i, l)| if i % 100 == 0 { format!("{}\n", l.replacen("\"title\":\"", "\"title\":\"X ", 1)) } else { format!("{l}\n") }).collect();
+    let edited: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i % 100 == 0 { format!("{}\n", l.replacen("\"title\":\"", "\"title\":\"X ", 1)) } else { format!("{l}\n") })
+        .collect();
     std::fs::write(&base, edited).expect("write");
     repo.git(&["commit", "-q", "-am", "1% changed"]);
     let mut times = Vec::new();
     let mut count = 0;
     for _ in 0..5 {
         let start = Instant::now();
-        let out = hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]).output().expect("run");
+        let out = hermetic(bin("bd-hook"))
+            .current_dir(repo.path())
+            .args(["--dry-run", "--strict", "--from-diff", "HEAD~1"])
+            .output()
+            .expect("run");
         times.push(start.elapsed());
         assert!(out.status.success());
         count = out.stdout.iter().filter(|&&b| b == b'\n').count();
@@ -68,7 +80,12 @@ fn main() {
     let mut times = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let mut child = hermetic(bin("bd-hook")).args(["--stdin", "--strict", "--timeout", "10"]).env("GEMBA_NOTIFY_URL", &server.url).stdin(Stdio::piped()).spawn().expect("spawn");
+        let mut child = hermetic(bin("bd-hook"))
+            .args(["--stdin", "--strict", "--timeout", "10"])
+            .env("GEMBA_NOTIFY_URL", &server.url)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("spawn");
         child.stdin.take().expect("stdin").write_all(ids.as_bytes()).expect("write");
         assert!(child.wait().expect("wait").success());
         times.push(start.elapsed());
@@ -98,7 +115,11 @@ fn main() {
     let _ = child.wait();
     latencies.sort();
     let p95 = latencies[(latencies.len() * 95).div_ceil(100) - 1];
-    println!("watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms", median(latencies.clone()), p95.as_secs_f64() * 1e3);
+    println!(
+        "watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms",
+        median(latencies.clone()),
+        p95.as_secs_f64() * 1e3
+    );
 
     // 4. What the hooks add to a commit.
     let commit_n = arg("--commit-size", "10k").trim_end_matches('k').parse::<usize>().expect("--commit-size like 10k") * 1000;

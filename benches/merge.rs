@@ -52,6 +52,8 @@ fn ensure_data(dir: &Path, label: &str) {
 /// Runs a command to completion; returns wall time and peak RSS in KiB.
 fn measure(cmd: &mut Command) -> (Duration, i64, i32) {
     let start = Instant::now();
+    // Reaped by wait4 below (which also reports the peak RSS), not by Child::wait.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.stdin(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
@@ -72,7 +74,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let args = parse_args();
     let bd_merge = env!("CARGO_BIN_EXE_bd-merge");
-    println!("{:<6} {:>10} {:>14} {:>12} {:>14} {:>12} {:>8}", "size", "input MB", "bd-merge ms", "bd RSS MB", "merge-file ms", "git RSS MB", "ratio");
+    println!(
+        "{:<6} {:>10} {:>14} {:>12} {:>14} {:>12} {:>8}",
+        "size", "input MB", "bd-merge ms", "bd RSS MB", "merge-file ms", "git RSS MB", "ratio"
+    );
     for label in &args.sizes {
         ensure_data(&args.data, label);
         let dir = args.data.join(label);
@@ -92,7 +97,8 @@ fn main() {
             rss_git = rss_git.max(rss);
         }
         let merged_lines = std::fs::read(&out_bd).expect("merged").iter().filter(|&&b| b == b'\n').count();
-        let expected: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("expected.json")).expect("expected.json")).expect("json");
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("expected.json")).expect("expected.json")).expect("json");
         assert_eq!(merged_lines as u64, expected["merged"].as_u64().expect("merged count"), "merged record count on {label}");
         let (m_bd, m_git) = (median(t_bd), median(t_git));
         println!(

@@ -19,7 +19,12 @@ fn ensure_base(data: &Path, label: &str) -> PathBuf {
         let n = label.trim_end_matches('k').parse::<usize>().expect("sizes like 10k") * 1000;
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
-        let ok = Command::new("python3").arg(gen).args(["base", "--n", &n.to_string(), "--seed", "1", "--out"]).arg(&path).status().expect("python3");
+        let ok = Command::new("python3")
+            .arg(gen)
+            .args(["base", "--n", &n.to_string(), "--seed", "1", "--out"])
+            .arg(&path)
+            .status()
+            .expect("python3");
         assert!(ok.success(), "gen.py failed");
     }
     path

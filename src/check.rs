@@ -51,7 +51,12 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
-                findings.push(Finding::new("conflict-marker", None, vec![line.number], "leftover git conflict marker: finish or redo the merge".into()));
+                findings.push(Finding::new(
+                    "conflict-marker",
+                    None,
+                    vec![line.number],
+                    "leftover git conflict marker: finish or redo the merge".into(),
+                ));
                 continue;
             }
             Err(p) => {
@@ -85,7 +90,12 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
         }
         if let Some(s) = &status {
             if !KNOWN_STATUSES.contains(&s.as_str()) {
-                findings.push(Finding::new("unknown-status", Some(&id), vec![line.number], format!("status {s:?} is not one of {}", KNOWN_STATUSES.join(", "))));
+                findings.push(Finding::new(
+                    "unknown-status",
+                    Some(&id),
+                    vec![line.number],
+                    format!("status {s:?} is not one of {}", KNOWN_STATUSES.join(", ")),
+                ));
             }
         }
         if status.as_deref() == Some("pinned") {
@@ -97,7 +107,9 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             }
         }
         for e in obj.get("dependencies").and_then(split_array).unwrap_or_default() {
-            let Some(d) = RawObject::parse_trusted(e) else { continue };
+            let Some(d) = RawObject::parse_trusted(e) else {
+                continue;
+            };
             let on = d.get("depends_on_id").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_default();
             let kind = d.get("type").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_else(|| "blocks".into());
             if kind == "blocks" {
@@ -108,20 +120,40 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
     }
     for (id, lines) in &lines_of {
         if lines.len() > 1 {
-            findings.push(Finding::new("duplicate-id", Some(id), lines.clone(), format!("id appears on {} lines; keep one (bd-merge and bd-sync keep all copies until then)", lines.len())));
+            findings.push(Finding::new(
+                "duplicate-id",
+                Some(id),
+                lines.clone(),
+                format!("id appears on {} lines; keep one (bd-merge and bd-sync keep all copies until then)", lines.len()),
+            ));
         }
     }
     for (id, on, kind, line) in &deps {
         if !lines_of.contains_key(on) {
-            findings.push(Finding::new("dangling-dependency", Some(id), vec![*line], format!("{kind} dependency on {on}, which is not in the file")));
+            findings.push(Finding::new(
+                "dangling-dependency",
+                Some(id),
+                vec![*line],
+                format!("{kind} dependency on {on}, which is not in the file"),
+            ));
         }
     }
     for cycle in blocks_cycles(&blocks) {
-        findings.push(Finding::new("dependency-cycle", Some(&cycle[0]), Vec::new(), format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0])));
+        findings.push(Finding::new(
+            "dependency-cycle",
+            Some(&cycle[0]),
+            Vec::new(),
+            format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+        ));
     }
     for (title, ids) in handoffs {
         if ids.len() > 1 {
-            findings.push(Finding::new("duplicate-pinned-handoff", Some(&ids[0]), Vec::new(), format!("{} pinned beads titled {title:?}: {}", ids.len(), ids.join(", "))));
+            findings.push(Finding::new(
+                "duplicate-pinned-handoff",
+                Some(&ids[0]),
+                Vec::new(),
+                format!("{} pinned beads titled {title:?}: {}", ids.len(), ids.join(", ")),
+            ));
         }
     }
     findings

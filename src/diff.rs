@@ -128,8 +128,10 @@ mod tests {
 
     #[test]
     fn added_modified_deleted_by_bytes() {
-        let old = Snapshot::parse(b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n".to_vec(), true, None).expect("test input is valid");
-        let new = Snapshot::parse(b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n".to_vec(), true, Some(&old)).expect("test input is valid");
+        let old =
+            Snapshot::parse(b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n".to_vec(), true, None).expect("test input is valid");
+        let new = Snapshot::parse(b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n".to_vec(), true, Some(&old))
+            .expect("test input is valid");
         let c = changes(&old, &new);
         assert_eq!((c.added, c.modified, c.deleted), (vec!["d".into()], vec!["a".into()], vec!["b".into()]));
         assert!(Snapshot::parse(b"{\"id\":\"a\",\"x\":".to_vec(), true, None).is_err());

@@ -84,7 +84,9 @@ impl Repo {
     /// root commit, or when the file does not exist there. `path` picks the file; `None` tries
     /// [`ISSUES_PATHS`].
     pub fn issues_at(&self, rev: &str, path: Option<&str>) -> Result<Vec<u8>> {
-        let Some(commit) = self.commit(rev)? else { return Ok(Vec::new()) };
+        let Some(commit) = self.commit(rev)? else {
+            return Ok(Vec::new());
+        };
         let tree = commit.tree().with_context(|| format!("reading the tree of {rev}"))?;
         let candidates: Vec<&str> = match path {
             Some(p) => vec![p],
@@ -104,7 +106,11 @@ impl Repo {
     fn commit(&self, rev: &str) -> Result<Option<gix::Commit<'_>>> {
         match self.repo.rev_parse_single(rev) {
             Ok(id) => {
-                let commit = id.object().with_context(|| format!("reading {rev}"))?.peel_to_commit().with_context(|| format!("{rev} is not a commit"))?;
+                let commit = id
+                    .object()
+                    .with_context(|| format!("reading {rev}"))?
+                    .peel_to_commit()
+                    .with_context(|| format!("{rev} is not a commit"))?;
                 Ok(Some(commit))
             }
             Err(err) => {

@@ -238,7 +238,9 @@ pub fn uninstall_block(path: &Path, dry_run: bool) -> Result<Change> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Absent),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let Some(rest) = without_block(&content) else { return Ok(Change::Absent) };
+    let Some(rest) = without_block(&content) else {
+        return Ok(Change::Absent);
+    };
     if rest == SHEBANG {
         if !dry_run {
             fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
@@ -381,7 +383,11 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
             if !options.dry_run {
                 git(repo, &["config", "--local", key, want])?;
             }
-            if current.is_some() { Change::Updated } else { Change::Added }
+            if current.is_some() {
+                Change::Updated
+            } else {
+                Change::Added
+            }
         };
         actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
     }
@@ -418,7 +424,11 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
         state.attribute_lines_added.extend(missing.iter().map(|l| l.to_string()));
         state.attributes_created |= existing.is_none();
         state.attributes_newline_added |= newline_added;
-        if existing.is_none() { Change::Created } else { Change::Added }
+        if existing.is_none() {
+            Change::Created
+        } else {
+            Change::Added
+        }
     };
     actions.push(Action { what: "attributes".into(), path: attr_path.display().to_string(), change, warning: None });
 
@@ -449,7 +459,9 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         let change = uninstall_block(&path, dry_run)?;
         actions.push(Action { what: hook.file_name().into(), path: path.display().to_string(), change, warning: None });
     }
-    let Some(state) = state else { return Ok(actions) };
+    let Some(state) = state else {
+        return Ok(actions);
+    };
     for (key, previous) in [("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)] {
         let change = match previous {
             Some(v) => {
@@ -467,7 +479,11 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         };
         actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
     }
-    if !dry_run && state.previous_driver.is_none() && state.previous_name.is_none() && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err() {
+    if !dry_run
+        && state.previous_driver.is_none()
+        && state.previous_name.is_none()
+        && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err()
+    {
         let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads"]);
     }
     if let Some(file) = &state.attributes_file {
@@ -520,7 +536,10 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<crate::check::Finding>>
         Some(d) => {
             let words: Vec<&str> = d.split_whitespace().collect();
             if d.contains("%R") || (words.iter().filter(|w| **w == "%A").count() > 1) {
-                out.push(finding("driver-placeholders", format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice): run `bd-sync install`")));
+                out.push(finding(
+                    "driver-placeholders",
+                    format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice): run `bd-sync install`"),
+                ));
             } else if !["%O", "%A", "%B"].iter().all(|p| words.contains(p)) {
                 out.push(finding("driver-placeholders", format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
             }
@@ -543,7 +562,10 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<crate::check::Finding>>
             )),
             Some((s, e)) => {
                 if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() {
-                    out.push(finding("hook-outdated", format!("{} has an outdated beads-git block: run `bd-sync install`", path.display())));
+                    out.push(finding(
+                        "hook-outdated",
+                        format!("{} has an outdated beads-git block: run `bd-sync install`", path.display()),
+                    ));
                 }
                 if !is_executable(&path) {
                     out.push(finding("hook-not-executable", format!("{} is not executable, so git skips it: chmod +x it", path.display())));
@@ -558,7 +580,14 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<crate::check::Finding>>
         for hook in Hook::ALL {
             let stray = default_dir.join(hook.file_name());
             if fs::read(&stray).ok().is_some_and(|c| find_block(&c).is_some()) {
-                out.push(finding("hooks-dir-mismatch", format!("{} has a beads-git block but git runs hooks from {}", stray.display(), used.parent().map(|p| p.display().to_string()).unwrap_or_default())));
+                out.push(finding(
+                    "hooks-dir-mismatch",
+                    format!(
+                        "{} has a beads-git block but git runs hooks from {}",
+                        stray.display(),
+                        used.parent().map(|p| p.display().to_string()).unwrap_or_default()
+                    ),
+                ));
             }
         }
     }

@@ -57,15 +57,14 @@ impl<'a> Jsonl<'a> {
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
         let mut crlf = None;
         let mut start = 0;
-        let mut number = 0;
         let mut final_newline = body.is_empty();
-        for end in memchr::memchr_iter(b'\n', body).map(Some).chain(std::iter::once(None)) {
+        for (index, end) in memchr::memchr_iter(b'\n', body).map(Some).chain(std::iter::once(None)).enumerate() {
             let stop = end.unwrap_or(body.len());
             if end.is_none() && start == body.len() {
                 final_newline = true;
                 break;
             }
-            number += 1;
+            let number = index + 1;
             let mut line = &body[start..stop];
             if end.is_some() {
                 let has_cr = line.last() == Some(&b'\r');
@@ -122,11 +121,7 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
 
 /// Like [`write_atomic`], with the content produced by a writer callback (no buffer of the whole
 /// file needed).
-pub fn write_atomic_with(
-    path: &Path,
-    durability: Durability,
-    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
+pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     if let Ok(meta) = fs::metadata(path) {
         if !meta.is_file() {
             let mut f = fs::OpenOptions::new().write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -147,8 +142,7 @@ pub fn write_atomic_with(
         produce(&mut w).and_then(|()| w.flush()).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Ok(meta) = fs::metadata(path) {
-        fs::set_permissions(tmp.path(), meta.permissions())
-            .with_context(|| format!("copying permissions of {}", path.display()))?;
+        fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?;
     }
     if durability == Durability::Fsync {
         tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;

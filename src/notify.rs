@@ -210,7 +210,11 @@ impl Notifier {
 /// keeps it that way if that ever changes).
 fn describe(e: &ureq::Error) -> String {
     let text = e.to_string();
-    if text.to_ascii_lowercase().contains("bearer") { "request failed".into() } else { text }
+    if text.to_ascii_lowercase().contains("bearer") {
+        "request failed".into()
+    } else {
+        text
+    }
 }
 
 /// Small xorshift for backoff jitter; seeded from the clock and the worker number.

@@ -122,8 +122,7 @@ impl<'a> RawObject<'a> {
     /// Parses and validates a JSON object held in a string.
     pub fn parse_str(text: &'a str) -> Result<RawObject<'a>, LineProblem> {
         // serde_json validates (and gives good messages); the scanner below then only splits.
-        serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .map_err(|e| LineProblem::InvalidJson(e.to_string()))?;
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| LineProblem::InvalidJson(e.to_string()))?;
         let mut s = Scanner { text, pos: 0 };
         s.skip_ws();
         if s.peek() != Some(b'{') {

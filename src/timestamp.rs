@@ -60,13 +60,85 @@ pub fn parse(text: &str) -> Option<Instant> {
         sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
             let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
             let off = oh * 3600 + om * 60;
-            if *sign == b'-' { -off } else { off }
+            if *sign == b'-' {
+                -off
+            } else {
+                off
+            }
         }
         _ => return None,
     };
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
     Some(Instant { seconds, nanos })
+}
+
+/// The same timestamp one tick later, written in the same format: the same offset (or `Z`), the
+/// same separator and the same number of fractional digits; a tick is one unit of the last digit
+/// (a second when there is no fraction), or two when one tick would end the fraction in `0`, which
+/// writers that trim trailing zeros would shorten. Importers that skip a record whose `updated_at` equals
+/// the one they hold take a merged record stamped this way (SPEC §2 (b)). `None` for text that is
+/// not a timestamp.
+pub fn one_tick_after(text: &str) -> Option<String> {
+    let instant = parse(text)?;
+    let b = text.as_bytes();
+    let digits = if b[19] == b'.' { b[20..].iter().take_while(|c| c.is_ascii_digit()).count() } else { 0 };
+    let zone = &text[19 + if digits > 0 { digits + 1 } else { 0 }..];
+    let offset_seconds = match zone.as_bytes()[0] {
+        b'Z' | b'z' => 0,
+        sign => {
+            let off = i64::from(zone.as_bytes()[1] - b'0') * 36_000
+                + i64::from(zone.as_bytes()[2] - b'0') * 3_600
+                + i64::from(zone.as_bytes()[4] - b'0') * 600
+                + i64::from(zone.as_bytes()[5] - b'0') * 60;
+            if sign == b'-' {
+                -off
+            } else {
+                off
+            }
+        }
+    };
+    // Work in units of the last digit: 10^(9 - digits) nanoseconds (a second without a fraction).
+    let unit_nanos = 10_i128.pow(9 - digits.min(9) as u32);
+    let mut total = (i128::from(instant.seconds + offset_seconds) * 1_000_000_000 + i128::from(instant.nanos)) / unit_nanos + 1;
+    // Writers that trim trailing zeros (Go's RFC3339Nano, chrono's AutoSi) would shorten a
+    // fraction ending in 0 and so rewrite the line: step to the next instant that keeps its width.
+    while digits > 0 && total % 10 == 0 {
+        total += 1;
+    }
+    let local_nanos = total * unit_nanos;
+    let seconds = i64::try_from(local_nanos.div_euclid(1_000_000_000)).ok()?;
+    let fraction = local_nanos.rem_euclid(1_000_000_000) / unit_nanos;
+    let (days, secs_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    let mut out = format!(
+        "{year:04}-{month:02}-{day:02}{}{:02}:{:02}:{:02}",
+        b[10] as char,
+        secs_of_day / 3600,
+        secs_of_day / 60 % 60,
+        secs_of_day % 60
+    );
+    if digits > 0 {
+        out.push('.');
+        out.push_str(&format!("{fraction:0width$}", width = digits.min(9)));
+        // Digits past nanoseconds carry no information; keep the string's width.
+        out.extend(std::iter::repeat_n('0', digits.saturating_sub(9)));
+    }
+    out.push_str(zone);
+    Some(out)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -103,8 +175,27 @@ mod tests {
         assert_eq!(pst, utc);
         assert_eq!(compare("2025-11-03T01:00:00Z", "2025-11-02T21:00:00-08:00"), Ordering::Less);
         assert_eq!(parse("1970-01-01T00:00:00Z").expect("test input is valid").seconds, 0);
-        assert_eq!(parse("2000-03-01T00:00:00.5+01:00").expect("test input is valid"), Instant { seconds: 951_865_200, nanos: 500_000_000 });
+        assert_eq!(
+            parse("2000-03-01T00:00:00.5+01:00").expect("test input is valid"),
+            Instant { seconds: 951_865_200, nanos: 500_000_000 }
+        );
         assert!(parse("2025-13-01T00:00:00Z").is_none());
         assert!(parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn one_tick_keeps_the_format_and_carries() {
+        let tick = |s: &str| one_tick_after(s).expect("test input is valid");
+        assert_eq!(tick("2026-01-05T10:00:00Z"), "2026-01-05T10:00:01Z");
+        assert_eq!(tick("2026-01-05T10:00:00.123Z"), "2026-01-05T10:00:00.124Z");
+        assert_eq!(tick("2025-11-02T21:58:07.295058-08:00"), "2025-11-02T21:58:07.295059-08:00");
+        assert_eq!(tick("2025-12-31T23:59:59.999999999+05:30"), "2026-01-01T00:00:00.000000001+05:30");
+        assert_eq!(tick("2026-11-22T21:48:26.194150999Z"), "2026-11-22T21:48:26.194151001Z");
+        assert_eq!(tick("2024-02-28T23:59:59Z"), "2024-02-29T00:00:00Z");
+        assert_eq!(tick("2024-02-28 23:59:59.9-01:00"), "2024-02-29 00:00:00.1-01:00");
+        assert!(one_tick_after("not a time").is_none());
+        for s in ["2026-03-01T00:00:00.5Z", "1969-12-31T23:59:59.99-08:00", "2000-02-29T12:34:56.000001+14:00"] {
+            assert!(parse(&tick(s)) > parse(s), "{s}");
+        }
     }
 }

@@ -39,13 +39,21 @@ impl WatchOptions {
 
 /// The directory to watch for a user's `DIR`: a repository root means its `.beads`.
 pub fn beads_dir(dir: &Path) -> PathBuf {
-    if dir.join(".beads").is_dir() { dir.join(".beads") } else { dir.to_path_buf() }
+    if dir.join(".beads").is_dir() {
+        dir.join(".beads")
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 fn issues_file(dir: &Path) -> PathBuf {
     let old = dir.join("beads.jsonl");
     let new = dir.join("issues.jsonl");
-    if !new.exists() && old.exists() { old } else { new }
+    if !new.exists() && old.exists() {
+        old
+    } else {
+        new
+    }
 }
 
 /// Reads a snapshot; `Ok(None)` when the file is missing, `Err` when it is not whole yet.
@@ -73,9 +81,7 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
         ),
         None => Box::new(notify::recommended_watcher(handler).context("starting the file watcher")?),
     };
-    _watcher
-        .watch(&options.dir, notify::RecursiveMode::NonRecursive)
-        .with_context(|| format!("watching {}", options.dir.display()))?;
+    _watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
 
     let mut current = match read_snapshot(&file, None) {
         Ok(s) => s.unwrap_or_default(),

@@ -102,7 +102,9 @@ fn env(name: &str) -> Option<String> {
 }
 
 fn target(cli: &Cli) -> Result<Option<Target>> {
-    let Some(url) = cli.url.clone().or_else(|| env("GEMBA_NOTIFY_URL")) else { return Ok(None) };
+    let Some(url) = cli.url.clone().or_else(|| env("GEMBA_NOTIFY_URL")) else {
+        return Ok(None);
+    };
     let token = match &cli.auth_file {
         Some(f) => Some(std::fs::read_to_string(f).with_context(|| format!("reading the token file {}", f.display()))?.trim().to_owned()),
         None => env("GEMBA_NOTIFY_AUTH"),
@@ -147,7 +149,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             return true;
         }
-        let report = notifier.as_ref().expect("checked above").send(ids, Delivery { concurrency: cli.concurrency, ..Delivery::within(total) });
+        let report =
+            notifier.as_ref().expect("checked above").send(ids, Delivery { concurrency: cli.concurrency, ..Delivery::within(total) });
         for (id, reason) in report.failed() {
             eprintln!("bd-hook: {id}: not delivered: {reason}");
         }

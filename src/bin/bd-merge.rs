@@ -82,7 +82,6 @@ fn main() -> ExitCode {
     }
 }
 
-
 /// Builds driver options, treating placeholders git did not expand as not given.
 fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
     let given = |v: &Option<String>| v.clone().filter(|s| !driver::is_unexpanded_placeholder(s));

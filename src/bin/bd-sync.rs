@@ -182,7 +182,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         }
         Command::Install { repo, local, dry_run } => {
             let repo = repo_dir(cli, repo.as_ref())?;
-            let options = install::InstallOptions { repo: repo.clone(), local: *local, dry_run: *dry_run, bin_dir: install::own_bin_dir()? };
+            let options =
+                install::InstallOptions { repo: repo.clone(), local: *local, dry_run: *dry_run, bin_dir: install::own_bin_dir()? };
             let actions = install::install(&options)?;
             let mut imported = None;
             if !dry_run {
@@ -213,7 +214,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {k}")).collect();
                 println!("issues  {} ({})", s.issues, by.join(", "));
                 println!("dirty   {} unexported edit(s)", s.dirty);
-                println!("fresh   {}", if s.file_changed_since_sync { "no: the file changed since the last sync (run bd-sync import)" } else { "yes" });
+                println!(
+                    "fresh   {}",
+                    if s.file_changed_since_sync { "no: the file changed since the last sync (run bd-sync import)" } else { "yes" }
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -229,7 +233,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 findings.extend(beads_git::install::health(dir, &beads_git::install::own_bin_dir()?)?);
             }
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "file": path.display().to_string(), "findings": findings }))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "file": path.display().to_string(), "findings": findings }))?
+                );
             } else if findings.is_empty() {
                 eprintln!("bd-sync: {}: no problems found", path.display());
             } else {
@@ -297,12 +304,15 @@ fn print_issues(list: &[query::IssueSummary]) {
             serde_json::Value::String(s) => s.clone(),
             _ => "P?".into(),
         };
-        let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") { format!("\x1b[1;31m{p:<4}\x1b[0m") } else { format!("{p:<4}") };
+        let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") {
+            format!("\x1b[1;31m{p:<4}\x1b[0m")
+        } else {
+            format!("{p:<4}")
+        };
         let blockers = if i.blocked_by.is_empty() { String::new() } else { format!("  (blocked by {})", i.blocked_by.join(", ")) };
         println!("{p} {:<12} {:<11} {}{blockers}", i.id, i.status.as_deref().unwrap_or("-"), i.title.as_deref().unwrap_or(""));
     }
     if list.is_empty() {
         eprintln!("(none)");
     }
-
 }

@@ -169,7 +169,9 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
             Ok((cols, r.get(COLUMNS.len())?))
         })
         .optional()?;
-    let Some((columns, raw)) = row else { return Ok(None) };
+    let Some((columns, raw)) = row else {
+        return Ok(None);
+    };
     let raw = raw.unwrap_or_else(|| "{}".to_owned());
     let obj = RawObject::parse_str(&raw).map_err(|e| anyhow::anyhow!("stored line of {id} is not valid: {e}"))?;
     let mut entries: Vec<Entry<'_>> = obj.entries.clone();
@@ -189,7 +191,13 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
     }
 
     // Labels: the stored order for labels still present, then new ones; sorted if it was sorted.
-    let old_labels: Vec<String> = obj.get("labels").and_then(split_array).unwrap_or_default().into_iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect();
+    let old_labels: Vec<String> = obj
+        .get("labels")
+        .and_then(split_array)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| parse_json_str(e).map(|s| s.into_owned()))
+        .collect();
     let mut labels: Vec<String> = {
         let mut st = conn.prepare_cached("SELECT label FROM labels WHERE issue_id = ?1 ORDER BY position, rowid")?;
         let rows = st.query_map([id], |r| r.get(0))?;
@@ -199,7 +207,8 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
         if old_labels.windows(2).all(|w| w[0] <= w[1]) {
             labels.sort();
         }
-        let text = (!labels.is_empty()).then(|| format!("[{}]", labels.iter().map(|l| json_string(l, go_style)).collect::<Vec<_>>().join(comma)));
+        let text =
+            (!labels.is_empty()).then(|| format!("[{}]", labels.iter().map(|l| json_string(l, go_style)).collect::<Vec<_>>().join(comma)));
         set(&mut entries, "labels", text, go_style);
     }
 
@@ -266,7 +275,8 @@ fn object(fields: &[(&str, SqlValue)], colon: &str, comma: &str, go_style: bool)
     render_entries(&entries, colon, comma)
 }
 
-/// Replaces (in place), appends, or (with `None`) removes an entry.
+/// Replaces (in place), adds (where the record's writer puts the key), or (with `None`) removes
+/// an entry.
 fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: bool) {
     let pos = entries.iter().position(|e| e.key == key);
     match (pos, raw) {
@@ -274,7 +284,11 @@ fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: b
         (Some(i), None) => {
             entries.remove(i);
         }
-        (None, Some(raw)) => entries.push(Entry::new(key, raw, go_style)),
+        (None, Some(raw)) => {
+            let keys: Vec<&str> = entries.iter().map(|e| e.key.as_ref()).collect();
+            let at = crate::merge::writer::insert_position(&keys, key);
+            entries.insert(at, Entry::new(key, raw, go_style));
+        }
         (None, None) => {}
     }
 }

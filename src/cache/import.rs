@@ -118,7 +118,8 @@ struct FileStamp {
 
 fn stamp(path: &Path) -> Result<FileStamp> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    let mtime_ns =
+        meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos() as i64).unwrap_or(0);
     #[cfg(unix)]
     let inode = std::os::unix::fs::MetadataExt::ino(&meta) as i64;
     #[cfg(not(unix))]
@@ -136,7 +137,8 @@ fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
         Some(rusqlite::types::Value::Text(p)) => p,
         _ => return Ok(None),
     };
-    let (Some(size), Some(mtime_ns), Some(inode), Some(hash)) = (int(get("file_size")?), int(get("file_mtime_ns")?), int(get("file_inode")?), int(get("file_hash")?))
+    let (Some(size), Some(mtime_ns), Some(inode), Some(hash)) =
+        (int(get("file_size")?), int(get("file_mtime_ns")?), int(get("file_inode")?), int(get("file_hash")?))
     else {
         return Ok(None);
     };
@@ -230,7 +232,9 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
                     ids.push((id, i));
                 }
             },
-            Err(problem) => bad.push(BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) }),
+            Err(problem) => {
+                bad.push(BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) })
+            }
         }
     }
 
@@ -256,7 +260,12 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
             match std::str::from_utf8(l.bytes) {
                 Ok(text) => copies.push((l.number, text)),
                 Err(_) => {
-                    bad.push(BadLine { path: display.clone(), line: l.number, reason: LineProblem::InvalidUtf8.to_string(), excerpt: excerpt(l.bytes) });
+                    bad.push(BadLine {
+                        path: display.clone(),
+                        line: l.number,
+                        reason: LineProblem::InvalidUtf8.to_string(),
+                        excerpt: excerpt(l.bytes),
+                    });
                     invalid = true;
                 }
             }
@@ -296,10 +305,14 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
         bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
         bar
     });
-    let decoded: Vec<Option<Result<Rows, LineProblem>>> = parallel_map(&plans, |p| match p.action {
-        Action::KeepDuplicates => None,
-        _ => Some(RawObject::parse_str(p.line).map(|obj| Rows::from_record(&obj))),
-    }, progress.as_ref());
+    let decoded: Vec<Option<Result<Rows, LineProblem>>> = parallel_map(
+        &plans,
+        |p| match p.action {
+            Action::KeepDuplicates => None,
+            _ => Some(RawObject::parse_str(p.line).map(|obj| Rows::from_record(&obj))),
+        },
+        progress.as_ref(),
+    );
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
@@ -307,7 +320,12 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     for (plan, d) in plans.iter().zip(decoded) {
         match d {
             Some(Err(p)) => {
-                bad.push(BadLine { path: display.clone(), line: plan.number, reason: p.to_string(), excerpt: excerpt(plan.line.as_bytes()) });
+                bad.push(BadLine {
+                    path: display.clone(),
+                    line: plan.number,
+                    reason: p.to_string(),
+                    excerpt: excerpt(plan.line.as_bytes()),
+                });
                 rows.push(None);
             }
             Some(Ok(r)) => rows.push(Some(r)),
@@ -342,7 +360,11 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
                 Action::KeepDuplicates => {}
                 Action::Store { is_new } => {
                     store_issue(tx, plan.id, plan.line, line_hash(plan.line.as_bytes()), rows, is_new)?;
-                    if is_new { report.added.push(plan.id.to_owned()) } else { report.changed.push(plan.id.to_owned()) }
+                    if is_new {
+                        report.added.push(plan.id.to_owned())
+                    } else {
+                        report.changed.push(plan.id.to_owned())
+                    }
                 }
                 Action::Merge => merge_dirty(tx, plan.id, plan.line, style, &merge_options, &dirty, &mut report)?,
             }
@@ -399,7 +421,9 @@ struct Plan<'a> {
 fn latest_copy(copies: &[(usize, &str)]) -> usize {
     let stamps: Vec<Option<String>> = copies
         .iter()
-        .map(|(_, t)| RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned())))
+        .map(|(_, t)| {
+            RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned()))
+        })
         .collect();
     let mut best = 0;
     for k in 1..copies.len() {
@@ -454,10 +478,11 @@ fn merge_dirty(
     dirty: &HashMap<String, Option<String>>,
     report: &mut ImportReport,
 ) -> Result<()> {
-    let base: Option<String> = match tx.query_row("SELECT raw FROM issues WHERE id = ?1", [id], |r| r.get::<_, Option<String>>(0)).optional()? {
-        Some(raw) => raw,
-        None => dirty.get(id).cloned().flatten(),
-    };
+    let base: Option<String> =
+        match tx.query_row("SELECT raw FROM issues WHERE id = ?1", [id], |r| r.get::<_, Option<String>>(0)).optional()? {
+            Some(raw) => raw,
+            None => dirty.get(id).cloned().flatten(),
+        };
     let ours = export::render_issue(tx, id, go_style)?;
     let Some(ours) = ours else {
         // Deleted in the cache, changed in the file: the change wins.

@@ -112,7 +112,11 @@ impl Cache {
             Ok(conn) => conn,
             Err(e) if options.write && is_corrupt(&e) => {
                 let aside = paths.db.with_extension("db.corrupt");
-                eprintln!("bd-sync: {} is corrupt ({e:#}); moving it to {} and rebuilding from the file", paths.db.display(), aside.display());
+                eprintln!(
+                    "bd-sync: {} is corrupt ({e:#}); moving it to {} and rebuilding from the file",
+                    paths.db.display(),
+                    aside.display()
+                );
                 fs::rename(&paths.db, &aside).with_context(|| format!("moving {} aside", paths.db.display()))?;
                 for ext in ["db-wal", "db-shm"] {
                     let _ = fs::remove_file(paths.db.with_extension(ext));
@@ -143,7 +147,9 @@ impl Cache {
             }
             // No unexported edits: the file has everything, so rebuild.
             let names: Vec<(String, String)> = {
-                let mut st = self.conn.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table','view','trigger') AND name NOT LIKE 'sqlite_%'")?;
+                let mut st = self.conn.prepare(
+                    "SELECT type, name FROM sqlite_master WHERE type IN ('table','view','trigger') AND name NOT LIKE 'sqlite_%'",
+                )?;
                 let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
@@ -194,7 +200,12 @@ fn is_corrupt(e: &anyhow::Error) -> bool {
 
 fn take_lock(db: &Path, timeout: Duration) -> Result<fs::File> {
     let path = db.with_extension("db.lock");
-    let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
     let start = Instant::now();
     loop {
         match file.try_lock() {

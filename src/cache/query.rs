@@ -86,9 +86,7 @@ fn sql_json(v: SqlValue) -> serde_json::Value {
 }
 
 fn list(cache: &Cache, view: &str, with_blockers: bool) -> Result<Vec<IssueSummary>> {
-    let sql = format!(
-        "SELECT id, title, status, priority, issue_type, assignee, created_at FROM {view} ORDER BY priority, created_at, id"
-    );
+    let sql = format!("SELECT id, title, status, priority, issue_type, assignee, created_at FROM {view} ORDER BY priority, created_at, id");
     let mut st = cache.conn.prepare(&sql)?;
     let rows = st.query_map([], |r| {
         Ok(IssueSummary {

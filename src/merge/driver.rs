@@ -12,8 +12,8 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use super::{merge, MergeOptions, Report, Unmergeable};
-use crate::jsonl::{self, Durability};
 use crate::git;
+use crate::jsonl::{self, Durability};
 
 /// Where the merged file goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

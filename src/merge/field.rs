@@ -12,22 +12,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::text::merge_text;
+use super::writer::{array_order, order_keys};
 use super::{Resolution, Side};
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
 
 /// Fields decided together with `status`, so a closed issue always has `closed_at` and an open
 /// one never does, and tombstones stay whole.
-pub const STATUS_GROUP: &[&str] = &[
-    "status",
-    "closed_at",
-    "close_reason",
-    "closed_by_session",
-    "deleted_at",
-    "deleted_by",
-    "delete_reason",
-    "original_type",
-];
+pub const STATUS_GROUP: &[&str] =
+    &["status", "closed_at", "close_reason", "closed_by_session", "deleted_at", "deleted_by", "delete_reason", "original_type"];
 
 /// What the field rules need to know while merging one record.
 pub(crate) struct FieldCtx<'r> {
@@ -66,7 +59,9 @@ impl FieldCtx<'_> {
 fn excerpt(raw: Option<&str>) -> String {
     match raw {
         None => "(absent)".to_owned(),
-        Some(s) if s.chars().count() > 48 => format!("{}...", s.chars().take(45).collect::<String>()),
+        Some(s) if s.chars().count() > 48 => {
+            format!("{}...", s.chars().take(45).collect::<String>())
+        }
         Some(s) => s.to_owned(),
     }
 }
@@ -99,10 +94,16 @@ pub(crate) fn merge_entries<'a>(
     top: bool,
 ) -> Vec<Entry<'a>> {
     let mut keys: Vec<&str> = Vec::with_capacity(ours.len() + 2);
-    for e in ours.iter().chain(theirs) {
+    for e in ours {
         if !keys.contains(&e.key.as_ref()) {
             keys.push(e.key.as_ref());
         }
+    }
+    let added: Vec<&str> = theirs.iter().map(|e| e.key.as_ref()).filter(|k| !keys.contains(k)).collect();
+    if top {
+        keys = order_keys(&keys, &added);
+    } else {
+        keys.extend(added);
     }
     let group_side = if top { Some(status_group_side(base, ours, theirs, ctx)) } else { None };
     let mut out = Vec::with_capacity(keys.len());
@@ -301,7 +302,7 @@ fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec
 
 /// The identity of an element of an object array: `(depends_on_id, type)` for dependencies, the
 /// whole object but its machine-local `id` for comments, else the whole object.
-fn identity(key: &str, element: &Value) -> String {
+pub(crate) fn identity(key: &str, element: &Value) -> String {
     let mut v = element.clone();
     if let Value::Object(map) = &mut v {
         if key == "dependencies" && map.contains_key("depends_on_id") {
@@ -315,6 +316,9 @@ fn identity(key: &str, element: &Value) -> String {
     v.to_string()
 }
 
+/// The elements of an object array by identity: raw text and parsed value.
+type ElementsById = HashMap<String, (String, Value)>;
+
 fn merge_object_sets(
     key: &str,
     path: &str,
@@ -324,7 +328,7 @@ fn merge_object_sets(
     ctx: &mut FieldCtx<'_>,
 ) -> Option<Vec<String>> {
     // identity -> (raw text, parsed value); a side repeating an identity is left to the policy.
-    let index = |raws: &[String]| -> Option<(Vec<String>, HashMap<String, (String, Value)>)> {
+    let index = |raws: &[String]| -> Option<(Vec<String>, ElementsById)> {
         let mut order = Vec::with_capacity(raws.len());
         let mut map = HashMap::with_capacity(raws.len());
         for raw in raws {
@@ -355,7 +359,8 @@ fn merge_object_sets(
                 } else {
                     let empty = String::from("{}");
                     let b_raw = b_elem.map(|(r, _)| r).unwrap_or(&empty);
-                    let (bo, oo, to) = (RawObject::parse_str(b_raw).ok()?, RawObject::parse_str(o_raw).ok()?, RawObject::parse_str(t_raw).ok()?);
+                    let (bo, oo, to) =
+                        (RawObject::parse_str(b_raw).ok()?, RawObject::parse_str(o_raw).ok()?, RawObject::parse_str(t_raw).ok()?);
                     let merged = merge_entries(&bo.entries, &oo.entries, &to.entries, ctx, &format!("{path}[{id}]"), false);
                     out.push(render_entries(&merged, oo.colon, oo.comma));
                 }
@@ -371,6 +376,13 @@ fn merge_object_sets(
             Some((_, b_val)) if b_val == t_val => {} // ours deleted it, theirs left it alone
             _ => out.push(t_raw.clone()),
         }
+    }
+    let values =
+        |order: &[String], map: &HashMap<String, (String, Value)>| -> Vec<Value> { order.iter().map(|id| map[id].1.clone()).collect() };
+    if let Some(order) = array_order(key, &values(&o_order, &o), &values(&t_order, &t)) {
+        let mut keyed: Vec<(Value, String)> = out.into_iter().map(|raw| (parse(&raw), raw)).collect();
+        keyed.sort_by(|x, y| order(&x.0, &y.0));
+        out = keyed.into_iter().map(|(_, raw)| raw).collect();
     }
     Some(out)
 }

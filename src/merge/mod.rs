@@ -10,6 +10,7 @@
 pub mod driver;
 pub mod field;
 pub mod text;
+pub(crate) mod writer;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -318,7 +319,8 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
     check_bad_lines(&b, &o, &t, &mut warnings)?;
 
     let layout = if ours.is_empty() && !theirs.is_empty() { t.file.layout } else { o.file.layout };
-    let mut m = Merger { b: &b, o: &o, t: &t, options, go_style: OnceCell::new(), ours_bytes: ours, reports: Vec::new(), warnings, conflicts: 0 };
+    let mut m =
+        Merger { b: &b, o: &o, t: &t, options, go_style: OnceCell::new(), ours_bytes: ours, reports: Vec::new(), warnings, conflicts: 0 };
     let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
     let mut done: HashMap<&str, ()> = HashMap::new();
@@ -344,6 +346,9 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
             items.push((id.clone(), out));
         }
     }
+    if writer::mentions_comments(ours) && writer::mentions_comments(theirs) {
+        m.renumber_comments(&mut items);
+    }
     if o.sorted_by_id() {
         items.sort_by(|x, y| x.0.cmp(&y.0));
     }
@@ -358,7 +363,10 @@ fn check_bad_lines(b: &Indexed<'_>, o: &Indexed<'_>, t: &Indexed<'_>, warnings: 
             let line = side.file.lines[*i];
             if [b, o, t].iter().all(|s| s.has_bad_line(line.bytes)) && *problem != LineProblem::ConflictMarker {
                 if side.input == Input::Ours {
-                    warnings.push(format!("ours line {}: {problem}; the line is the same in all three versions and was kept as it is", line.number));
+                    warnings.push(format!(
+                        "ours line {}: {problem}; the line is the same in all three versions and was kept as it is",
+                        line.number
+                    ));
                 }
                 continue;
             }
@@ -476,16 +484,16 @@ impl<'m, 'a> Merger<'m, 'a> {
         let base_entries = base.map(|b| b.obj.entries.as_slice()).unwrap_or(&[]);
         let go_style = self.go_style();
         let run = |winner: Side| {
-            let mut ctx = FieldCtx {
-                winner,
-                winner_reason: reason,
-                go_style,
-                comma: ours.obj.comma,
-                open: 0,
-                resolutions: Vec::new(),
-            };
-            let entries = merge_entries(base_entries, &ours.obj.entries, &theirs.obj.entries, &mut ctx, "", true);
+            let mut ctx = FieldCtx { winner, winner_reason: reason, go_style, comma: ours.obj.comma, open: 0, resolutions: Vec::new() };
+            let mut entries = merge_entries(base_entries, &ours.obj.entries, &theirs.obj.entries, &mut ctx, "", true);
             let line = render_entries(&entries, ours.obj.colon, ours.obj.comma);
+            // A record that equals neither side is newer than both (SPEC §2 (b)).
+            if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
+                let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
+                if value != ours.value && value != theirs.value && writer::bump_updated_at(&mut entries) {
+                    return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);
+                }
+            }
             (line, ctx)
         };
         let (line, ctx) = run(winner);
@@ -533,6 +541,43 @@ impl<'m, 'a> Merger<'m, 'a> {
         kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect()
     }
 
+    /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
+    fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let has_comments = writer::mentions_comments;
+        let added = |side: &Indexed<'a>| -> Vec<writer::AddedComment> {
+            let mut out = Vec::new();
+            for (i, id) in side.line_ids.iter().enumerate() {
+                let (Some(id), line) = (id, side.file.lines[i].bytes) else {
+                    continue;
+                };
+                let base = self.b.single(id).map(|l| l.bytes);
+                if has_comments(line) && base != Some(line) && side.single(id).is_some() {
+                    out.extend(writer::added_comments(id, base, line));
+                }
+            }
+            out
+        };
+        let (ours, theirs) = (added(self.o), added(self.t));
+        if ours.is_empty() || theirs.is_empty() {
+            return;
+        }
+        let lines_of = |side: &Indexed<'a>| side.file.lines.iter().map(|l| l.bytes).collect::<Vec<_>>();
+        let highest = writer::highest_comment_id(lines_of(self.o).into_iter().chain(lines_of(self.t)));
+        let changes = writer::renumber_collisions(&ours, &theirs, highest);
+        for (id, out) in items.iter_mut() {
+            let mine: Vec<&writer::Renumbering> = changes.iter().filter(|c| c.record == id.as_ref()).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let Out::Line(line) = out else { continue };
+            // A line taken whole from one side now differs from it; a merged one is already newer.
+            let from_a_side = [self.o.single(id), self.t.single(id)].into_iter().flatten().any(|l| l.bytes == line.as_ref());
+            if let Some(text) = writer::apply_renumbering(line, &mine, from_a_side) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
     fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Cow<'a, [u8]>> {
         let mk = &self.options.markers;
         let marker = |c: char, label: &str| -> Vec<u8> {
@@ -576,7 +621,9 @@ fn newest(ours: &Parsed<'_>, theirs: &Parsed<'_>) -> (Side, &'static str) {
         std::cmp::Ordering::Greater => (Side::Ours, "ours has the newer updated_at"),
         std::cmp::Ordering::Less => (Side::Theirs, "theirs has the newer updated_at"),
         std::cmp::Ordering::Equal => {
-            if ours.value.to_string() >= theirs.value.to_string() {
+            // Compact JSON with sorted keys (serde_json's map is ordered by key here).
+            let (ours_text, theirs_text) = (ours.value.to_string(), theirs.value.to_string());
+            if ours_text >= theirs_text {
                 (Side::Ours, "same updated_at; tie broken by record content")
             } else {
                 (Side::Theirs, "same updated_at; tie broken by record content")

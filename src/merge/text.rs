@@ -24,9 +24,7 @@ fn hunks(base: &[&str], side: &[&str], theirs: bool) -> Vec<Hunk> {
             DiffOp::Equal { .. } => continue,
             DiffOp::Delete { old_index, old_len, new_index } => (old_index..old_index + old_len, new_index..new_index),
             DiffOp::Insert { old_index, new_index, new_len } => (old_index..old_index, new_index..new_index + new_len),
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                (old_index..old_index + old_len, new_index..new_index + new_len)
-            }
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => (old_index..old_index + old_len, new_index..new_index + new_len),
         };
         match out.last_mut() {
             Some(last) if last.base_end == old.start && last.new_end == new.start => {

@@ -25,7 +25,20 @@ fn sends_one_json_notice_per_id_with_headers_and_token() {
     let token = tempfile::NamedTempFile::new().expect("tmp");
     std::fs::write(token.path(), "s3cret-token\n").expect("write");
     let out = hook(
-        &["--id", "a", "--id", "b", "--stdin", "--source", "tests", "--workspace", "ws", "--auth-file", token.path().to_str().expect("utf8"), "--strict"],
+        &[
+            "--id",
+            "a",
+            "--id",
+            "b",
+            "--stdin",
+            "--source",
+            "tests",
+            "--workspace",
+            "ws",
+            "--auth-file",
+            token.path().to_str().expect("utf8"),
+            "--strict",
+        ],
         Some(&format!("{}/", server.url)),
         "c\n# comment\n\nb\n",
     );
@@ -172,7 +185,8 @@ fn the_watcher_reports_exactly_the_changed_ids_once() {
     // Delete then recreate within the grace period: only the really changed id is sent.
     std::fs::remove_file(&file).expect("rm");
     std::thread::sleep(Duration::from_millis(300));
-    std::fs::write(&file, "{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",\"v\":2}\n{\"id\":\"c\",\"v\":1}\n{\"id\":\"d\",\"v\":1}\n").expect("write");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",\"v\":2}\n{\"id\":\"c\",\"v\":1}\n{\"id\":\"d\",\"v\":1}\n")
+        .expect("write");
     server.wait_for(4, Duration::from_secs(3));
     settle();
     assert_eq!(server.items(), ["a", "b", "c", "d"], "no flood after a brief disappearance");

@@ -32,7 +32,9 @@ fn sync_ok(dir: &Path, args: &[&str]) -> String {
 }
 
 fn issue(id: &str, title: &str, extra: &str) -> String {
-    format!(r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"{extra}}}"#)
+    format!(
+        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"{extra}}}"#
+    )
 }
 
 fn records(bytes: &[u8]) -> Vec<serde_json::Value> {
@@ -72,7 +74,10 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
     // B edits issue 1's priority, adds a label and creates issue 3, in the file.
     let b_file = format!(
         "{}\n{}\n{}\n",
-        issue("bd-1", "One", r#","labels":["from-b"]"#).replace(r#""priority":2"#, r#""priority":0"#).replace("10:00:00-08:00\"}", "12:00:00-08:00\"}").replace("10:00:00-08:00\",\"labels", "12:00:00-08:00\",\"labels"),
+        issue("bd-1", "One", r#","labels":["from-b"]"#)
+            .replace(r#""priority":2"#, r#""priority":0"#)
+            .replace("10:00:00-08:00\"}", "12:00:00-08:00\"}")
+            .replace("10:00:00-08:00\",\"labels", "12:00:00-08:00\",\"labels"),
         issue("bd-2", "Two", ""),
         issue("bd-3", "Three from B", ""),
     );
@@ -93,7 +98,8 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
     assert_eq!((recs[1]["status"].as_str(), recs[1]["closed_at"].as_str()), (Some("closed"), Some("2025-11-02T11:00:00-08:00")));
 
     let cache_b = Connection::open(b.join(".git/beads/cache.db")).expect("B's cache");
-    let (title, priority): (String, i64) = cache_b.query_row("SELECT title, priority FROM issues WHERE id = 'bd-1'", [], |r| Ok((r.get(0)?, r.get(1)?))).expect("bd-1");
+    let (title, priority): (String, i64) =
+        cache_b.query_row("SELECT title, priority FROM issues WHERE id = 'bd-1'", [], |r| Ok((r.get(0)?, r.get(1)?))).expect("bd-1");
     assert_eq!((title.as_str(), priority), ("Title from A", 0), "B's cache follows the merge with no manual step");
     let status: String = cache_b.query_row("SELECT status FROM issues WHERE id = 'bd-2'", [], |r| r.get(0)).expect("bd-2");
     assert_eq!(status, "closed");
@@ -136,7 +142,8 @@ fn install_twice_is_identical_and_uninstall_restores_every_byte() {
 
     sync_ok(repo.path(), &["install"]);
     let installed = snapshot(repo.path());
-    assert!(String::from_utf8_lossy(&std::fs::read(repo.path().join(".gitattributes")).expect("attrs")).contains(".beads/issues.jsonl merge=beads"));
+    assert!(String::from_utf8_lossy(&std::fs::read(repo.path().join(".gitattributes")).expect("attrs"))
+        .contains(".beads/issues.jsonl merge=beads"));
     let driver = repo.git(&["config", "merge.beads.driver"]);
     assert!(driver.contains("bd-merge %O %A %B -l %L -p %P -s %S -x %X -y %Y"), "{driver}");
     assert!(Path::new(driver.split_whitespace().next().expect("path")).is_absolute());
@@ -271,7 +278,11 @@ fn hooks_skip_when_bd_hooks_is_0() {
     sync_ok(repo.path(), &["install"]);
     std::fs::write(repo.path().join(FILE), format!("{}\n", issue("bd-1", "changed", ""))).expect("write");
     repo.git(&["add", FILE]);
-    let out = run(hermetic("git").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).env("BD_HOOKS", "0").args(["commit", "-q", "-m", "x"]));
+    let out = run(hermetic("git")
+        .current_dir(repo.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .env("BD_HOOKS", "0")
+        .args(["commit", "-q", "-m", "x"]));
     assert!(out.status.success());
     assert!(server.requests().is_empty());
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod br_roundtrip;
 mod hook;
 mod install;
 mod merge_fixtures;

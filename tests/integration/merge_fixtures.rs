@@ -63,7 +63,11 @@ fn check_case(dir: &Path, update: bool) -> Result<(), String> {
     if want_stderr != stderr {
         problems.push(format!("stderr differs:\n{}", diff(want_stderr.as_bytes(), stderr.as_bytes())));
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 fn write_or_remove(path: &Path, content: Option<String>) {

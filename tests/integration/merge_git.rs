@@ -57,7 +57,8 @@ fn assert_fully_merged(bytes: &[u8]) {
     assert_eq!(ids, ["bd-0", "bd-1", "bd-2", "bd-3", "bd-4"]);
     assert_eq!(recs[1]["title"], "Renamed on main");
     assert_eq!(recs[1]["priority"], 0);
-    assert_eq!(recs[1]["updated_at"], "2025-11-01T12:00:00-08:00");
+    // Merged from both sides: one tick after the later side, so importers take it (SPEC §2 (b)).
+    assert_eq!(recs[1]["updated_at"], "2025-11-01T12:00:01-08:00");
     assert_eq!(recs[4]["labels"][0], "feature");
 }
 
@@ -145,7 +146,9 @@ fn old_bd_four_argument_form_still_works() {
     std::fs::write(p("ours"), file(&[issue("bd-1", "").replace("Issue", "Ours")])).expect("w");
     std::fs::write(p("theirs"), file(&[issue("bd-1", "").replace(r#""priority":2"#, r#""priority":1"#)])).expect("w");
     // bd's config: `bd merge %A %O %A %B`
-    let out = crate::support::run(crate::support::hermetic(crate::support::bin("bd-merge")).arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")));
+    let out = crate::support::run(
+        crate::support::hermetic(crate::support::bin("bd-merge")).arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let rec = &records(&std::fs::read(p("ours")).expect("r"))[0];
     assert_eq!((rec["title"].as_str(), rec["priority"].as_i64()), (Some("Ours bd-1"), Some(1)));

@@ -245,7 +245,8 @@ fn serve(
                 headers.push((k.trim().to_owned(), v.trim().to_owned()));
             }
         }
-        let len: usize = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let len: usize =
+            headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; len];
         if reader.read_exact(&mut body).is_err() {
             return;

@@ -55,7 +55,9 @@ impl Workspace {
             let mut st = conn.prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2")).expect("prepare");
             let n = st.column_count();
             let rows = st
-                .query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).expect("col"))).collect::<Vec<_>>().join("|")))
+                .query_map([], |r| {
+                    Ok((0..n).map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).expect("col"))).collect::<Vec<_>>().join("|"))
+                })
                 .expect("query");
             for row in rows {
                 out.push_str(&format!("{table}: {}\n", row.expect("row")));
@@ -99,9 +101,12 @@ fn round_trip_of_a_generated_file_is_byte_identical() {
 #[test]
 fn round_trip_of_go_escapes_and_mixed_offsets_is_byte_identical() {
     let content = concat!(
-        r#"{"id":"a-1","title":"Use \u003cb\u003e \u0026 co","status":"open","priority":0,"created_at":"2025-11-01T10:00:00.5-08:00","updated_at":"2025-11-02T10:00:00Z","labels":["x","y"]}"#, "\n",
-        r#"{"id":"a-2","title":"Ünïcödé","status":"closed","priority":1,"created_at":"2025-11-01T10:00:00+05:30","updated_at":"2025-11-01T10:00:00.123456789+05:30","closed_at":"2025-11-03T00:00:00Z","weird":{"n":1.50}}"#, "\n",
-        r#"{"updated_at":"2025-11-01T10:00:00Z","id":"a-3","title":"other key order","status":"open","priority":"high"}"#, "\n",
+        r#"{"id":"a-1","title":"Use \u003cb\u003e \u0026 co","status":"open","priority":0,"created_at":"2025-11-01T10:00:00.5-08:00","updated_at":"2025-11-02T10:00:00Z","labels":["x","y"]}"#,
+        "\n",
+        r#"{"id":"a-2","title":"Ünïcödé","status":"closed","priority":1,"created_at":"2025-11-01T10:00:00+05:30","updated_at":"2025-11-01T10:00:00.123456789+05:30","closed_at":"2025-11-03T00:00:00Z","weird":{"n":1.50}}"#,
+        "\n",
+        r#"{"updated_at":"2025-11-01T10:00:00Z","id":"a-3","title":"other key order","status":"open","priority":"high"}"#,
+        "\n",
     );
     round_trip_is_byte_identical(content.as_bytes());
     // CRLF, no final newline
@@ -118,9 +123,12 @@ fn round_trip_of_the_real_beads_file_is_byte_identical() {
 }
 
 const SMALL: &str = concat!(
-    r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"},{"issue_id":"bd-1","depends_on_id":"bd-3","type":"related","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#, "\n",
-    r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#, "\n",
-    r#"{"id":"bd-3","title":"Third","status":"closed","priority":3,"created_at":"2025-11-01T08:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","closed_at":"2025-11-01T10:00:00-08:00"}"#, "\n",
+    r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"},{"issue_id":"bd-1","depends_on_id":"bd-3","type":"related","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#,
+    "\n",
+    r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#,
+    "\n",
+    r#"{"id":"bd-3","title":"Third","status":"closed","priority":3,"created_at":"2025-11-01T08:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","closed_at":"2025-11-01T10:00:00-08:00"}"#,
+    "\n",
 );
 
 #[test]
@@ -158,7 +166,8 @@ fn issues_created_and_deleted_through_sql_are_exported() {
     );
     ws.ok(&["export"]);
     let text = String::from_utf8(ws.read()).expect("utf8");
-    let ids: Vec<String> = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().expect("id").to_owned()).collect();
+    let ids: Vec<String> =
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().expect("id").to_owned()).collect();
     assert_eq!(ids, ["bd-1", "bd-15", "bd-3"], "sorted file keeps id order");
     assert!(text.contains(r#"{"id":"bd-15","title":"From SQL \u0026 co","status":"open","priority":0,"labels":["new"]}"#), "{text}");
 }
@@ -177,7 +186,7 @@ fn dependencies_and_comments_inserted_through_sql_are_rendered_from_their_column
         text.lines().nth(1).expect("bd-2"),
         r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-3","type":"blocks","created_by":"sql"}],"comments":[{"id":7,"issue_id":"bd-2","author":"carol","text":"a \u003cnote\u003e","created_at":"2025-11-03T00:00:00Z"}]}"#
     );
-    assert_eq!(ws.ok(&["export", "--json"]).contains("\"unchanged\": true"), true, "the rendered elements are the new base");
+    assert!(ws.ok(&["export", "--json"]).contains("\"unchanged\": true"), "the rendered elements are the new base");
 }
 
 #[test]
@@ -198,7 +207,9 @@ fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() 
     let line = text.lines().nth(1).expect("bd-2");
     assert_eq!(
         line,
-        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T12:00:00-08:00","labels":["cache","file"],"assignee":"carol"}"#
+        // Both edits; the new key where bd and br write it, and one tick newer than the file's
+        // edit (SPEC §2 (b), (c)).
+        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"assignee":"carol","created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T12:00:01-08:00","labels":["cache","file"]}"#
     );
     assert_eq!(text.lines().next(), SMALL.lines().next(), "other records untouched");
 }
@@ -221,7 +232,9 @@ fn a_malformed_line_in_the_middle_leaves_the_cache_exactly_as_before() {
     let ws = Workspace::new(SMALL.as_bytes());
     ws.ok(&["import"]);
     let before = ws.dump();
-    let broken = SMALL.replace(r#"{"id":"bd-2","title":"Second","#, r#"{"id":"bd-2","title":Second","#).replace(r#""title":"Third""#, r#""title":"Third, changed""#);
+    let broken = SMALL
+        .replace(r#"{"id":"bd-2","title":"Second","#, r#"{"id":"bd-2","title":Second","#)
+        .replace(r#""title":"Third""#, r#""title":"Third, changed""#);
     std::fs::write(ws.file(), &broken).expect("write");
     let out = ws.sync(&["import"]);
     assert_eq!(out.status.code(), Some(2));
@@ -246,7 +259,10 @@ fn leftover_conflict_markers_abort_the_import() {
 
 #[test]
 fn duplicate_ids_do_not_abort_and_survive_a_round_trip() {
-    let content = format!("{SMALL}{}\n", r#"{"id":"bd-2","title":"Second, older copy","status":"open","priority":1,"updated_at":"2025-10-01T10:00:00-08:00"}"#);
+    let content = format!(
+        "{SMALL}{}\n",
+        r#"{"id":"bd-2","title":"Second, older copy","status":"open","priority":1,"updated_at":"2025-10-01T10:00:00-08:00"}"#
+    );
     round_trip_is_byte_identical(content.as_bytes());
     let ws = Workspace::new(content.as_bytes());
     let out = ws.sync(&["import"]);
@@ -262,21 +278,38 @@ fn a_noop_import_reports_nothing_and_a_changed_line_is_reported_once() {
     let ws = Workspace::new(SMALL.as_bytes());
     assert_eq!(ws.ok(&["import", "--print-changed"]), "bd-1\nbd-2\nbd-3\n");
     assert_eq!(ws.ok(&["import", "--print-changed"]), "");
-    std::fs::write(ws.file(), SMALL.replace(r#""title":"Second""#, r#""title":"2nd""#).lines().filter(|l| !l.starts_with(r#"{"id":"bd-3""#)).map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    std::fs::write(
+        ws.file(),
+        SMALL
+            .replace(r#""title":"Second""#, r#""title":"2nd""#)
+            .lines()
+            .filter(|l| !l.starts_with(r#"{"id":"bd-3""#))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .expect("write");
     assert_eq!(ws.ok(&["import", "--print-changed"]), "bd-2\nbd-3\n");
 }
 
 /// epic E (parent) has children E.1 and E.2; E is blocked by B (open). X is blocked by a closed
 /// issue; Y by an open one; Z depends only through `related`.
 const GRAPH: &str = concat!(
-    r#"{"id":"B","title":"blocker","status":"open","priority":1,"created_at":"2025-01-01T00:00:00Z"}"#, "\n",
-    r#"{"id":"C","title":"closed blocker","status":"closed","priority":1,"created_at":"2025-01-01T00:00:00Z","closed_at":"2025-01-02T00:00:00Z"}"#, "\n",
-    r#"{"id":"E","title":"epic","status":"open","priority":0,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"E","depends_on_id":"B","type":"blocks"}]}"#, "\n",
-    r#"{"id":"E.1","title":"child one","status":"open","priority":0,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.1","depends_on_id":"E","type":"parent-child"}]}"#, "\n",
-    r#"{"id":"E.2","title":"child two","status":"in_progress","priority":2,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.2","depends_on_id":"E","type":"parent-child"}]}"#, "\n",
-    r#"{"id":"X","title":"unblocked","status":"open","priority":2,"created_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"X","depends_on_id":"C","type":"blocks"}]}"#, "\n",
-    r#"{"id":"Y","title":"blocked","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Y","depends_on_id":"B","type":"blocks"}]}"#, "\n",
-    r#"{"id":"Z","title":"related only","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Z","depends_on_id":"B","type":"related"}]}"#, "\n",
+    r#"{"id":"B","title":"blocker","status":"open","priority":1,"created_at":"2025-01-01T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"C","title":"closed blocker","status":"closed","priority":1,"created_at":"2025-01-01T00:00:00Z","closed_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"E","title":"epic","status":"open","priority":0,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"E","depends_on_id":"B","type":"blocks"}]}"#,
+    "\n",
+    r#"{"id":"E.1","title":"child one","status":"open","priority":0,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.1","depends_on_id":"E","type":"parent-child"}]}"#,
+    "\n",
+    r#"{"id":"E.2","title":"child two","status":"in_progress","priority":2,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.2","depends_on_id":"E","type":"parent-child"}]}"#,
+    "\n",
+    r#"{"id":"X","title":"unblocked","status":"open","priority":2,"created_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"X","depends_on_id":"C","type":"blocks"}]}"#,
+    "\n",
+    r#"{"id":"Y","title":"blocked","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Y","depends_on_id":"B","type":"blocks"}]}"#,
+    "\n",
+    r#"{"id":"Z","title":"related only","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Z","depends_on_id":"B","type":"related"}]}"#,
+    "\n",
 );
 
 #[test]
@@ -297,11 +330,16 @@ fn ready_follows_blocks_and_parent_child() {
 #[test]
 fn check_finds_each_problem_class() {
     let content = concat!(
-        r#"{"id":"a","title":"x","status":"closed","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"}]}"#, "\n",
-        r#"{"id":"b","title":"x","status":"open","closed_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"b","depends_on_id":"a","type":"blocks"},{"issue_id":"b","depends_on_id":"ghost","type":"blocks"}]}"#, "\n",
-        r#"{"id":"b","title":"dup","status":"weird"}"#, "\n",
-        r#"{"id":"p1","title":"mayor Handoff","status":"pinned"}"#, "\n",
-        r#"{"id":"p2","title":"mayor Handoff","status":"pinned"}"#, "\n",
+        r#"{"id":"a","title":"x","status":"closed","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"}]}"#,
+        "\n",
+        r#"{"id":"b","title":"x","status":"open","closed_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"b","depends_on_id":"a","type":"blocks"},{"issue_id":"b","depends_on_id":"ghost","type":"blocks"}]}"#,
+        "\n",
+        r#"{"id":"b","title":"dup","status":"weird"}"#,
+        "\n",
+        r#"{"id":"p1","title":"mayor Handoff","status":"pinned"}"#,
+        "\n",
+        r#"{"id":"p2","title":"mayor Handoff","status":"pinned"}"#,
+        "\n",
         "<<<<<<< HEAD\n",
         "{not json\n",
     );

@@ -1,0 +1,409 @@
+//! What the trackers that read our merged file expect of it (SPEC §2 (a)-(c)).
+//!
+//! A merge that keeps every edit is not enough: br validates the file and imports it by
+//! last-write-wins on `updated_at`, and both br and Go `bd` rewrite a record in their own key
+//! order and array sort on their next flush. So a merged record follows its writer's conventions:
+//! keys a merge adds go where the writer puts them, dependency and comment arrays keep the
+//! writer's sort, a record merged from both sides is stamped one tick after the later side (so an
+//! importer that skips "equal" timestamps takes it), and two comments added on the two sides never
+//! share an id. Everything here is deterministic and symmetric in the two sides.
+
+use std::cmp::Ordering;
+
+use serde_json::Value;
+
+use std::borrow::Cow;
+
+use super::field::identity;
+use crate::record::{render_entries, split_array, Entry, RawObject};
+use crate::timestamp;
+
+/// br 0.7's `Issue` struct order (serde writes fields in declaration order).
+const BR_ORDER: &[&str] = &[
+    "id",
+    "title",
+    "description",
+    "design",
+    "acceptance_criteria",
+    "prerequisites",
+    "notes",
+    "status",
+    "priority",
+    "issue_type",
+    "assignee",
+    "owner",
+    "estimated_minutes",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "closed_at",
+    "close_reason",
+    "closed_by_session",
+    "bypassed_policy",
+    "bypass_reason",
+    "policy_gates_fired",
+    "due_at",
+    "defer_until",
+    "external_ref",
+    "source_system",
+    "source_repo",
+    "source_repo_path",
+    "agent_context",
+    "deleted_at",
+    "deleted_by",
+    "delete_reason",
+    "original_type",
+    "compaction_level",
+    "compacted_at",
+    "compacted_at_commit",
+    "original_size",
+    "sender",
+    "ephemeral",
+    "pinned",
+    "is_template",
+    "labels",
+    "dependencies",
+    "comments",
+];
+
+/// Go `bd`'s `types.Issue` struct order (SPEC §2), tombstone fields after the close group.
+const GO_ORDER: &[&str] = &[
+    "id",
+    "title",
+    "description",
+    "design",
+    "acceptance_criteria",
+    "notes",
+    "spec_id",
+    "status",
+    "priority",
+    "issue_type",
+    "assignee",
+    "owner",
+    "estimated_minutes",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "started_at",
+    "closed_at",
+    "close_reason",
+    "closed_by_session",
+    "deleted_at",
+    "deleted_by",
+    "delete_reason",
+    "original_type",
+    "due_at",
+    "defer_until",
+    "external_ref",
+    "source_system",
+    "metadata",
+    "compaction_level",
+    "compacted_at",
+    "compacted_at_commit",
+    "original_size",
+    "labels",
+    "dependencies",
+    "comments",
+    "sender",
+    "ephemeral",
+    "no_history",
+    "wisp_type",
+    "pinned",
+    "is_template",
+    "bonded_from",
+    "await_type",
+    "await_id",
+    "timeout",
+    "waiters",
+    "source_formula",
+    "source_location",
+    "mol_type",
+    "work_type",
+    "event_kind",
+    "actor",
+    "target",
+    "payload",
+];
+
+fn rank(order: &[&str], key: &str) -> Option<usize> {
+    order.iter().position(|k| *k == key)
+}
+
+/// The writer order `keys` follows: its known keys appear in that order's sequence. Keys the
+/// order does not know are ignored (they stay where they are); at least two known keys are
+/// needed to tell.
+fn writer_order(keys: &[&str]) -> Option<&'static [&'static str]> {
+    [BR_ORDER, GO_ORDER].into_iter().find(|order| {
+        let ranks: Vec<usize> = keys.iter().filter_map(|k| rank(order, k)).collect();
+        ranks.len() >= 2 && ranks.windows(2).all(|w| w[0] < w[1])
+    })
+}
+
+/// Orders a merged record's keys: ours' keys keep their order, and a key new from theirs goes
+/// where the record's writer puts it when the record follows a known writer order, else at the
+/// end.
+pub(crate) fn order_keys<'k>(ours: &[&'k str], added: &[&'k str]) -> Vec<&'k str> {
+    let mut keys: Vec<&str> = ours.to_vec();
+    let order = writer_order(ours);
+    for &key in added {
+        keys.insert(place_in(order, &keys, key), key);
+    }
+    keys
+}
+
+/// Where a new key goes among a record's `keys` (SPEC §2 (c)): before the first key its writer
+/// puts after it, or at the end when the record follows no known writer order.
+pub(crate) fn insert_position(keys: &[&str], key: &str) -> usize {
+    place_in(writer_order(keys), keys, key)
+}
+
+fn place_in(order: Option<&[&str]>, keys: &[&str], key: &str) -> usize {
+    order
+        .and_then(|order| {
+            let r = rank(order, key)?;
+            Some(keys.iter().position(|k| rank(order, k).is_some_and(|kr| kr > r)).unwrap_or(keys.len()))
+        })
+        .unwrap_or(keys.len())
+}
+
+/// A sort a writer uses for one object array, as a comparison of two parsed elements.
+type ElementOrder = fn(&Value, &Value) -> Ordering;
+
+fn text<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn by_time(a: &Value, b: &Value, key: &str) -> Ordering {
+    timestamp::compare(text(a, key), text(b, key))
+}
+
+fn id_number(v: &Value) -> Option<i64> {
+    v.get("id").and_then(Value::as_i64)
+}
+
+/// br: `(depends_on_id, type, created_at, created_by)`.
+fn dependencies_br(a: &Value, b: &Value) -> Ordering {
+    text(a, "depends_on_id")
+        .cmp(text(b, "depends_on_id"))
+        .then_with(|| text(a, "type").cmp(text(b, "type")))
+        .then_with(|| by_time(a, b, "created_at"))
+        .then_with(|| text(a, "created_by").cmp(text(b, "created_by")))
+}
+
+/// Creation order, as a database returns rows it inserted.
+fn by_created(a: &Value, b: &Value) -> Ordering {
+    by_time(a, b, "created_at")
+}
+
+/// br: `(created_at, author, text, id)`.
+fn comments_br(a: &Value, b: &Value) -> Ordering {
+    by_time(a, b, "created_at")
+        .then_with(|| text(a, "author").cmp(text(b, "author")))
+        .then_with(|| text(a, "text").cmp(text(b, "text")))
+        .then_with(|| id_number(a).cmp(&id_number(b)))
+}
+
+/// Go `bd`: `(created_at, id)`.
+fn comments_go(a: &Value, b: &Value) -> Ordering {
+    by_time(a, b, "created_at").then_with(|| id_number(a).cmp(&id_number(b)))
+}
+
+fn candidates(key: &str) -> &'static [ElementOrder] {
+    match key {
+        "dependencies" => &[dependencies_br, by_created],
+        "comments" => &[comments_br, comments_go],
+        _ => &[],
+    }
+}
+
+/// The sort to give a merged object array: the first known writer sort that ours' elements
+/// follow (theirs' when ours has fewer than two), the preferred one when neither side has two
+/// elements to tell by, and none (ours' order, then theirs' additions) when a side shows an order
+/// no writer uses.
+pub(crate) fn array_order(key: &str, ours: &[Value], theirs: &[Value]) -> Option<ElementOrder> {
+    let list = candidates(key);
+    let sorted_by = |elements: &[Value], order: ElementOrder| elements.windows(2).all(|w| order(&w[0], &w[1]) != Ordering::Greater);
+    let witness = if ours.len() >= 2 {
+        ours
+    } else if theirs.len() >= 2 {
+        theirs
+    } else {
+        return list.first().copied();
+    };
+    list.iter().copied().find(|order| sorted_by(witness, *order))
+}
+
+/// Rewrites the `updated_at` entry one tick later (SPEC §2 (b)); false when the record has no
+/// timestamp to bump.
+pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>]) -> bool {
+    let Some(entry) = entries.iter_mut().find(|e| e.key == "updated_at") else {
+        return false;
+    };
+    let Some(current) = crate::record::parse_json_str(&entry.raw_value) else {
+        return false;
+    };
+    let Some(next) = timestamp::one_tick_after(&current) else {
+        return false;
+    };
+    // A timestamp has nothing to escape, so the new text is the string quoted.
+    entry.raw_value = std::borrow::Cow::Owned(format!("\"{next}\""));
+    true
+}
+
+/// A comment one side added to a record (its identity is not in the base record).
+#[derive(Debug, Clone)]
+pub(crate) struct AddedComment {
+    /// The record's id.
+    pub record: String,
+    /// The comment's numeric id.
+    pub number: i64,
+    /// Its identity: the whole comment but its id (SPEC §2).
+    pub identity: String,
+    /// Its `created_at`, for "the later comment".
+    pub created_at: String,
+}
+
+/// Whether the text holds a `"comments"` key anywhere (a fast pre-check).
+pub(crate) fn mentions_comments(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"\"comments\"").is_some()
+}
+
+/// The parsed `comments` array of a record line (empty when it has none or is not a record).
+fn comments_of(line: &[u8]) -> Vec<Value> {
+    let Ok(obj) = RawObject::parse(line) else {
+        return Vec::new();
+    };
+    obj.get("comments").and_then(|raw| serde_json::from_str::<Vec<Value>>(raw).ok()).unwrap_or_default()
+}
+
+/// The comments `side` has in this record that `base` does not (by identity), with a numeric id.
+pub(crate) fn added_comments(record: &str, base: Option<&[u8]>, side: &[u8]) -> Vec<AddedComment> {
+    let before: Vec<String> = base.map(comments_of).unwrap_or_default().iter().map(|c| identity("comments", c)).collect();
+    comments_of(side)
+        .iter()
+        .filter_map(|c| {
+            let number = c.get("id").and_then(Value::as_i64)?;
+            let identity = identity("comments", c);
+            (!before.contains(&identity)).then(|| AddedComment {
+                record: record.to_owned(),
+                number,
+                identity,
+                created_at: c.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The highest numeric comment id in a file (0 when it has none).
+pub(crate) fn highest_comment_id<'l>(lines: impl Iterator<Item = &'l [u8]>) -> i64 {
+    lines
+        .filter(|l| mentions_comments(l))
+        .flat_map(|l| comments_of(l).into_iter().filter_map(|c| c.get("id").and_then(Value::as_i64)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A comment to give a new id: in `record`, the comment with `identity` and id `from` gets `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Renumbering {
+    /// The record's id.
+    pub record: String,
+    /// The comment's identity.
+    pub identity: String,
+    /// Its id on the side it came from.
+    pub from: i64,
+    /// Its id in the merged file.
+    pub to: i64,
+}
+
+/// Comments added on the two sides that share an id (SPEC §2 (a)): for each shared id, in
+/// ascending order, the earliest comment (by `created_at`, then content) keeps it and each later
+/// one takes the next id above `highest`. Neither the order of the sides nor of the lists
+/// matters.
+pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment], highest: i64) -> Vec<Renumbering> {
+    let mut numbers: Vec<i64> = ours.iter().filter(|o| theirs.iter().any(|t| t.number == o.number)).map(|o| o.number).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let mut next = highest;
+    let mut out = Vec::new();
+    for number in numbers {
+        let mut sharing: Vec<&AddedComment> = ours.iter().chain(theirs).filter(|c| c.number == number).collect();
+        sharing.sort_by(|a, b| {
+            timestamp::compare(&a.created_at, &b.created_at).then_with(|| a.identity.cmp(&b.identity)).then_with(|| a.record.cmp(&b.record))
+        });
+        sharing.dedup_by(|a, b| a.identity == b.identity && a.record == b.record);
+        for later in sharing.iter().skip(1) {
+            next += 1;
+            out.push(Renumbering { record: later.record.clone(), identity: later.identity.clone(), from: number, to: next });
+        }
+    }
+    out
+}
+
+/// Applies the renumberings of one record to its line, and stamps it one tick later when `bump`
+/// (the line was one side's, so it now equals neither); `None` when none of them matched.
+pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], bump: bool) -> Option<String> {
+    let obj = RawObject::parse(line).ok()?;
+    let (colon, comma) = (obj.colon.to_owned(), obj.comma.to_owned());
+    let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
+    let comments = entries.iter_mut().find(|e| e.key == "comments")?;
+    let elements = split_array(&comments.raw_value)?;
+    let mut changed = false;
+    let mut rendered = Vec::with_capacity(elements.len());
+    for raw in elements {
+        let value: Value = serde_json::from_str(raw).ok()?;
+        let number = value.get("id").and_then(Value::as_i64);
+        let identity = identity("comments", &value);
+        match changes.iter().find(|c| Some(c.from) == number && c.identity == identity) {
+            Some(change) => {
+                let mut element = RawObject::parse_str(raw).ok()?;
+                let id = element.entries.iter_mut().find(|e| e.key == "id")?;
+                id.raw_value = Cow::Owned(change.to.to_string());
+                rendered.push(element.render());
+                changed = true;
+            }
+            None => rendered.push(raw.to_owned()),
+        }
+    }
+    if !changed {
+        return None;
+    }
+    comments.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
+    if bump {
+        bump_updated_at(&mut entries);
+    }
+    Some(render_entries(&entries, &colon, &comma))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_keys_go_where_the_writer_puts_them() {
+        let ours = ["id", "title", "status", "priority", "created_at", "updated_at", "labels"];
+        assert_eq!(
+            order_keys(&ours, &["close_reason", "closed_at"]),
+            ["id", "title", "status", "priority", "created_at", "updated_at", "closed_at", "close_reason", "labels"]
+        );
+        // Not a writer order: new keys at the end.
+        let odd = ["title", "id", "status"];
+        assert_eq!(order_keys(&odd, &["closed_at"]), ["title", "id", "status", "closed_at"]);
+        // An unknown new key goes at the end; unknown existing keys are ignored.
+        assert_eq!(order_keys(&["id", "x-custom", "updated_at"], &["zzz", "title"]), ["id", "x-custom", "title", "updated_at", "zzz"]);
+    }
+
+    #[test]
+    fn array_order_follows_what_ours_shows() {
+        let dep = |on: &str, at: &str| serde_json::json!({"depends_on_id": on, "type": "blocks", "created_at": at});
+        let by_id = [dep("a", "2026-01-02T00:00:00Z"), dep("b", "2026-01-01T00:00:00Z")];
+        let order = array_order("dependencies", &by_id, &[]).expect("sorted by id");
+        assert_eq!(order(&by_id[1], &by_id[0]), Ordering::Greater);
+        let by_time = [dep("b", "2026-01-01T00:00:00Z"), dep("a", "2026-01-02T00:00:00Z")];
+        let order = array_order("dependencies", &by_time, &[]).expect("sorted by creation");
+        assert_eq!(order(&by_time[0], &by_time[1]), Ordering::Less);
+        let neither = [dep("b", "2026-01-02T00:00:00Z"), dep("a", "2026-01-01T00:00:00Z"), dep("c", "2026-01-03T00:00:00Z")];
+        assert!(array_order("dependencies", &neither, &[]).is_none());
+        assert!(array_order("labels", &[], &[]).is_none());
+    }
+}
