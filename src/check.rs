@@ -20,7 +20,8 @@ pub const KNOWN_STATUSES: &[&str] =
 pub struct Finding {
     /// Machine-readable class: `duplicate-id`, `dangling-dependency`, `dependency-cycle`,
     /// `closed-without-closed-at`, `closed-at-on-open-issue`, `conflict-marker`, `malformed-line`,
-    /// `unknown-status`, `duplicate-pinned-handoff`, or an installation class.
+    /// `unknown-status`, `duplicate-pinned-handoff`, `duplicate-comment-id`, or an installation
+    /// class.
     pub kind: String,
     /// The issue concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +48,9 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
     let mut blocks: HashMap<String, Vec<String>> = HashMap::new();
     let mut deps: Vec<(String, String, String, usize)> = Vec::new();
     let mut handoffs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // comment id -> the (issue, line, comment without its id) that use it
+    let mut comment_ids: BTreeMap<String, Vec<(String, usize, String)>> = BTreeMap::new();
+    let mut highest_comment_id = 0i64;
     for line in &file.lines {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
@@ -117,6 +121,20 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             }
             deps.push((id.clone(), on, kind, line.number));
         }
+        for e in obj.get("comments").and_then(split_array).unwrap_or_default() {
+            let Ok(serde_json::Value::Object(mut comment)) = serde_json::from_str::<serde_json::Value>(e) else {
+                continue;
+            };
+            let Some(number) = comment.remove("id").filter(|n| !n.is_null()) else {
+                continue;
+            };
+            highest_comment_id = highest_comment_id.max(number.as_i64().unwrap_or(0));
+            let uses = comment_ids.entry(number.to_string()).or_default();
+            let content = serde_json::Value::Object(comment).to_string();
+            if !uses.iter().any(|(i, _, c)| *i == id && *c == content) {
+                uses.push((id.clone(), line.number, content));
+            }
+        }
     }
     for (id, lines) in &lines_of {
         if lines.len() > 1 {
@@ -144,6 +162,30 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             Some(&cycle[0]),
             Vec::new(),
             format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+        ));
+    }
+    let mut next_free = highest_comment_id;
+    for (number, uses) in &comment_ids {
+        if uses.len() < 2 {
+            continue;
+        }
+        let issues: Vec<&str> = uses.iter().map(|(i, _, _)| i.as_str()).collect();
+        let lines: Vec<usize> = uses.iter().map(|(_, l, _)| *l).collect();
+        next_free += 1;
+        let consequence = if issues.iter().all(|i| *i == issues[0]) {
+            format!("br refuses to import the file (\"duplicate import comment id {number}\")")
+        } else {
+            "trackers that number comments per database renumber one of them on import and rewrite the file".to_owned()
+        };
+        findings.push(Finding::new(
+            "duplicate-comment-id",
+            Some(issues[0]),
+            lines,
+            format!(
+                "comment id {number} is used by {} different comments (on {}): {consequence}; give the later one id {next_free}, one above the file's highest comment id (a merge through bd-merge does this itself)",
+                uses.len(),
+                issues.join(", ")
+            ),
         ));
     }
     for (title, ids) in handoffs {

@@ -231,6 +231,8 @@ fn round_trip(br: PathBuf, pull: Pull) {
     };
     let merged = std::fs::read(b.join(".beads/issues.jsonl")).expect("merged file");
     assert!(!merged.windows(7).any(|x| x == b"<<<<<<<"), "the merge left conflict markers");
+    let check = run(w.command(&bin("bd-sync"), &b).arg("check"));
+    assert_eq!(check.status.code(), Some(0), "bd-sync check on the merged clone:\n{}", String::from_utf8_lossy(&check.stdout));
 
     // No --force: br must accept the file as it is (it validates comment ids per record) and take
     // every merged record (it skips one whose updated_at equals what it holds).

@@ -1,5 +1,6 @@
 //! Property tests of the merge engine over random triples: base records, and two sides that
-//! each edit fields, add labels, delete and add records.
+//! each edit fields, add labels and comments (numbered by each side's own counter, as a tracker's
+//! database does, so the two sides' new comments share ids), delete and add records.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,6 +25,7 @@ enum Edit {
     RemoveLabels,
     DescriptionLine(u8, u8),
     Stamp(u8),
+    Comment(u8),
     Delete,
 }
 
@@ -36,6 +38,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         Just(Edit::RemoveLabels),
         (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Edit::DescriptionLine(a, b)),
         any::<u8>().prop_map(Edit::Stamp),
+        any::<u8>().prop_map(Edit::Comment),
         Just(Edit::Delete),
     ]
 }
@@ -50,6 +53,7 @@ fn base_record(n: usize) -> Value {
         "updated_at": STAMPS[n % 2],
         "labels": ["a", "m"],
         "custom": {"k": n},
+        "comments": [{"id": n + 1, "issue_id": format!("bd-{n:02}"), "author": "base", "text": "seed", "created_at": STAMPS[0]}],
     })
 }
 
@@ -75,6 +79,10 @@ fn apply(rec: &Value, e: &Edit) -> Option<Value> {
             r["description"] = json!(lines.join("\n") + "\n");
         }
         Edit::Stamp(x) => r["updated_at"] = json!(STAMPS[*x as usize % STAMPS.len()]),
+        Edit::Comment(x) => {
+            let comment = json!({"id": null, "issue_id": r["id"], "author": format!("a{}", x % 3), "text": format!("c{x}"), "created_at": STAMPS[*x as usize % STAMPS.len()]});
+            r["comments"].as_array_mut()?.push(comment);
+        }
         Edit::Delete => return None,
     }
     Some(r)
@@ -106,6 +114,14 @@ fn build(base: &[Value], (edits, adds): &(Vec<Vec<Edit>>, Vec<u8>), tag: &str) -
         }
     }
     out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    // Each side's database numbers its new comments from the same counter.
+    let mut next = 100;
+    for comment in out.iter_mut().filter_map(|r| r.get_mut("comments")?.as_array_mut()).flatten() {
+        if comment["id"].is_null() {
+            comment["id"] = json!(next);
+            next += 1;
+        }
+    }
     render(&out)
 }
 
@@ -182,6 +198,20 @@ proptest! {
         prop_assert_eq!(ma.keys().collect::<Vec<_>>(), mb.keys().collect::<Vec<_>>());
         for (id, (va, _)) in &ma {
             prop_assert_eq!(normalised(va), normalised(&mb[id].0), "record {}", id);
+        }
+    }
+
+    #[test]
+    fn no_two_comments_in_the_merged_file_share_an_id((base, ours, theirs) in triple()) {
+        let merged = merge(&base, &ours, &theirs, &MergeOptions::default()).expect("merge");
+        let mut seen = BTreeMap::new();
+        for (id, (record, _)) in by_id(&merged.to_vec()) {
+            for comment in record["comments"].as_array().into_iter().flatten() {
+                let number = comment["id"].as_i64().expect("numeric comment id");
+                if let Some(other) = seen.insert(number, (id.clone(), comment.clone())) {
+                    prop_assert!(false, "comment id {} on {} and {}: {} / {}", number, other.0, id, other.1, comment);
+                }
+            }
         }
     }
 

@@ -340,6 +340,8 @@ fn check_finds_each_problem_class() {
         "\n",
         r#"{"id":"p2","title":"mayor Handoff","status":"pinned"}"#,
         "\n",
+        r#"{"id":"c1","title":"two clones' comment 4","status":"open","comments":[{"id":4,"issue_id":"c1","text":"from A"},{"id":4,"issue_id":"c1","text":"from B"}]}"#,
+        "\n",
         "<<<<<<< HEAD\n",
         "{not json\n",
     );
@@ -357,12 +359,17 @@ fn check_finds_each_problem_class() {
             "conflict-marker",
             "dangling-dependency",
             "dependency-cycle",
+            "duplicate-comment-id",
             "duplicate-id",
             "duplicate-pinned-handoff",
             "malformed-line",
             "unknown-status"
         ]
     );
+    let comment = v["findings"].as_array().expect("array").iter().find(|f| f["kind"] == "duplicate-comment-id").expect("comment finding");
+    assert_eq!(comment["id"], "c1");
+    assert!(comment["message"].as_str().expect("message").contains("br refuses to import the file"), "{comment}");
+    assert!(comment["message"].as_str().expect("message").contains("give the later one id 5"), "{comment}");
     let clean = Workspace::new(SMALL.as_bytes());
     assert_eq!(clean.sync(&["check"]).status.code(), Some(0));
 }

@@ -1,0 +1,59 @@
+# Real tools the integration tests run against, pinned, installed from their registries into
+# ~/.cache/beads-git-tools (outside the clone) and reused when already there. Sourced by .ci/run;
+# a developer can run `bash -c 'source .ci/tools.sh && install_tools'` once, then `cargo test`
+# finds them (the tests look in the same place, or take BR / HUSKY_BIN / LEFTHOOK / PRE_COMMIT).
+
+TOOLS_DIR="${BEADS_GIT_TOOLS:-$HOME/.cache/beads-git-tools}"
+BR_VERSION=0.7.6
+HUSKY_VERSION=9.1.7
+LEFTHOOK_VERSION=2.2.2
+PRE_COMMIT_VERSION=4.7.0
+
+install_br() {
+  local root="$TOOLS_DIR/br-$BR_VERSION"
+  if [ ! -x "$root/bin/br" ]; then
+    echo "== installing br $BR_VERSION (beads_rust from crates.io) into $root; this takes about 16 minutes on 2 cores"
+    # beads_rust builds with a nightly toolchain; its default features pull in self-update.
+    if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+      cargo +nightly install beads_rust --version "$BR_VERSION" --locked --no-default-features --root "$root" --quiet
+    else
+      cargo install beads_rust --version "$BR_VERSION" --locked --no-default-features --root "$root" --quiet
+    fi
+  fi
+  export BR="$root/bin/br"
+  "$BR" version >/dev/null 2>&1 || "$BR" --version
+}
+
+install_node_tools() {
+  local prefix="$TOOLS_DIR/npm"
+  if [ ! -x "$prefix/node_modules/.bin/lefthook" ] || [ ! -f "$prefix/node_modules/husky/bin.js" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+      apt-get update -qq && apt-get install -y -qq nodejs npm
+    fi
+    echo "== installing husky $HUSKY_VERSION and lefthook $LEFTHOOK_VERSION (npm) into $prefix"
+    mkdir -p "$prefix"
+    [ -f "$prefix/package.json" ] || echo '{"name":"beads-git-test-tools","private":true}' >"$prefix/package.json"
+    (cd "$prefix" && npm install --no-audit --no-fund --silent "husky@$HUSKY_VERSION" "lefthook@$LEFTHOOK_VERSION")
+  fi
+  export HUSKY_BIN="$prefix/node_modules/husky/bin.js"
+  export LEFTHOOK="$prefix/node_modules/.bin/lefthook"
+  "$LEFTHOOK" version
+}
+
+install_pre_commit() {
+  local venv="$TOOLS_DIR/pre-commit-$PRE_COMMIT_VERSION"
+  if [ ! -x "$venv/bin/pre-commit" ]; then
+    echo "== installing pre-commit $PRE_COMMIT_VERSION (PyPI) into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "pre-commit==$PRE_COMMIT_VERSION"
+  fi
+  export PRE_COMMIT="$venv/bin/pre-commit"
+  "$PRE_COMMIT" --version
+}
+
+install_tools() {
+  mkdir -p "$TOOLS_DIR"
+  install_br
+  install_node_tools
+  install_pre_commit
+}
