@@ -3,8 +3,7 @@
 # Fail-open and time-bounded (--timeout); skipped when BD_HOOKS=0, without .beads/, or without
 # our binaries. Managed block: `bd-sync install` / `bd-sync uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ "${3:-0}" = 1 ] && [ -d .beads ]; then
-  beads_git_bin=@BIN_DIR@
-  [ -x "$beads_git_bin/bd-sync" ] || beads_git_bin=$(dirname "$(command -v bd-sync 2>/dev/null || echo /nonexistent/x)")
+@FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-sync" ] && [ -x "$beads_git_bin/bd-hook" ]; then
     "$beads_git_bin/bd-sync" import --print-changed --timeout 60 </dev/null | "$beads_git_bin/bd-hook" --stdin --timeout 2 || :
   fi

@@ -3,8 +3,7 @@
 # the file, stage it (into the index git is using). Never fails the commit; skipped when
 # BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
-  beads_git_bin=@BIN_DIR@
-  [ -x "$beads_git_bin/bd-sync" ] || beads_git_bin=$(dirname "$(command -v bd-sync 2>/dev/null || echo /nonexistent/x)")
+@FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-sync" ]; then
     "$beads_git_bin/bd-sync" export --stage --timeout 60 </dev/null || :
   fi

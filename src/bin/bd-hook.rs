@@ -119,14 +119,12 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
 
 fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(repo) = &cli.install_git_hook {
-        let path = install::hook_path(repo, Hook::PostCommit)?;
-        let change = install::install_block(&path, &Hook::PostCommit.block(&install::own_bin_dir()?), false)?;
+        let (path, change) = install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?)?;
         eprintln!("bd-hook: {}: {change:?}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(repo) = &cli.uninstall_git_hook {
-        let path = install::hook_path(repo, Hook::PostCommit)?;
-        let change = install::uninstall_block(&path, false)?;
+        let (path, change) = install::uninstall_one(repo, Hook::PostCommit)?;
         eprintln!("bd-hook: {}: {change:?}", path.display());
         return Ok(ExitCode::SUCCESS);
     }

@@ -75,6 +75,20 @@ enum Command {
         /// Show what would change and change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With lefthook: add our jobs to the team's lefthook.yml (committed) instead of lefthook-local.yml.
+        #[arg(long)]
+        team: bool,
+        /// Write into a hooks directory outside the repository (a global core.hooksPath shared by every repository).
+        #[arg(long)]
+        shared_hooks_dir: bool,
+    },
+    /// Run our hook block for HOOK (what husky, lefthook and pre-commit call); always exits 0.
+    Hook {
+        /// pre-commit, post-commit, post-merge, post-rewrite or post-checkout.
+        hook: String,
+        /// The arguments git passed to the hook.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Remove exactly what install added, and put back what it replaced.
     Uninstall {
@@ -180,11 +194,23 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Install { repo, local, dry_run } => {
+        Command::Install { repo, local, dry_run, team, shared_hooks_dir } => {
             let repo = repo_dir(cli, repo.as_ref())?;
-            let options =
-                install::InstallOptions { repo: repo.clone(), local: *local, dry_run: *dry_run, bin_dir: install::own_bin_dir()? };
-            let actions = install::install(&options)?;
+            let options = install::InstallOptions {
+                repo: repo.clone(),
+                local: *local,
+                dry_run: *dry_run,
+                bin_dir: install::own_bin_dir()?,
+                team: *team,
+                shared_hooks_dir: *shared_hooks_dir,
+            };
+            let actions = match install::install(&options) {
+                Err(e) if e.downcast_ref::<install::InstallRefusal>().is_some() => {
+                    eprintln!("bd-sync: {e}");
+                    return Ok(ExitCode::from(1));
+                }
+                other => other?,
+            };
             let mut imported = None;
             if !dry_run {
                 // Start the cache now, so the first pull reports only what it changed.
@@ -194,6 +220,20 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             }
             print_actions(cli, &actions, *dry_run, imported.as_ref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Hook { hook, args } => {
+            // Fail-open: a hook must never fail the git operation it runs in.
+            match install::Hook::from_name(hook) {
+                None => {
+                    eprintln!("bd-sync: hook: unknown hook {hook:?} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)")
+                }
+                Some(h) => {
+                    if let Err(e) = install::own_bin_dir().and_then(|dir| install::run_hook(h, args, &dir)) {
+                        eprintln!("bd-sync: hook {hook}: {e:#}");
+                    }
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Uninstall { repo, dry_run } => {

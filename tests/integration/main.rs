@@ -6,6 +6,7 @@ mod support;
 mod br_roundtrip;
 mod hook;
 mod install;
+mod managers;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;

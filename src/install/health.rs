@@ -1,0 +1,162 @@
+//! Installation health for `bd-sync check`: every way we can be installed, and every way that
+//! can silently stop working (a manager regenerating its files, a clone that has the committed
+//! attributes but not the driver, a block git never reaches).
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::block::{block_is_first, find_block, is_executable};
+use super::managers::{self, Manager};
+use super::{config_get, hooks_dir, outside_repository, read_state, stray_block_files, toplevel, Binaries, Hook};
+use crate::check::Finding;
+use crate::git::run as git;
+
+fn finding(kind: &str, message: String) -> Finding {
+    Finding::new(kind, None, Vec::new(), message)
+}
+
+/// Installation findings; empty when the repository never had us (no install record, no driver,
+/// no `merge=beads` attribute).
+pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
+    let top = toplevel(repo)?;
+    let repo = top.as_path();
+    let mut out = Vec::new();
+    let installed = read_state(repo)?.is_some();
+    let driver = config_get(repo, "merge.beads.driver");
+    let attributed: Vec<&str> = [".beads/issues.jsonl", ".beads/beads.jsonl"]
+        .into_iter()
+        .filter(|f| git(repo, &["check-attr", "merge", "--", f]).unwrap_or_default().ends_with(": beads"))
+        .collect();
+    if !installed && driver.is_none() && attributed.is_empty() {
+        return Ok(out);
+    }
+    match &driver {
+        None if !attributed.is_empty() => out.push(finding(
+            "driver-missing",
+            format!(
+                "the attributes send {} to merge=beads, but this clone has no merge.beads.driver, so git silently line-merges it: run `bd-sync install`",
+                attributed.join(" and ")
+            ),
+        )),
+        None => out.push(finding("driver-missing", "merge.beads.driver is not set: run `bd-sync install`".into())),
+        Some(d) => {
+            let words: Vec<&str> = d.split_whitespace().collect();
+            if d.contains("%R") || (words.iter().filter(|w| **w == "%A").count() > 1) {
+                out.push(finding(
+                    "driver-placeholders",
+                    format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice): run `bd-sync install`"),
+                ));
+            } else if !["%O", "%A", "%B"].iter().all(|p| words.contains(p)) {
+                out.push(finding("driver-placeholders", format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
+            }
+        }
+    }
+    if attributed.len() < 2 {
+        for file in [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| !attributed.contains(f)) {
+            out.push(finding("attribute-missing", format!("{file} is not merged with merge=beads: run `bd-sync install`")));
+        }
+    }
+    if !installed {
+        return Ok(out);
+    }
+    let hooks = hooks_dir(repo)?;
+    let manager = managers::detect(&top, &hooks);
+    let mut targets = Vec::new();
+    match &manager {
+        Manager::Plain | Manager::Husky { .. } => {
+            let (dir, binaries) = match &manager {
+                Manager::Husky { dir } => (dir.clone(), Binaries::Path),
+                _ => (hooks.clone(), Binaries::Dir(bin_dir.to_path_buf())),
+            };
+            if matches!(manager, Manager::Plain) && outside_repository(repo, &hooks)? {
+                out.push(finding(
+                    "hooks-dir-shared",
+                    format!(
+                        "git runs hooks from {}, outside this repository (a global core.hooksPath shared by every repository)",
+                        hooks.display()
+                    ),
+                ));
+            }
+            for hook in Hook::ALL {
+                let path = dir.join(hook.file_name());
+                targets.push(path.clone());
+                let content = fs::read(&path).unwrap_or_default();
+                let want = hook.block(&binaries);
+                match find_block(&content) {
+                    None => out.push(finding(
+                        "hook-missing",
+                        format!(
+                            "{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`",
+                            path.display()
+                        ),
+                    )),
+                    Some((s, e)) => {
+                        if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() || !block_is_first(&content) {
+                            out.push(finding(
+                                "hook-outdated",
+                                format!(
+                                    "{} has an outdated or misplaced beads-git block (code above it can skip it): run `bd-sync install`",
+                                    path.display()
+                                ),
+                            ));
+                        }
+                        if matches!(manager, Manager::Plain) && !is_executable(&path) {
+                            out.push(finding(
+                                "hook-not-executable",
+                                format!("{} is not executable, so git skips it: chmod +x it", path.display()),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Manager::Lefthook { main } => {
+            let local = managers::lefthook_local_path(&top, main.as_deref());
+            let configs: Vec<&Path> = [Some(local.as_path()), main.as_deref()].into_iter().flatten().collect();
+            manager_health(&mut out, &hooks, "lefthook", &configs, "lefthook install");
+        }
+        Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()], "pre-commit install"),
+    }
+    for stray in stray_block_files(repo, &hooks, None)? {
+        if targets.contains(&stray) {
+            continue;
+        }
+        let name = stray.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let why = if name.ends_with(".old") || name.ends_with(".legacy") {
+            "a hook manager renamed it and does not run it".to_owned()
+        } else if fs::read(&stray).ok().and_then(|c| managers::generated_by(&c)).is_some() {
+            "the file is generated by a hook manager, which will overwrite it".to_owned()
+        } else {
+            format!("git runs this repository's hooks through {} now", manager.name())
+        };
+        out.push(finding(
+            "hook-unreachable",
+            format!("{} holds a beads-git block that never runs ({why}): run `bd-sync install` to move it", stray.display()),
+        ));
+    }
+    Ok(out)
+}
+
+/// lefthook / pre-commit: our jobs in a config, and the manager's hook files for our hooks.
+fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&Path], fix: &str) {
+    let has_jobs = configs.iter().any(|c| fs::read(c).ok().is_some_and(|b| find_block(&b).is_some()));
+    if !has_jobs {
+        let files: Vec<String> = configs.iter().map(|c| c.display().to_string()).collect();
+        out.push(finding(
+            "manager-config-missing",
+            format!("{name} runs the hooks, but {} has no beads-git jobs: run `bd-sync install`", files.join(" / ")),
+        ));
+    }
+    for hook in Hook::ALL {
+        let path = hooks.join(hook.file_name());
+        let generated = fs::read(&path).ok().and_then(|c| managers::generated_by(&c)) == Some(name);
+        if !generated || !is_executable(&path) {
+            out.push(finding(
+                "manager-hook-missing",
+                format!("{name} has not installed {}, so our {} job never runs: run `{fix}`", path.display(), hook.file_name()),
+            ));
+        }
+    }
+}

@@ -1,0 +1,740 @@
+//! `bd-sync install` / `uninstall`: the merge driver, the attribute lines, and our hooks, placed
+//! where whoever runs this repository's hooks will run them.
+//!
+//! git config and attributes are simple. Hooks are not: a team may run them through husky,
+//! lefthook or pre-commit, which own and regenerate the files git executes. [`managers`] finds
+//! which one is in charge and integrates the way it documents; [`block`] places our marked block
+//! in a hook file so that it always runs and never changes the hook's outcome. Everything install
+//! does is recorded (with paths relative to the repository, so a copied clone never reaches back
+//! into the original) and undone exactly by uninstall. [`health`] is the same knowledge run
+//! backwards for `bd-sync check`.
+
+pub mod block;
+pub mod managers;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+pub use block::{install_block, uninstall_block, ModePolicy, BEGIN, END};
+use managers::Manager;
+
+use crate::git::run as git;
+
+/// The hooks we install, with their templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Notify the ids changed by the commit just made.
+    PostCommit,
+    /// Import after a merge (pull), then notify.
+    PostMerge,
+    /// Import after a rebase or amend, then notify.
+    PostRewrite,
+    /// Import after a branch switch, then notify.
+    PostCheckout,
+    /// Export cache edits and stage the issues file if that changed it.
+    PreCommit,
+}
+
+/// Where a block finds our binaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binaries {
+    /// This directory first (a clone's own hooks), then PATH.
+    Dir(PathBuf),
+    /// PATH only: for files committed and shared with a team (husky), which must not name one
+    /// machine's directories.
+    Path,
+}
+
+impl Hook {
+    /// Every hook `bd-sync install` sets up.
+    pub const ALL: [Hook; 5] = [Hook::PreCommit, Hook::PostCommit, Hook::PostMerge, Hook::PostRewrite, Hook::PostCheckout];
+
+    /// Hook files a manager may have generated, looked at to detect it.
+    pub const MANAGED_BY_MANAGERS: [&'static str; 6] =
+        ["pre-commit", "post-commit", "post-merge", "post-rewrite", "post-checkout", "pre-push"];
+
+    /// Git's name for the hook file.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Hook::PostCommit => "post-commit",
+            Hook::PostMerge => "post-merge",
+            Hook::PostRewrite => "post-rewrite",
+            Hook::PostCheckout => "post-checkout",
+            Hook::PreCommit => "pre-commit",
+        }
+    }
+
+    /// The hook named `name`.
+    pub fn from_name(name: &str) -> Option<Hook> {
+        Hook::ALL.into_iter().find(|h| h.file_name() == name)
+    }
+
+    fn template(self) -> &'static str {
+        match self {
+            Hook::PostCommit => include_str!("../../hooks/post-commit.sh"),
+            Hook::PostMerge | Hook::PostRewrite => include_str!("../../hooks/import-and-notify.sh"),
+            Hook::PostCheckout => include_str!("../../hooks/post-checkout.sh"),
+            Hook::PreCommit => include_str!("../../hooks/pre-commit.sh"),
+        }
+    }
+
+    /// The block for this hook.
+    pub fn block(self, binaries: &Binaries) -> String {
+        let probe = if self == Hook::PostCommit { "bd-hook" } else { "bd-sync" };
+        let from_path = format!("beads_git_bin=$(dirname \"$(command -v {probe} 2>/dev/null || echo /nonexistent/x)\")");
+        let find = match binaries {
+            Binaries::Dir(dir) => {
+                format!("  beads_git_bin={}\n  [ -x \"$beads_git_bin/{probe}\" ] || {from_path}", shell_quote(&dir.display().to_string()))
+            }
+            Binaries::Path => format!("  {from_path}"),
+        };
+        self.template().replace("@FIND_BINARIES@", &find)
+    }
+}
+
+/// The directory holding the running executable (where its sibling binaries are installed).
+pub fn own_bin_dir() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding the running executable")?;
+    let exe = fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(exe.parent().context("the executable has a directory")?.to_path_buf())
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// What an install or uninstall did to one file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// A new file holding only what we added.
+    Created,
+    /// Our block or lines were added to an existing file.
+    Added,
+    /// Our block was replaced by the current one.
+    Updated,
+    /// Already as it should be.
+    Unchanged,
+    /// Our block was removed.
+    Removed,
+    /// The file held only our block and is gone.
+    Deleted,
+    /// There was nothing of ours.
+    Absent,
+}
+
+/// The attribute lines `bd-sync install` adds.
+pub const ATTRIBUTE_LINES: &[&str] = &[".beads/issues.jsonl merge=beads", ".beads/beads.jsonl merge=beads"];
+
+/// The merge driver command for git config.
+pub fn driver_command(bin_dir: &Path) -> String {
+    format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
+}
+
+/// What install recorded, so uninstall removes exactly that and puts back what it replaced.
+/// Paths are relative (to the work tree, or to the git common dir for `info/attributes`): a
+/// copied or moved clone must never act on the repository it was copied from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InstallState {
+    /// `merge.beads.driver` before the first install (`None`: unset).
+    pub previous_driver: Option<String>,
+    /// `merge.beads.name` before the first install.
+    pub previous_name: Option<String>,
+    /// The attributes file we touched: `.gitattributes` (work tree) or `info/attributes` (git dir).
+    pub attributes_file: Option<String>,
+    /// Lines we appended to it.
+    pub attribute_lines_added: Vec<String>,
+    /// We created the attributes file.
+    pub attributes_created: bool,
+    /// We added a newline to its last line before appending.
+    pub attributes_newline_added: bool,
+    /// A hook manager's config file we added our block to, relative to the work tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager_config: Option<String>,
+    /// We created that config file.
+    #[serde(default)]
+    pub manager_config_created: bool,
+}
+
+/// Where the attribute lines live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AttributesFile {
+    WorkTree,
+    GitDir,
+}
+
+impl AttributesFile {
+    const WORK_TREE: &'static str = ".gitattributes";
+    const GIT_DIR: &'static str = "info/attributes";
+
+    fn key(self) -> &'static str {
+        match self {
+            AttributesFile::WorkTree => Self::WORK_TREE,
+            AttributesFile::GitDir => Self::GIT_DIR,
+        }
+    }
+
+    /// Reads a recorded location; older versions recorded absolute paths, which are taken for
+    /// what they name in *this* repository.
+    fn parse(recorded: &str) -> Option<AttributesFile> {
+        if recorded.ends_with(Self::GIT_DIR) {
+            Some(AttributesFile::GitDir)
+        } else if recorded.ends_with(Self::WORK_TREE) {
+            Some(AttributesFile::WorkTree)
+        } else {
+            None
+        }
+    }
+
+    fn path(self, repo: &Path) -> Result<PathBuf> {
+        match self {
+            AttributesFile::WorkTree => Ok(toplevel(repo)?.join(Self::WORK_TREE)),
+            AttributesFile::GitDir => Ok(common_dir(repo)?.join(Self::GIT_DIR)),
+        }
+    }
+}
+
+/// Install settings.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// The repository (any directory inside its work tree).
+    pub repo: PathBuf,
+    /// Put the attribute lines in `.git/info/attributes` (this clone only), not `.gitattributes`.
+    pub local: bool,
+    /// Report what would change, change nothing.
+    pub dry_run: bool,
+    /// Where our binaries are.
+    pub bin_dir: PathBuf,
+    /// With lefthook: put our jobs in the team's `lefthook.yml` instead of `lefthook-local.yml`.
+    pub team: bool,
+    /// Write into a hooks directory outside the repository (a global `core.hooksPath`), which
+    /// every repository on the machine shares.
+    pub shared_hooks_dir: bool,
+}
+
+/// One thing install or uninstall looked at.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Action {
+    /// What: `merge.beads.driver`, `attributes`, a hook name, or a manager's config.
+    pub what: String,
+    /// The file or config key.
+    pub path: String,
+    /// What happened.
+    pub change: Change,
+    /// Something the user should act on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl Action {
+    fn new(what: &str, path: &Path, change: Change) -> Action {
+        Action { what: what.to_owned(), path: path.display().to_string(), change, warning: None }
+    }
+}
+
+/// Install could not finish safely; nothing after the point named was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallRefusal {
+    /// A manager's config must be edited by hand; the snippet says what to add.
+    ManualEdit(managers::ManualEdit),
+    /// The hooks directory is shared by every repository on the machine.
+    SharedHooksDir(PathBuf),
+}
+
+impl std::fmt::Display for InstallRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InstallRefusal::ManualEdit(m) => write!(
+                f,
+                "{} was not edited: {}.\nAdd this to it (then run `bd-sync install` again to check):\n\n{}",
+                m.file.display(),
+                m.reason,
+                m.snippet
+            ),
+            InstallRefusal::SharedHooksDir(dir) => write!(
+                f,
+                "git runs this repository's hooks from {}, outside the repository (a global core.hooksPath): \
+                 every repository on this machine shares it, so install does not write there. Pass \
+                 --shared-hooks-dir to install into it anyway, or set a hooks directory for this \
+                 repository only: git config --local core.hooksPath .git/hooks",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InstallRefusal {}
+
+fn common_dir(repo: &Path) -> Result<PathBuf> {
+    Ok(PathBuf::from(git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?))
+}
+
+fn state_path(repo: &Path) -> Result<PathBuf> {
+    Ok(common_dir(repo)?.join("beads").join("install.json"))
+}
+
+fn read_state(repo: &Path) -> Result<Option<InstallState>> {
+    let path = state_path(repo)?;
+    match fs::read(&path) {
+        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn write_state(repo: &Path, state: &InstallState) -> Result<()> {
+    let path = state_path(repo)?;
+    fs::create_dir_all(path.parent().expect("state has a directory")).with_context(|| format!("creating {}", path.display()))?;
+    let json = serde_json::to_vec_pretty(state).expect("state serialises");
+    crate::jsonl::write_atomic(&path, &json)
+}
+
+fn config_get(repo: &Path, key: &str) -> Option<String> {
+    git(repo, &["config", "--local", "--get", key]).ok()
+}
+
+fn toplevel(repo: &Path) -> Result<PathBuf> {
+    Ok(PathBuf::from(git(repo, &["rev-parse", "--show-toplevel"])?))
+}
+
+/// The directory git runs hooks from (`core.hooksPath`, a worktree's common dir, a submodule's
+/// own git dir).
+pub fn hooks_dir(repo: &Path) -> Result<PathBuf> {
+    Ok(PathBuf::from(git(repo, &["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?))
+}
+
+/// Who runs this repository's hooks.
+pub fn manager(repo: &Path) -> Result<Manager> {
+    Ok(managers::detect(&toplevel(repo)?, &hooks_dir(repo)?))
+}
+
+/// The file our block for `hook` goes in, when hooks are files (plain git or husky); `None`
+/// under lefthook or pre-commit, whose configs hold our jobs.
+pub fn hook_path(repo: &Path, hook: Hook) -> Result<Option<PathBuf>> {
+    Ok(match manager(repo)? {
+        Manager::Plain => Some(hooks_dir(repo)?.join(hook.file_name())),
+        Manager::Husky { dir } => Some(dir.join(hook.file_name())),
+        Manager::Lefthook { .. } | Manager::PreCommit { .. } => None,
+    })
+}
+
+/// Installs the block of one hook where `install` would put it (`bd-hook --install-git-hook`).
+pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change)> {
+    let (path, binaries, mode) = match manager(repo)? {
+        Manager::Plain => (hooks_dir(repo)?.join(hook.file_name()), Binaries::Dir(bin_dir.to_path_buf()), ModePolicy::Executable),
+        Manager::Husky { dir } => (dir.join(hook.file_name()), Binaries::Path, ModePolicy::Any),
+        other => bail!("{} runs this repository's hooks: use `bd-sync install`, which adds our jobs to its config", other.name()),
+    };
+    let change = install_block(&path, &hook.block(&binaries), mode, false)?;
+    Ok((path, change))
+}
+
+/// Removes the block of one hook from where `install_one` puts it.
+pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change)> {
+    let path = match manager(repo)? {
+        Manager::Husky { dir } => dir.join(hook.file_name()),
+        _ => hooks_dir(repo)?.join(hook.file_name()),
+    };
+    let change = uninstall_block(&path, false)?;
+    Ok((path, change))
+}
+
+fn inside(path: &Path, dir: &Path) -> bool {
+    let canon = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canon(path).starts_with(canon(dir))
+}
+
+/// True when `dir` is neither in the work tree nor in the repository's git dir.
+fn outside_repository(repo: &Path, dir: &Path) -> Result<bool> {
+    Ok(!inside(dir, &toplevel(repo)?)
+        && !inside(dir, &common_dir(repo)?)
+        && !inside(dir, &PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"])?)))
+}
+
+/// Sets up the merge driver, the attribute lines and our hooks. A refusal
+/// ([`InstallRefusal`], downcast from the error) is an outcome the caller reports with exit 1.
+pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
+    let repo = &options.repo;
+    let top = toplevel(repo)?;
+    let hooks = hooks_dir(repo)?;
+    let manager = managers::detect(&top, &hooks);
+    if matches!(manager, Manager::Plain | Manager::Husky { .. }) && !options.shared_hooks_dir && outside_repository(repo, &hooks)? {
+        return Err(InstallRefusal::SharedHooksDir(hooks).into());
+    }
+    let prior = read_state(repo)?;
+    let mut state = prior.clone().unwrap_or_default();
+    let mut actions = Vec::new();
+    install_driver(options, prior.is_none(), &mut state, &mut actions)?;
+    install_attributes(options, &mut state, &mut actions)?;
+    install_hooks(options, &top, &hooks, &manager, &mut state, &mut actions)?;
+    if !options.dry_run && prior.as_ref() != Some(&state) {
+        write_state(repo, &state)?;
+    }
+    Ok(actions)
+}
+
+fn install_driver(options: &InstallOptions, first_install: bool, state: &mut InstallState, actions: &mut Vec<Action>) -> Result<()> {
+    let repo = &options.repo;
+    let want_driver = driver_command(&options.bin_dir);
+    for (key, want, previous) in [
+        ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver),
+        ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name),
+    ] {
+        let current = config_get(repo, key);
+        if first_install {
+            *previous = current.clone();
+        }
+        let change = if current.as_deref() == Some(want) {
+            Change::Unchanged
+        } else {
+            if !options.dry_run {
+                git(repo, &["config", "--local", key, want])?;
+            }
+            if current.is_some() {
+                Change::Updated
+            } else {
+                Change::Added
+            }
+        };
+        actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
+    }
+    Ok(())
+}
+
+fn install_attributes(options: &InstallOptions, state: &mut InstallState, actions: &mut Vec<Action>) -> Result<()> {
+    let location = if options.local { AttributesFile::GitDir } else { AttributesFile::WorkTree };
+    let attr_path = location.path(&options.repo)?;
+    let existing = read_optional(&attr_path)?;
+    let content = existing.clone().unwrap_or_default();
+    let text = String::from_utf8_lossy(&content);
+    let missing: Vec<&str> = ATTRIBUTE_LINES.iter().copied().filter(|l| !text.lines().any(|x| x.trim() == *l)).collect();
+    let change = if missing.is_empty() {
+        Change::Unchanged
+    } else {
+        let mut new = content.clone();
+        let newline_added = !new.is_empty() && !new.ends_with(b"\n");
+        if newline_added {
+            new.push(b'\n');
+        }
+        for l in &missing {
+            new.extend_from_slice(l.as_bytes());
+            new.push(b'\n');
+        }
+        if !options.dry_run {
+            if let Some(dir) = attr_path.parent() {
+                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            crate::jsonl::write_atomic(&attr_path, &new)?;
+        }
+        state.attributes_file = Some(location.key().to_owned());
+        state.attribute_lines_added.extend(missing.iter().map(|l| l.to_string()));
+        state.attributes_created |= existing.is_none();
+        state.attributes_newline_added |= newline_added;
+        if existing.is_none() {
+            Change::Created
+        } else {
+            Change::Added
+        }
+    };
+    let mut action = Action::new("attributes", &attr_path, change);
+    if location == AttributesFile::WorkTree && action.change != Change::Unchanged {
+        action.warning = Some(format!("commit {} so teammates' clones merge issues with bd-merge too", attr_path.display()));
+    }
+    actions.push(action);
+    Ok(())
+}
+
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Every place an earlier install (or a manager renaming our files) may have left a block that
+/// git no longer runs: the default and current hooks dirs, their `*.old` / `*.legacy` renames.
+fn stray_block_files(repo: &Path, hooks: &Path, keep: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let mut dirs = vec![hooks.to_path_buf(), common_dir(repo)?.join("hooks")];
+    dirs.dedup();
+    let mut out = Vec::new();
+    for dir in dirs {
+        for hook in Hook::ALL {
+            for suffix in ["", ".old", ".legacy"] {
+                let path = dir.join(format!("{}{suffix}", hook.file_name()));
+                if keep.is_some_and(|k| k == path) {
+                    continue;
+                }
+                if fs::read(&path).ok().is_some_and(|c| block::find_block(&c).is_some()) && !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn install_hooks(
+    options: &InstallOptions,
+    top: &Path,
+    hooks: &Path,
+    manager: &Manager,
+    state: &mut InstallState,
+    actions: &mut Vec<Action>,
+) -> Result<()> {
+    let repo = &options.repo;
+    // Blocks git no longer runs (a manager arrived after us, or renamed our files) move to where
+    // hooks run now: take them out first.
+    let target_dir = match manager {
+        Manager::Plain => Some(hooks.to_path_buf()),
+        Manager::Husky { dir } => Some(dir.clone()),
+        _ => None,
+    };
+    for hook in Hook::ALL {
+        let current = target_dir.as_ref().map(|d| d.join(hook.file_name()));
+        for stray in stray_block_files(repo, hooks, current.as_deref())?
+            .into_iter()
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(hook.file_name())))
+        {
+            let change = uninstall_block(&stray, options.dry_run)?;
+            actions.push(Action::new(hook.file_name(), &stray, change));
+        }
+    }
+    match manager {
+        Manager::Plain => {
+            for hook in Hook::ALL {
+                let path = hooks.join(hook.file_name());
+                let change =
+                    install_block(&path, &hook.block(&Binaries::Dir(options.bin_dir.clone())), ModePolicy::Executable, options.dry_run)?;
+                let mut action = Action::new(hook.file_name(), &path, change);
+                if !options.dry_run && action.change == Change::Added && !block::is_executable(&path) {
+                    action.warning =
+                        Some(format!("{} is not executable, so git skips it (and our block): chmod +x it to enable it", path.display()));
+                }
+                actions.push(action);
+            }
+        }
+        Manager::Husky { dir } => {
+            let mut changed = Vec::new();
+            for hook in Hook::ALL {
+                let path = dir.join(hook.file_name());
+                let change = install_block(&path, &hook.block(&Binaries::Path), ModePolicy::Any, options.dry_run)?;
+                if !matches!(change, Change::Unchanged) {
+                    changed.push(path.strip_prefix(top).unwrap_or(&path).display().to_string());
+                }
+                actions.push(Action::new(hook.file_name(), &path, change));
+            }
+            if let (false, Some(last)) = (changed.is_empty(), actions.last_mut()) {
+                last.warning =
+                    Some(format!("husky's hook files are shared: commit {} (they call bd-sync and bd-hook from PATH)", changed.join(" ")));
+            }
+        }
+        Manager::Lefthook { main } => {
+            let path = if options.team {
+                main.clone().unwrap_or_else(|| top.join("lefthook.yml"))
+            } else {
+                managers::lefthook_local_path(top, main.as_deref())
+            };
+            install_config(options, top, &path, state, actions, managers::lefthook_with_block)?;
+            run_manager_install(options, top, "lefthook", &["install"], actions);
+        }
+        Manager::PreCommit { config } => {
+            install_config(options, top, config, state, actions, managers::pre_commit_with_block)?;
+            run_manager_install(options, top, "pre-commit", &["install"], actions);
+        }
+    }
+    Ok(())
+}
+
+type ConfigEdit = fn(&Path, &str) -> Result<String, managers::ManualEdit>;
+
+fn install_config(
+    options: &InstallOptions,
+    top: &Path,
+    path: &Path,
+    state: &mut InstallState,
+    actions: &mut Vec<Action>,
+    edit: ConfigEdit,
+) -> Result<()> {
+    let existing = read_optional(path)?;
+    let text = String::from_utf8(existing.clone().unwrap_or_default()).with_context(|| format!("{} is not UTF-8", path.display()))?;
+    let new = edit(path, &text).map_err(InstallRefusal::ManualEdit)?;
+    let change = match &existing {
+        None => Change::Created,
+        Some(old) if *old == new.as_bytes() => Change::Unchanged,
+        Some(old) if block::find_block(old).is_some() => Change::Updated,
+        Some(_) => Change::Added,
+    };
+    if change != Change::Unchanged && !options.dry_run {
+        crate::jsonl::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let relative = path.strip_prefix(top).unwrap_or(path).display().to_string();
+    if state.manager_config.as_deref() != Some(relative.as_str()) {
+        state.manager_config = Some(relative);
+        state.manager_config_created = existing.is_none();
+    }
+    actions.push(Action::new("hook manager config", path, change));
+    Ok(())
+}
+
+/// Finds a manager's executable: PATH, then the project's `node_modules/.bin`.
+fn manager_program(top: &Path, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain([top.join("node_modules/.bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Lets the manager (re)generate its hook files, so the hook types our jobs need exist.
+fn run_manager_install(options: &InstallOptions, top: &Path, name: &str, args: &[&str], actions: &mut Vec<Action>) {
+    if options.dry_run {
+        return;
+    }
+    let command = format!("{name} {}", args.join(" "));
+    let warning = match manager_program(top, name) {
+        None => Some(format!("{name} is not on PATH: run `{command}` so git runs our jobs")),
+        Some(program) => {
+            let out = std::process::Command::new(&program).args(args).current_dir(top).stdin(std::process::Stdio::null()).output();
+            match out {
+                Ok(o) if o.status.success() => None,
+                Ok(o) => Some(format!("`{command}` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
+                Err(e) => Some(format!("could not run `{command}`: {e}")),
+            }
+        }
+    };
+    actions.push(Action {
+        what: name.to_owned(),
+        path: command,
+        change: if warning.is_some() { Change::Absent } else { Change::Unchanged },
+        warning,
+    });
+}
+
+/// Removes exactly what install added and puts back what it replaced, in this repository only.
+pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
+    let state = read_state(repo)?;
+    let top = toplevel(repo)?;
+    let hooks = hooks_dir(repo)?;
+    let mut actions = Vec::new();
+    let manager = managers::detect(&top, &hooks);
+    let mut files: Vec<PathBuf> = stray_block_files(repo, &hooks, None)?;
+    if let Manager::Husky { dir } = &manager {
+        files.extend(Hook::ALL.iter().map(|h| dir.join(h.file_name())));
+    }
+    for path in files {
+        let change = uninstall_block(&path, dry_run)?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        actions.push(Action::new(&name, &path, change));
+    }
+    let Some(state) = state else {
+        return Ok(actions);
+    };
+    if let Some(rel) = &state.manager_config {
+        let path = top.join(rel);
+        if let Some(content) = read_optional(&path)? {
+            let change = match block::without_block(&content) {
+                None => Change::Absent,
+                Some(rest) if rest.is_empty() && state.manager_config_created => {
+                    if !dry_run {
+                        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                    }
+                    Change::Deleted
+                }
+                Some(rest) => {
+                    if !dry_run {
+                        crate::jsonl::write_atomic(&path, &rest)?;
+                    }
+                    Change::Removed
+                }
+            };
+            actions.push(Action::new("hook manager config", &path, change));
+        }
+    }
+    for (key, previous) in [("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)] {
+        let change = match previous {
+            Some(v) => {
+                if !dry_run {
+                    git(repo, &["config", "--local", key, v])?;
+                }
+                Change::Updated
+            }
+            None => {
+                if !dry_run {
+                    let _ = git(repo, &["config", "--local", "--unset", key]);
+                }
+                Change::Removed
+            }
+        };
+        actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
+    }
+    if !dry_run
+        && state.previous_driver.is_none()
+        && state.previous_name.is_none()
+        && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err()
+    {
+        let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads"]);
+    }
+    if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
+        let path = location.path(repo)?;
+        if let Some(content) = read_optional(&path)? {
+            let mut out: Vec<u8> = Vec::with_capacity(content.len());
+            let mut to_remove: Vec<&str> = state.attribute_lines_added.iter().map(String::as_str).collect();
+            for line in content.split_inclusive(|&b| b == b'\n') {
+                let t = String::from_utf8_lossy(block::trim_eol(line)).into_owned();
+                if let Some(i) = to_remove.iter().position(|l| *l == t) {
+                    to_remove.remove(i);
+                    continue;
+                }
+                out.extend_from_slice(line);
+            }
+            if state.attributes_newline_added && out.ends_with(b"\n") {
+                out.pop();
+            }
+            let change = if state.attributes_created && out.is_empty() { Change::Deleted } else { Change::Removed };
+            if !dry_run {
+                if change == Change::Deleted {
+                    fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                } else {
+                    crate::jsonl::write_atomic(&path, &out)?;
+                }
+            }
+            actions.push(Action::new("attributes", &path, change));
+        }
+    }
+    if !dry_run {
+        let _ = fs::remove_file(state_path(repo)?);
+    }
+    Ok(actions)
+}
+
+/// `bd-sync hook NAME [ARGS]`: runs our block for `hook` (the entry point hook managers call).
+/// Fail-open: whatever happens, the caller exits 0.
+pub fn run_hook(hook: Hook, args: &[String], bin_dir: &Path) -> Result<()> {
+    let mut args = args.to_vec();
+    // pre-commit passes git's checkout arguments in the environment, not as arguments.
+    if hook == Hook::PostCheckout && args.len() < 3 {
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
+        args = vec![env("PRE_COMMIT_FROM_REF"), env("PRE_COMMIT_TO_REF"), env("PRE_COMMIT_CHECKOUT_TYPE")];
+    }
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(hook.block(&Binaries::Dir(bin_dir.to_path_buf())))
+        .arg(hook.file_name())
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .context("running sh")?;
+    if !status.success() {
+        bail!("the {} block exited with {status}", hook.file_name());
+    }
+    Ok(())
+}
+
+mod health;
+pub use health::health;
