@@ -503,3 +503,21 @@ fn a_pre_commit_config_we_cannot_edit_safely_gets_the_snippet_and_exit_1() {
     );
     assert_eq!(repo.read(".pre-commit-config.yaml").expect("config"), config.as_bytes());
 }
+
+#[test]
+fn lefthook_team_install_puts_the_jobs_in_the_shared_config() {
+    let Some(lefthook) = lefthook() else { return };
+    let repo = Repo::new(&[lefthook.parent().expect("bin dir")]);
+    repo.write("lefthook.yml", "output: [failure, summary]\n");
+    repo.ok(&lefthook, &["install"]);
+    let install = repo.sync(&["install", "--team"]);
+    assert!(install.status.success(), "{}", String::from_utf8_lossy(&install.stderr));
+    let team = String::from_utf8(repo.read("lefthook.yml").expect("team config")).expect("utf8");
+    assert!(team.starts_with("output: [failure, summary]\n# >>> beads-git >>>\n") && team.contains("name: beads-git"), "{team}");
+    assert!(repo.read("lefthook-local.yml").is_none(), "nothing per clone");
+    let (code, text) = repo.check_exit();
+    assert_eq!(code, Some(0), "{text}");
+    commit_is_notified_once(&repo, "bd-t1", "lefthook --team");
+    assert!(repo.sync(&["uninstall"]).status.success());
+    assert_eq!(repo.read("lefthook.yml").expect("team config"), b"output: [failure, summary]\n");
+}
