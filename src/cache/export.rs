@@ -122,13 +122,19 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
         })?;
         hasher.digest() as i64
     };
+    // Rows were read outside this transaction, so an edit may have landed since (SQL writes are
+    // welcome at any time). Inside the write lock, an issue is synced only if it still renders to
+    // what was written; one edited meanwhile stays dirty for the next export, whatever its state.
     with_guard(&mut cache.conn, |tx| {
         for (id, r) in &rendered {
+            if render_issue(tx, id, style)? != *r {
+                continue;
+            }
             if let Some(text) = r {
                 restore_synced(tx, id, text)?;
             }
+            tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
         }
-        tx.execute("DELETE FROM dirty", [])?;
         import::record_file_state(tx, &path, new_hash)?;
         Ok(())
     })?;

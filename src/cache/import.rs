@@ -198,8 +198,34 @@ fn excerpt(bytes: &[u8]) -> String {
     s
 }
 
+/// An SQL edit made another issue dirty between planning an import and writing it.
+#[derive(Debug)]
+struct DirtySetChanged;
+
+impl std::fmt::Display for DirtySetChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the cache was edited during the import")
+    }
+}
+
+impl std::error::Error for DirtySetChanged {}
+
 /// Imports the issues file into the cache.
+///
+/// The plan (which rows are edited in the cache) is made before the write lock is taken, so an
+/// SQL edit may land in between; the write then finds the dirty set changed, rolls back, and the
+/// import starts over with the edit in view, so it is merged, never overwritten.
 pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
+    for _ in 0..16 {
+        match import_once(cache, options) {
+            Err(e) if e.is::<DirtySetChanged>() => continue,
+            other => return other,
+        }
+    }
+    anyhow::bail!("the cache kept being edited while importing (16 attempts); nothing was imported, try again")
+}
+
+fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
     let path = cache.paths.file.clone();
     let display = path.display().to_string();
     let (content, content_hash) = match freshness(cache)? {
@@ -349,6 +375,14 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
     let merge_options = MergeOptions { policy: options.policy, ..MergeOptions::default() };
     let style = crate::record::uses_go_escapes(&content);
     with_guard(&mut cache.conn, |tx| {
+        let now: Vec<String> = {
+            let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if now.len() != dirty.len() || now.iter().any(|id| !dirty.contains_key(id)) {
+            return Err(DirtySetChanged.into());
+        }
         tx.execute("DELETE FROM duplicate_lines", [])?;
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
         for (plan, rows) in plans.iter().zip(&rows) {

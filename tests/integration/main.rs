@@ -4,6 +4,7 @@
 mod support;
 
 mod br_roundtrip;
+mod concurrency;
 mod hook;
 mod install;
 mod managers;
