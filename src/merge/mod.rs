@@ -319,8 +319,18 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
     check_bad_lines(&b, &o, &t, &mut warnings)?;
 
     let layout = if ours.is_empty() && !theirs.is_empty() { t.file.layout } else { o.file.layout };
-    let mut m =
-        Merger { b: &b, o: &o, t: &t, options, go_style: OnceCell::new(), ours_bytes: ours, reports: Vec::new(), warnings, conflicts: 0 };
+    let mut m = Merger {
+        b: &b,
+        o: &o,
+        t: &t,
+        options,
+        go_style: OnceCell::new(),
+        ours_bytes: ours,
+        reports: Vec::new(),
+        warnings,
+        conflicts: 0,
+        touched: Vec::new(),
+    };
     let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
     let mut done: HashMap<&str, ()> = HashMap::new();
@@ -386,6 +396,9 @@ struct Merger<'m, 'a> {
     reports: Vec<Report>,
     warnings: Vec<String>,
     conflicts: usize,
+    /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
+    /// records that can carry comments a side added.
+    touched: Vec<String>,
 }
 
 impl<'m, 'a> Merger<'m, 'a> {
@@ -394,6 +407,10 @@ impl<'m, 'a> Merger<'m, 'a> {
             return Ok(self.merge_duplicates(id));
         }
         let (b, o, t) = (self.b.single(id), self.o.single(id), self.t.single(id));
+        let bytes = |l: Option<Line<'a>>| l.map(|l| l.bytes);
+        if bytes(o) != bytes(b) || bytes(t) != bytes(b) {
+            self.touched.push(id.to_owned());
+        }
         let keep = |line: Line<'a>| Ok(vec![Out::Line(Cow::Borrowed(line.bytes))]);
         match (b, o, t) {
             (_, Some(x), Some(y)) if x.bytes == y.bytes => {
@@ -543,36 +560,43 @@ impl<'m, 'a> Merger<'m, 'a> {
 
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
-        let has_comments = writer::mentions_comments;
+        let finder = memchr::memmem::Finder::new(b"\"comments\"");
+        let (base_file, touched) = (self.b, &self.touched);
         let added = |side: &Indexed<'a>| -> Vec<writer::AddedComment> {
             let mut out = Vec::new();
-            for (i, id) in side.line_ids.iter().enumerate() {
-                let (Some(id), line) = (id, side.file.lines[i].bytes) else {
+            for id in touched {
+                let (Some(line), base) = (side.single(id).map(|l| l.bytes), base_file.single(id).map(|l| l.bytes)) else {
                     continue;
                 };
-                let base = self.b.single(id).map(|l| l.bytes);
-                if has_comments(line) && base != Some(line) && side.single(id).is_some() {
+                if base != Some(line) && finder.find(line).is_some() {
                     out.extend(writer::added_comments(id, base, line));
                 }
             }
             out
         };
-        let (ours, theirs) = (added(self.o), added(self.t));
+        // The two sides are independent: read them on two threads.
+        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.file.lines.iter().map(|l| l.bytes));
+        let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
+            let theirs_file = self.t;
+            let other = s.spawn(|| (added(theirs_file), highest_of(theirs_file)));
+            let mine = (added(self.o), highest_of(self.o));
+            (mine, other.join().expect("reading comments does not panic"))
+        });
         if ours.is_empty() || theirs.is_empty() {
             return;
         }
-        let lines_of = |side: &Indexed<'a>| side.file.lines.iter().map(|l| l.bytes).collect::<Vec<_>>();
-        let highest = writer::highest_comment_id(lines_of(self.o).into_iter().chain(lines_of(self.t)));
+        let highest = ours_highest.max(theirs_highest);
         let changes = writer::renumber_collisions(&ours, &theirs, highest);
+        let mut by_record: HashMap<&str, Vec<&writer::Renumbering>> = HashMap::with_capacity(changes.len());
+        for change in &changes {
+            by_record.entry(change.record.as_str()).or_default().push(change);
+        }
         for (id, out) in items.iter_mut() {
-            let mine: Vec<&writer::Renumbering> = changes.iter().filter(|c| c.record == id.as_ref()).collect();
-            if mine.is_empty() {
-                continue;
-            }
+            let Some(mine) = by_record.get(id.as_ref()) else { continue };
             let Out::Line(line) = out else { continue };
             // A line taken whole from one side now differs from it; a merged one is already newer.
             let from_a_side = [self.o.single(id), self.t.single(id)].into_iter().flatten().any(|l| l.bytes == line.as_ref());
-            if let Some(text) = writer::apply_renumbering(line, &mine, from_a_side) {
+            if let Some(text) = writer::apply_renumbering(line, mine, from_a_side) {
                 *line = Cow::Owned(text.into_bytes());
             }
         }
