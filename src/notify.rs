@@ -120,6 +120,8 @@ impl Notifier {
     pub fn new(target: Target, concurrency: usize) -> Notifier {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // A redirect would be followed as a GET without the body: never success.
+            .max_redirects(0)
             .max_idle_connections_per_host(concurrency.max(1))
             .timeout_global(Some(Duration::from_secs(30)))
             .user_agent(concat!("bd-hook/", env!("CARGO_PKG_VERSION")))
@@ -178,6 +180,7 @@ impl Notifier {
             let (retry_reason, retry_after) = match request.send(body.as_str()) {
                 Ok(mut response) => {
                     let status = response.status().as_u16();
+                    let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
                     let retry_after = response
                         .headers()
                         .get("retry-after")
@@ -190,6 +193,10 @@ impl Notifier {
                         200..=299 => return Outcome::Delivered,
                         404 => return Outcome::Unknown,
                         429 | 500..=599 => (format!("HTTP {status}"), retry_after),
+                        300..=399 => {
+                            let to = location.map(|l| format!(" to {l}")).unwrap_or_default();
+                            return Outcome::Failed { reason: format!("HTTP {status} redirect{to}: not followed (fix the notify URL)") };
+                        }
                         _ => return Outcome::Failed { reason: format!("HTTP {status}") },
                     }
                 }

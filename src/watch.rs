@@ -92,6 +92,11 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
     };
     let mut pending: Option<Instant> = None;
     let mut missing_since: Option<Instant> = None;
+    let mut last_error = String::new();
+    // The directory itself may be deleted and created again (a re-clone, `rm -rf .beads`): its
+    // watch dies with the old inode, so it is checked now and then and watched afresh.
+    let mut dir_id = dir_identity(&options.dir);
+    let mut dir_checked = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(25)) {
             Ok(Ok(event)) => {
@@ -100,9 +105,34 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
                 }
                 continue;
             }
-            Ok(Err(e)) => eprintln!("bd-hook: watcher: {e}"),
+            Ok(Err(e)) => {
+                // Report a failure once, not at every poll.
+                if e.to_string() != last_error {
+                    last_error = e.to_string();
+                    eprintln!("bd-hook: watcher: {e}");
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if dir_checked.elapsed() >= Duration::from_millis(200) {
+            dir_checked = Instant::now();
+            let now = dir_identity(&options.dir);
+            if now != dir_id {
+                match now {
+                    None => eprintln!("bd-hook: {} was removed; watching for it to come back", options.dir.display()),
+                    Some(_) => {
+                        let _ = _watcher.unwatch(&options.dir);
+                        match _watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive) {
+                            Ok(()) => eprintln!("bd-hook: {} is back; watching it again", options.dir.display()),
+                            Err(e) => eprintln!("bd-hook: watching {} again: {e}", options.dir.display()),
+                        }
+                        last_error.clear();
+                    }
+                }
+                dir_id = now;
+                pending = Some(Instant::now());
+            }
         }
         if let Some(since) = missing_since {
             if since.elapsed() >= options.missing_grace && !current.is_empty() {
@@ -134,6 +164,21 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
         }
     }
     Ok(())
+}
+
+/// The directory's device and inode, `None` while it does not exist.
+fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(dir).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
 }
 
 /// A flag set by SIGINT or SIGTERM, for a clean stop.

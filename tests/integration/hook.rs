@@ -96,6 +96,20 @@ fn connection_refused_is_fail_open_and_strict_fails() {
 }
 
 #[test]
+fn regression_a_301_redirect_counted_as_delivered() {
+    for code in [301, 302, 307, 308] {
+        let server = CaptureServer::start(move |_, _| Reply::Status(code));
+        let out = hook(&["--id", "bd-1", "--timeout", "1"], Some(&server.url), "");
+        assert_eq!(out.status.code(), Some(0), "fail-open");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("HTTP {code} redirect to /elsewhere")), "{code}: {err}");
+        let out = hook(&["--id", "bd-1", "--timeout", "1", "--strict"], Some(&server.url), "");
+        assert_eq!(out.status.code(), Some(1), "{code}: --strict reports the undelivered notice");
+        assert!(server.requests().iter().all(|r| r.method == "POST"), "{code}: the redirect was never followed as a GET");
+    }
+}
+
+#[test]
 fn without_a_url_it_is_a_silent_no_op_unless_strict() {
     let out = hook(&["--id", "x"], None, "");
     assert_eq!(out.status.code(), Some(0));
@@ -296,4 +310,39 @@ fn a_dead_server_never_fails_or_stalls_a_commit() {
     let out = commit_with_hook(repo.path(), &server.url, b"{\"id\":\"h-1\"}\n", "hang");
     assert!(out.status.success());
     assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
+}
+
+#[test]
+fn regression_the_watcher_went_deaf_when_its_directory_was_deleted_and_recreated() {
+    for poll in [None, Some("100")] {
+        let server = CaptureServer::start(|_, _| Reply::Status(200));
+        let dir = tempfile::tempdir().expect("tmp");
+        let beads = dir.path().join(".beads");
+        std::fs::create_dir_all(&beads).expect("mkdir");
+        std::fs::write(beads.join("issues.jsonl"), "{\"id\":\"a\",\"v\":1}\n").expect("write");
+        let mut cmd = hermetic(bin("bd-hook"));
+        cmd.arg("--watch").arg(dir.path()).env("GEMBA_NOTIFY_URL", &server.url).stdout(Stdio::null()).stderr(Stdio::piped());
+        if let Some(ms) = poll {
+            cmd.args(["--poll", ms]);
+        }
+        let child = cmd.spawn().expect("spawn watcher");
+        settle();
+        std::fs::remove_dir_all(&beads).expect("rm -rf .beads");
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::create_dir_all(&beads).expect("mkdir again");
+        std::fs::write(beads.join("issues.jsonl"), "{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\",\"v\":1}\n").expect("write");
+        server.wait_for(1, Duration::from_secs(5));
+        settle();
+        assert_eq!(server.items(), ["b"], "poll {poll:?}: the new directory is watched, and only b is new");
+        // Later writes keep arriving.
+        std::fs::write(beads.join("issues.jsonl"), "{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",\"v\":1}\n").expect("write");
+        server.wait_for(2, Duration::from_secs(5));
+        assert_eq!(server.items(), ["a", "b"], "poll {poll:?}: a changed");
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("was removed").count(), 1, "poll {poll:?}: the gap is reported once: {err}");
+        assert!(err.lines().count() <= 4, "poll {poll:?}: no error flood: {err}");
+    }
 }

@@ -259,7 +259,11 @@ fn serve(
         };
         match reply(&request, n) {
             Reply::Status(code) => {
-                let extra = if code == 429 || code == 503 { "Retry-After: 0\r\n" } else { "" };
+                let extra = match code {
+                    429 | 503 => "Retry-After: 0\r\n",
+                    300..=399 => "Location: /elsewhere/api/workitems/notify\r\n",
+                    _ => "",
+                };
                 let msg = format!("HTTP/1.1 {code} X\r\nContent-Length: 2\r\n{extra}Content-Type: application/json\r\n\r\n{{}}");
                 if writer.write_all(msg.as_bytes()).is_err() {
                     return;
