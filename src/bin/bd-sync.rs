@@ -47,7 +47,7 @@ enum Command {
         /// Re-read every line even if the file looks unchanged.
         #[arg(long)]
         force: bool,
-        /// Give up after this many seconds (waiting for the lock included).
+        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,
     },
@@ -58,7 +58,7 @@ enum Command {
         /// Policy when the file changed too and must be merged first.
         #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
         conflict: ConflictPolicy,
-        /// Give up after this many seconds (waiting for the lock included).
+        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,
         /// If the export changed the file, `git add` it (the pre-commit hook uses this).
@@ -119,6 +119,12 @@ fn main() -> ExitCode {
         Err(e) => {
             if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
                 eprintln!("bd-sync: {invalid}");
+            } else if beads_git::cache::is_busy(&e) {
+                // Every write happens inside the one transaction that could not start.
+                eprintln!(
+                    "bd-sync: the cache database stayed locked by another SQLite writer (an open transaction, in sqlite3 say) \
+                     for longer than --timeout; nothing was written ({e:#})"
+                );
             } else {
                 eprintln!("bd-sync: {e:#}");
             }
@@ -133,20 +139,10 @@ fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
     Paths::discover(&start, file.as_deref(), cli.db.as_deref())
 }
 
-/// Ends the process when an operation overruns its time bound (SQLite rolls back on its own).
-fn watchdog(seconds: u64) {
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(seconds));
-        eprintln!("bd-sync: gave up after {seconds} s (--timeout); nothing was written");
-        std::process::exit(2);
-    });
-}
-
 fn run(cli: &Cli) -> Result<ExitCode> {
     let read_only = OpenOptions { write: false, timeout: Duration::from_secs(10) };
     match &cli.command {
         Command::Import { file, print_changed, skip_invalid, conflict, force, timeout } => {
-            watchdog(*timeout);
             let paths = paths(cli, file.as_ref())?;
             let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
             let progress = std::io::stderr().is_terminal() && std::fs::metadata(&paths.file).map(|m| m.len() > 16 << 20).unwrap_or(false);
@@ -180,13 +176,9 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { file, conflict, timeout, stage } => {
-            watchdog(*timeout);
             let paths = paths(cli, file.as_ref())?;
             let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
-            let report = export::export(&mut cache, &import::ImportOptions { policy: *conflict, ..Default::default() })?;
-            if *stage && !report.unchanged {
-                beads_git::git::stage(&paths.file)?;
-            }
+            let report = export::export(&mut cache, &import::ImportOptions { policy: *conflict, ..Default::default() }, *stage)?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if !report.unchanged {

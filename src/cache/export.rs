@@ -30,8 +30,9 @@ pub struct ExportReport {
     pub import: Option<import::ImportReport>,
 }
 
-/// Exports the cache's edits to the issues file.
-pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<ExportReport> {
+/// Exports the cache's edits to the issues file; with `stage`, `git add`s it when it changed
+/// (both or neither: a failed stage puts the old file back and keeps the edits dirty).
+pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport> {
     let mut report = ExportReport::default();
     if cache.paths.file.exists() {
         let imported = import::import(cache, options)?;
@@ -108,24 +109,34 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions) -> Result<Expo
     }
     report.written.sort();
     report.removed.sort();
-    let new_hash = if unchanged {
-        report.unchanged = true;
-        line_hash(&content)
-    } else {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
-            let mut w = HashingWriter { inner: w, hasher: &mut hasher };
-            jsonl::write_lines(&mut w, layout, out.iter().map(|(_, l)| *l))
-        })?;
-        hasher.digest() as i64
-    };
-    // Rows were read outside this transaction, so an edit may have landed since (SQL writes are
-    // welcome at any time). Inside the write lock, an issue is synced only if it still renders to
-    // what was written; one edited meanwhile stays dirty for the next export, whatever its state.
+    // One write transaction around the file write: SQL writers wait (for a moment), so rows cannot
+    // change between the last check and clearing their dirty flags. Rows were rendered before the
+    // lock, so one edited meanwhile (it no longer renders as written) stays dirty, whatever its state.
+    // The file is replaced (and staged, when asked) inside the transaction; if staging fails the old
+    // file is put back and the transaction rolls back, so the cache still holds every edit.
     with_guard(&mut cache.conn, |tx| {
+        let new_hash = if unchanged {
+            report.unchanged = true;
+            line_hash(&content)
+        } else {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+            jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
+                let mut w = HashingWriter { inner: w, hasher: &mut hasher };
+                jsonl::write_lines(&mut w, layout, out.iter().map(|(_, l)| *l))
+            })?;
+            if stage {
+                if let Err(e) = crate::git::stage(&path) {
+                    jsonl::write_atomic(&path, &content).with_context(|| format!("putting {} back", path.display()))?;
+                    return Err(
+                        e.context(format!("staging {} failed; the file was put back and the edits stay in the cache", path.display()))
+                    );
+                }
+            }
+            hasher.digest() as i64
+        };
         for (id, r) in &rendered {
             if render_issue(tx, id, style)? != *r {
                 continue;

@@ -107,11 +107,12 @@ impl Cache {
         if let Some(dir) = paths.db.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
+        refuse_foreign_file(&paths.db)?;
         let lock = if options.write { Some(take_lock(&paths.db, options.timeout)?) } else { None };
         let conn = match open_connection(&paths.db, options.timeout) {
             Ok(conn) => conn,
             Err(e) if options.write && is_corrupt(&e) => {
-                let aside = paths.db.with_extension("db.corrupt");
+                let aside = unused_path(&paths.db.with_extension("db.corrupt"));
                 eprintln!(
                     "bd-sync: {} is corrupt ({e:#}); moving it to {} and rebuilding from the file",
                     paths.db.display(),
@@ -177,6 +178,34 @@ impl Cache {
     }
 }
 
+/// The header every SQLite database file starts with.
+const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+
+/// `--db` may name any path: never open (and so never "repair" or replace) a file that is not a
+/// SQLite database. A missing or empty file is fine (SQLite creates the database in it).
+fn refuse_foreign_file(db: &Path) -> Result<()> {
+    let Ok(mut file) = fs::File::open(db) else { return Ok(()) };
+    let mut head = [0u8; 16];
+    let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
+    if n == 0 || head[..n] == SQLITE_HEADER[..n.min(16)] && n == 16 {
+        return Ok(());
+    }
+    bail!(
+        "{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; \
+         nothing was changed: pass another --db, or remove the file if it really is a broken cache",
+        db.display()
+    )
+}
+
+/// `path`, or `path.1`, `path.2`, ... whichever does not exist yet (backups never overwrite
+/// each other).
+fn unused_path(path: &Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    (1..).map(|n| PathBuf::from(format!("{}.{n}", path.display()))).find(|p| !p.exists()).expect("some suffix is free")
+}
+
 fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
     let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
     conn.busy_timeout(timeout)?;
@@ -186,6 +215,18 @@ fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(conn)
+}
+
+/// True when the error is SQLite's "database is locked / busy" (another writer's transaction
+/// outlasted the busy timeout).
+pub fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    })
 }
 
 fn is_corrupt(e: &anyhow::Error) -> bool {
@@ -207,13 +248,44 @@ fn take_lock(db: &Path, timeout: Duration) -> Result<fs::File> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     let start = Instant::now();
+    let mut told = false;
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(20)),
-            Err(fs::TryLockError::WouldBlock) => bail!("another bd-sync holds {} (waited {:?})", path.display(), timeout),
+            Ok(()) => {
+                // Say who we are, for whoever waits next.
+                let _ = file.set_len(0);
+                let _ = std::io::Write::write_all(&mut &file, holder_description().as_bytes());
+                return Ok(file);
+            }
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => {
+                if !told && start.elapsed() >= Duration::from_secs(1) {
+                    told = true;
+                    eprintln!("bd-sync: waiting for {} ({})", path.display(), lock_holder(&path));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(fs::TryLockError::WouldBlock) => bail!(
+                "gave up after {} s waiting for {}, held by {}; nothing was written",
+                timeout.as_secs_f64(),
+                path.display(),
+                lock_holder(&path)
+            ),
             Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
         }
+    }
+}
+
+/// `pid N: the command line`, written into the lock file by whoever holds it.
+fn holder_description() -> String {
+    let args: Vec<String> = std::env::args().map(|a| if a.contains(' ') { format!("{a:?}") } else { a }).collect();
+    format!("pid {}: {}\n", std::process::id(), args.join(" "))
+}
+
+/// Who holds the lock, as its holder wrote it.
+fn lock_holder(path: &Path) -> String {
+    match fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => text.trim().to_owned(),
+        _ => "another process".to_owned(),
     }
 }
 

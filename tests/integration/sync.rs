@@ -390,8 +390,87 @@ fn a_cache_from_another_schema_version_without_edits_is_rebuilt() {
 #[test]
 fn a_corrupt_cache_is_rebuilt_from_the_file() {
     let ws = Workspace::new(SMALL.as_bytes());
-    std::fs::write(ws.db(), b"this is not a database, just bytes that fill a page or two ......").expect("write");
+    // A SQLite file whose pages are garbage: the header is right, everything after it is not.
+    let corrupt = |ws: &Workspace| {
+        let mut bytes = b"SQLite format 3\0".to_vec();
+        bytes.extend(std::iter::repeat_n(0xA5u8, 8192));
+        std::fs::write(ws.db(), bytes).expect("write");
+        for ext in ["db-wal", "db-shm"] {
+            let _ = std::fs::remove_file(ws.db().with_extension(ext));
+        }
+    };
+    corrupt(&ws);
     ws.ok(&["import"]);
     assert!(ws.ok(&["status"]).contains("issues  3"));
     assert!(Path::new(&ws.db().with_extension("db.corrupt")).exists());
+    // A second corruption keeps the first backup.
+    corrupt(&ws);
+    ws.ok(&["import"]);
+    assert!(Path::new(&format!("{}.1", ws.db().with_extension("db.corrupt").display())).exists());
+}
+
+#[test]
+fn regression_import_with_db_naming_the_issues_file_took_it_over() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    let out = run(hermetic(bin("bd-sync")).current_dir(ws.dir.path()).args(["import", "--db", ".beads/issues.jsonl"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".beads/issues.jsonl is not a SQLite database") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(ws.read(), SMALL.as_bytes(), "the issues file is untouched");
+    assert!(!ws.dir.path().join(".beads/issues.db.corrupt").exists());
+}
+
+#[test]
+fn regression_a_lock_timeout_said_nothing_was_written_but_had_replaced_the_file() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'edited' WHERE id = 'bd-1';");
+    // Another process holds the cache.
+    let lock = std::fs::OpenOptions::new().write(true).open(ws.db().with_extension("db.lock")).expect("lock file");
+    lock.lock().expect("take the lock");
+    std::fs::write(ws.db().with_extension("db.lock"), "pid 4242: bd-sync import --print-changed\n").expect("say who");
+    let started = std::time::Instant::now();
+    let out = ws.sync(&["export", "--timeout", "1"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("held by pid 4242: bd-sync import --print-changed") && err.contains("nothing was written"), "{err}");
+    assert_eq!(ws.read(), SMALL.as_bytes(), "the file is untouched");
+    drop(lock);
+    assert!(ws.dump().contains("edited"), "the edit is still in the cache");
+    ws.ok(&["export"]);
+    assert!(String::from_utf8_lossy(&ws.read()).contains("edited"));
+}
+
+#[test]
+fn a_failed_stage_puts_the_file_back_and_keeps_the_edit() {
+    // Not a git repository: `--stage` cannot stage.
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'edited' WHERE id = 'bd-1';");
+    let out = ws.sync(&["export", "--stage"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the file was put back and the edits stay in the cache"), "{err}");
+    assert_eq!(ws.read(), SMALL.as_bytes());
+    ws.ok(&["export"]);
+    assert!(String::from_utf8_lossy(&ws.read()).contains("edited"), "the edit was kept for the next export");
+}
+
+#[test]
+fn a_sql_writer_holding_the_database_past_the_timeout_leaves_the_file_untouched() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'edited' WHERE id = 'bd-1';");
+    let other = Connection::open(ws.db()).expect("second writer");
+    other.execute_batch("BEGIN IMMEDIATE; UPDATE issues SET priority = 3 WHERE id = 'bd-2';").expect("hold the write lock");
+    let out = ws.sync(&["export", "--stage", "--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(ws.read(), SMALL.as_bytes(), "the file is untouched");
+    other.execute_batch("COMMIT").expect("release");
+    ws.ok(&["export"]);
+    let text = String::from_utf8_lossy(&ws.read()).into_owned();
+    assert!(text.contains("edited") && text.contains(r#""id":"bd-2","title":"Second","status":"open","priority":3"#), "{text}");
 }
