@@ -9,7 +9,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
 use beads_git::install;
-use beads_git::merge::ConflictPolicy;
 use clap::{Parser, Subcommand};
 
 /// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
@@ -42,8 +41,8 @@ enum Command {
         #[arg(long)]
         skip_invalid: bool,
         /// Policy for issues edited both in the cache and in the file.
-        #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
-        conflict: ConflictPolicy,
+        #[arg(long = "conflict", value_enum, default_value_t = import::SyncPolicy::Newest)]
+        conflict: import::SyncPolicy,
         /// Re-read every line even if the file looks unchanged.
         #[arg(long)]
         force: bool,
@@ -56,8 +55,8 @@ enum Command {
         /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
         file: Option<PathBuf>,
         /// Policy when the file changed too and must be merged first.
-        #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
-        conflict: ConflictPolicy,
+        #[arg(long = "conflict", value_enum, default_value_t = import::SyncPolicy::Newest)]
+        conflict: import::SyncPolicy,
         /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,

@@ -22,13 +22,36 @@ use crate::merge::{self, ConflictPolicy, MergeOptions, Report};
 use crate::record::{record_id, LineProblem, RawObject};
 use crate::timestamp;
 
+/// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
+/// row cannot hold conflict markers, so the choice is made here, and reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SyncPolicy {
+    /// The side whose record has the later `updated_at`; ties go to the greater record.
+    #[default]
+    Newest,
+    /// The cache's edit.
+    Ours,
+    /// The file's edit.
+    Theirs,
+}
+
+impl From<SyncPolicy> for ConflictPolicy {
+    fn from(p: SyncPolicy) -> ConflictPolicy {
+        match p {
+            SyncPolicy::Newest => ConflictPolicy::Newest,
+            SyncPolicy::Ours => ConflictPolicy::Ours,
+            SyncPolicy::Theirs => ConflictPolicy::Theirs,
+        }
+    }
+}
+
 /// Import settings.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
     /// Import the valid lines and list the invalid ones instead of aborting.
     pub skip_invalid: bool,
     /// Policy for three-way merges of issues edited in both the cache and the file.
-    pub policy: ConflictPolicy,
+    pub policy: SyncPolicy,
     /// Re-read the file even when its size, inode, mtime and hash are unchanged.
     pub force: bool,
     /// Show a progress bar (large files on a terminal).
@@ -372,7 +395,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
         let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
     }
     cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
-    let merge_options = MergeOptions { policy: options.policy, ..MergeOptions::default() };
+    let merge_options = MergeOptions { policy: options.policy.into(), ..MergeOptions::default() };
     let style = crate::record::uses_go_escapes(&content);
     with_guard(&mut cache.conn, |tx| {
         let now: Vec<String> = {

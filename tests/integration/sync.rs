@@ -474,3 +474,20 @@ fn a_sql_writer_holding_the_database_past_the_timeout_leaves_the_file_untouched(
     let text = String::from_utf8_lossy(&ws.read()).into_owned();
     assert!(text.contains("edited") && text.contains(r#""id":"bd-2","title":"Second","status":"open","priority":3"#), "{text}");
 }
+
+#[test]
+fn regression_conflict_markers_in_bd_sync_died_on_the_first_conflict() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'from the cache', updated_at = '2025-11-03T00:00:00Z' WHERE id = 'bd-1';");
+    let edited = String::from_utf8(ws.read()).expect("utf8").replacen(r#""title":"First \u003cone\u003e""#, r#""title":"from the file""#, 1);
+    assert!(edited.contains("from the file"));
+    std::fs::write(ws.file(), &edited).expect("write");
+    // A cache row cannot hold markers: the type has no such value, and says which ones it has.
+    let out = ws.sync(&["import", "--conflict", "markers"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("possible values: newest, ours, theirs"));
+    assert!(ws.dump().contains("from the cache"), "nothing imported");
+    ws.ok(&["import", "--conflict", "theirs"]);
+    assert!(ws.dump().contains("from the file"));
+}
