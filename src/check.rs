@@ -20,7 +20,7 @@ pub const KNOWN_STATUSES: &[&str] =
 pub struct Finding {
     /// Machine-readable class: `duplicate-id`, `dangling-dependency`, `dependency-cycle`,
     /// `closed-without-closed-at`, `closed-at-on-open-issue`, `conflict-marker`, `malformed-line`,
-    /// `unknown-status`, `duplicate-pinned-handoff`, `duplicate-comment-id`, or an installation
+    /// `unknown-status`, `duplicate-pinned-handoff`, `duplicate-comment-id`, `duplicate-key`, or an installation
     /// class.
     pub kind: String,
     /// The issue concerned, when there is one.
@@ -68,6 +68,17 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
                 continue;
             }
         };
+        for key in obj.repeated_keys() {
+            findings.push(Finding::new(
+                "duplicate-key",
+                None,
+                vec![line.number],
+                format!(
+                    "key {} appears more than once; bd (Go) and bd-sync use its last value, other readers may not: keep one",
+                    crate::record::printable(key, 40)
+                ),
+            ));
+        }
         let Ok(id) = record_id(line.bytes) else {
             findings.push(Finding::new("malformed-line", None, vec![line.number], LineProblem::MissingId.to_string()));
             continue;

@@ -37,6 +37,25 @@ impl fmt::Display for LineProblem {
     }
 }
 
+/// Text safe to print on a terminal: control characters (ESC, BEL, C1 controls, ...) from a
+/// user's file are shown as `\u{1b}` escapes instead of being sent raw, so a crafted line
+/// cannot drive the terminal. At most `max` characters, then `...`.
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 2));
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// True when a line starts with one of git's conflict markers (any marker size of 7 or more).
 pub fn is_conflict_marker(line: &[u8]) -> bool {
     for &c in b"<=>|" {
@@ -139,14 +158,31 @@ impl<'a> RawObject<'a> {
         (s.peek() == Some(b'{')).then(|| s.object())
     }
 
-    /// The value text of the first entry named `key`.
+    /// The value text of the entry named `key`; when a key is repeated, the last one counts, as
+    /// in Go's encoding/json (bd) and serde_json.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|e| e.key == key).map(|e| e.raw_value.as_ref())
+        self.entries.iter().rfind(|e| e.key == key).map(|e| e.raw_value.as_ref())
     }
 
-    /// The string `id` of this record.
+    /// Keys that appear more than once in this object.
+    pub fn repeated_keys(&self) -> Vec<&str> {
+        let mut seen: Vec<&str> = Vec::with_capacity(self.entries.len());
+        let mut repeated = Vec::new();
+        for e in &self.entries {
+            if seen.contains(&e.key.as_ref()) {
+                if !repeated.contains(&e.key.as_ref()) {
+                    repeated.push(e.key.as_ref());
+                }
+            } else {
+                seen.push(e.key.as_ref());
+            }
+        }
+        repeated
+    }
+
+    /// The string `id` of this record (the last `id` when repeated).
     pub fn id(&self) -> Result<Cow<'a, str>, LineProblem> {
-        let entry = self.entries.iter().find(|e| e.key == "id").ok_or(LineProblem::MissingId)?;
+        let entry = self.entries.iter().rfind(|e| e.key == "id").ok_or(LineProblem::MissingId)?;
         match &entry.raw_value {
             Cow::Borrowed(raw) => parse_json_str(raw).ok_or(LineProblem::MissingId),
             Cow::Owned(raw) => parse_json_str(raw).map(|c| Cow::Owned(c.into_owned())).ok_or(LineProblem::MissingId),
@@ -374,6 +410,13 @@ mod tests {
         assert_eq!(obj.entries.len(), 3);
         assert_eq!(obj.render(), line);
         assert_eq!(split_array(r#"[ "a" , {"b":[1]} ,3]"#).expect("test input is valid"), vec![r#""a""#, r#"{"b":[1]}"#, "3"]);
+    }
+
+    #[test]
+    fn control_characters_are_never_printed_raw() {
+        assert_eq!(printable("a\u{1b}]0;PWNED\u{7}b", 80), "a\\u{1b}]0;PWNED\\u{7}b");
+        assert_eq!(printable("\u{9b}31m", 80), "\\u{9b}31m");
+        assert_eq!(printable("abcdef", 3), "abc...");
     }
 
     #[test]

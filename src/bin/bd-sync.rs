@@ -153,6 +153,14 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             for r in &report.conflicts {
                 eprintln!("bd-sync: {}: {r}", paths.file.display());
             }
+            if !report.repeated_keys.is_empty() {
+                let lines: Vec<String> = report.repeated_keys.iter().take(10).map(|n| n.to_string()).collect();
+                eprintln!(
+                    "bd-sync: warning: {} record(s) repeat a key (line {}); the last value counts, as in bd (see `bd-sync check`)",
+                    report.repeated_keys.len(),
+                    lines.join(", ")
+                );
+            }
             if !report.duplicate_ids.is_empty() {
                 eprintln!("bd-sync: warning: {} id(s) appear on several lines (see `bd-sync check`)", report.duplicate_ids.len());
             }

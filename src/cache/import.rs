@@ -115,6 +115,8 @@ pub struct ImportReport {
     /// Conflicts the three-way merges settled, one per field.
     #[serde(serialize_with = "reports_as_strings")]
     pub conflicts: Vec<Report>,
+    /// Line numbers of imported records that repeat a key (the last value counts, as in bd).
+    pub repeated_keys: Vec<usize>,
 }
 
 fn reports_as_strings<S: serde::Serializer>(reports: &[Report], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -213,12 +215,7 @@ pub fn file_changed_since_sync(cache: &Cache) -> Result<bool> {
 }
 
 fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut s: String = text.chars().take(80).collect();
-    if text.chars().count() > 80 {
-        s.push_str("...");
-    }
-    s
+    crate::record::printable(&String::from_utf8_lossy(bytes), 80)
 }
 
 /// An SQL edit made another issue dirty between planning an import and writing it.
@@ -334,7 +331,9 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
         let stored_hash = stored_hashes.get(id.as_ref());
         let in_sync = stored_hash == Some(&Some(hash))
             || dirty.get(id.as_ref()).is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
-        let action = if in_sync && !options.force {
+        // `--force` re-stores lines that look unchanged (to repair a cache), but reports only
+        // the ids whose line really changed: what it prints feeds the notifier.
+        let action = if in_sync && (!options.force || dirty.contains_key(id.as_ref())) {
             if duplicates.is_empty() {
                 continue;
             }
@@ -342,7 +341,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
         } else if dirty.contains_key(id.as_ref()) {
             Action::Merge
         } else {
-            Action::Store { is_new: stored_hash.is_none() }
+            Action::Store { is_new: stored_hash.is_none(), changed: !in_sync }
         };
         plans.push(Plan { id: id.as_ref(), number, line, duplicates, action });
     }
@@ -354,11 +353,11 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
         bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
         bar
     });
-    let decoded: Vec<Option<Result<Rows, LineProblem>>> = parallel_map(
+    let decoded: Vec<Option<Result<(Rows, bool), LineProblem>>> = parallel_map(
         &plans,
         |p| match p.action {
             Action::KeepDuplicates => None,
-            _ => Some(RawObject::parse_str(p.line).map(|obj| Rows::from_record(&obj))),
+            _ => Some(RawObject::parse_str(p.line).map(|obj| (Rows::from_record(&obj), !obj.repeated_keys().is_empty()))),
         },
         progress.as_ref(),
     );
@@ -377,10 +376,16 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
                 });
                 rows.push(None);
             }
-            Some(Ok(r)) => rows.push(Some(r)),
+            Some(Ok((r, repeats_a_key))) => {
+                if repeats_a_key {
+                    report.repeated_keys.push(plan.number);
+                }
+                rows.push(Some(r))
+            }
             None => rows.push(None),
         }
     }
+    report.repeated_keys.sort_unstable();
     bad.sort_by_key(|b| b.line);
     if !bad.is_empty() && !options.skip_invalid {
         return Err(InvalidFile(bad).into());
@@ -415,11 +420,11 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
             let Some(rows) = rows else { continue }; // kept duplicates, or skipped as invalid
             match plan.action {
                 Action::KeepDuplicates => {}
-                Action::Store { is_new } => {
+                Action::Store { is_new, changed } => {
                     store_issue(tx, plan.id, plan.line, line_hash(plan.line.as_bytes()), rows, is_new)?;
                     if is_new {
                         report.added.push(plan.id.to_owned())
-                    } else {
+                    } else if changed {
                         report.changed.push(plan.id.to_owned())
                     }
                 }
@@ -461,7 +466,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
 }
 
 enum Action {
-    Store { is_new: bool },
+    Store { is_new: bool, changed: bool },
     Merge,
     KeepDuplicates,
 }

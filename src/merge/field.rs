@@ -59,15 +59,13 @@ impl FieldCtx<'_> {
 fn excerpt(raw: Option<&str>) -> String {
     match raw {
         None => "(absent)".to_owned(),
-        Some(s) if s.chars().count() > 48 => {
-            format!("{}...", s.chars().take(45).collect::<String>())
-        }
-        Some(s) => s.to_owned(),
+        Some(s) => crate::record::printable(s, 45),
     }
 }
 
+/// The entry for `key`; the last one when a key is repeated (as Go's encoding/json reads it).
 fn find<'e, 'a>(entries: &'e [Entry<'a>], key: &str) -> Option<&'e Entry<'a>> {
-    entries.iter().find(|e| e.key == key)
+    entries.iter().rfind(|e| e.key == key)
 }
 
 fn parse(raw: &str) -> Value {

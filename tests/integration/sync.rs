@@ -480,7 +480,8 @@ fn regression_conflict_markers_in_bd_sync_died_on_the_first_conflict() {
     let ws = Workspace::new(SMALL.as_bytes());
     ws.ok(&["import"]);
     ws.sql("UPDATE issues SET title = 'from the cache', updated_at = '2025-11-03T00:00:00Z' WHERE id = 'bd-1';");
-    let edited = String::from_utf8(ws.read()).expect("utf8").replacen(r#""title":"First \u003cone\u003e""#, r#""title":"from the file""#, 1);
+    let edited =
+        String::from_utf8(ws.read()).expect("utf8").replacen(r#""title":"First \u003cone\u003e""#, r#""title":"from the file""#, 1);
     assert!(edited.contains("from the file"));
     std::fs::write(ws.file(), &edited).expect("write");
     // A cache row cannot hold markers: the type has no such value, and says which ones it has.
@@ -490,4 +491,38 @@ fn regression_conflict_markers_in_bd_sync_died_on_the_first_conflict() {
     assert!(ws.dump().contains("from the cache"), "nothing imported");
     ws.ok(&["import", "--conflict", "theirs"]);
     assert!(ws.dump().contains("from the file"));
+}
+
+#[test]
+fn regression_import_force_print_changed_listed_every_id() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    let edited = String::from_utf8(ws.read()).expect("utf8").replacen(r#""title":"Second""#, r#""title":"Second, edited""#, 1);
+    std::fs::write(ws.file(), edited).expect("write");
+    assert_eq!(ws.ok(&["import", "--force", "--print-changed"]), "bd-2\n", "only the id whose line changed");
+    assert_eq!(ws.ok(&["import", "--force", "--print-changed"]), "", "nothing changed: nothing to notify");
+}
+
+#[test]
+fn regression_a_repeated_key_kept_the_first_value_where_bd_keeps_the_last() {
+    let content = concat!(r#"{"id":"bd-1","title":"first","status":"open","title":"last"}"#, "\n");
+    let ws = Workspace::new(content.as_bytes());
+    let out = ws.sync(&["import"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("repeat a key (line 1)"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(ws.dump().contains("last") && !ws.dump().contains("|first|"), "{}", ws.dump());
+    let check = ws.sync(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("duplicate-key"));
+}
+
+#[test]
+fn regression_control_bytes_of_a_bad_line_were_echoed_raw() {
+    let content = "{\"id\":\"x\",\"title\":\"\x1b]0;PWNED\x07\"\n";
+    let ws = Workspace::new(content.as_bytes());
+    let out = ws.sync(&["import"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
+    assert!(err.contains("\\u{1b}]0;PWNED\\u{7}"), "{err}");
 }
