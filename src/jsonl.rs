@@ -132,8 +132,10 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    temp_files::sweep(dir);
+    temp_files::ignore_in_git(dir);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".beads-git-")
+        .prefix(&temp_files::prefix())
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
@@ -218,5 +220,98 @@ mod tests {
         let j = Jsonl::split(b"a\n\n  \nb\n");
         assert_eq!(j.lines.len(), 2, "blank lines are skipped");
         assert_eq!(j.lines[1], Line { number: 4, bytes: b"b" });
+    }
+}
+
+/// Our temporary files: `.beads-git-tmp.<pid>.<random>.tmp`, next to the file they will replace.
+///
+/// A process killed between creating one and renaming it (kill -9, a power cut) leaves it behind.
+/// The name says whose it is, the next write by any of our tools in that directory removes those
+/// whose process is gone, and `info/exclude` keeps git from ever showing or committing them (the
+/// user's `.gitignore` is never touched).
+pub mod temp_files {
+    use std::path::{Path, PathBuf};
+
+    const PREFIX: &str = ".beads-git-tmp.";
+    /// The pattern added to the repository's `info/exclude`.
+    pub const EXCLUDE_PATTERN: &str = ".beads-git-tmp.*";
+
+    /// The prefix of this process's temporary files.
+    pub fn prefix() -> String {
+        format!("{PREFIX}{}.", std::process::id())
+    }
+
+    fn alive(pid: u32) -> bool {
+        #[cfg(unix)]
+        {
+            let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+            // SAFETY: signal 0 only checks whether the process exists.
+            let r = unsafe { libc::kill(pid, 0) };
+            r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = pid;
+            true
+        }
+    }
+
+    /// Removes temporary files in `dir` left by processes that no longer run (and unnamed ones
+    /// from older versions, `.beads-git-XXXXXX.tmp`, once they are an hour old).
+    pub fn sweep(dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let stale = if let Some(rest) = name.strip_prefix(PREFIX) {
+                rest.split('.').next().and_then(|p| p.parse::<u32>().ok()).is_some_and(|pid| pid != std::process::id() && !alive(pid))
+            } else if name.starts_with(".beads-git-") && name.ends_with(".tmp") {
+                entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age.as_secs() > 3600)
+            } else {
+                false
+            };
+            if stale {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// The `info/exclude` of the repository holding `dir` (the common git dir for linked
+    /// worktrees and submodules), found by looking for `.git` upwards; `None` outside one.
+    fn exclude_file(dir: &Path) -> Option<PathBuf> {
+        let dir = std::fs::canonicalize(dir).ok()?;
+        for d in dir.ancestors() {
+            let dot_git = d.join(".git");
+            if dot_git.is_dir() {
+                return Some(dot_git.join("info").join("exclude"));
+            }
+            if dot_git.is_file() {
+                let text = std::fs::read_to_string(&dot_git).ok()?;
+                let git_dir = d.join(text.strip_prefix("gitdir:")?.trim());
+                let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+                    Ok(c) => git_dir.join(c.trim()),
+                    Err(_) => git_dir,
+                };
+                return Some(common.join("info").join("exclude"));
+            }
+        }
+        None
+    }
+
+    /// Makes sure git ignores our temporary files in the repository holding `dir`.
+    pub fn ignore_in_git(dir: &Path) {
+        let Some(exclude) = exclude_file(dir) else { return };
+        let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if current.lines().any(|l| l.trim() == EXCLUDE_PATTERN) {
+            return;
+        }
+        let sep = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
+        let addition = format!("{sep}# beads-git: temporary files of interrupted writes\n{EXCLUDE_PATTERN}\n");
+        if let Some(parent) = exclude.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&exclude) {
+            let _ = std::io::Write::write_all(&mut f, addition.as_bytes());
+        }
     }
 }

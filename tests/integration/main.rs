@@ -5,6 +5,7 @@ mod support;
 
 mod br_roundtrip;
 mod concurrency;
+mod crash;
 mod hook;
 mod install;
 mod managers;
