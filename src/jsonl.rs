@@ -143,13 +143,38 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
         let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         produce(&mut w).and_then(|()| w.flush()).with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Ok(meta) = fs::metadata(path) {
-        fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?;
+    match fs::metadata(path) {
+        Ok(meta) => {
+            fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?
+        }
+        // A new file gets the mode any program would create it with (0666 less the umask), not
+        // the temporary file's private 0600.
+        Err(_) => set_new_file_mode(tmp.path())?,
     }
     if durability == Durability::Fsync {
         tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
     }
     tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_new_file_mode(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask(2) cannot fail; it is set back at once (reading it needs a write).
+    let mask = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        m
+    };
+    // mode_t is u32 on Linux and u16 on macOS.
+    #[allow(clippy::useless_conversion)]
+    let mode = 0o666 & !u32::from(mask);
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn set_new_file_mode(_: &Path) -> Result<()> {
     Ok(())
 }
 

@@ -49,10 +49,13 @@ enum Command {
         /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,
+        /// Make FILE the cache's issues file (import refuses another file than the one it syncs with).
+        #[arg(long)]
+        rebind: bool,
     },
     /// Write the cache's edits back to the issues file (atomically; untouched records byte for byte).
     Export {
-        /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
+        /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl]; another path gets a snapshot of the cache.
         file: Option<PathBuf>,
         /// Policy when the file changed too and must be merged first.
         #[arg(long = "conflict", value_enum, default_value_t = import::SyncPolicy::Newest)]
@@ -138,12 +141,61 @@ fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
     Paths::discover(&start, file.as_deref(), cli.db.as_deref())
 }
 
+/// Opens the cache for writing, bound to the issues file it was last synced with (or the
+/// repository's, for a new cache). Returns the cache and the explicit `FILE` argument when that
+/// names another file.
+fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache, Option<PathBuf>)> {
+    let paths = paths(cli, file)?;
+    let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(timeout) })?;
+    let Some(explicit) = file.map(|_| paths.file.clone()) else { return Ok((cache, None)) };
+    let bound = match cache.meta("file_path")? {
+        Some(rusqlite::types::Value::Text(p)) => Some(PathBuf::from(p)),
+        _ => beads_git::cache::find_issues_file(&repo_dir(cli, None)?).ok(),
+    };
+    match bound {
+        Some(bound) if !same_file(&bound, &explicit) => {
+            cache.paths.file = bound;
+            Ok((cache, Some(explicit)))
+        }
+        _ => Ok((cache, None)),
+    }
+}
+
+/// Points a read-only cache at the file it syncs with (after `import --rebind`, not the one found
+/// from the current directory).
+fn follow_binding(cache: &mut Cache) -> Result<()> {
+    if let Some(rusqlite::types::Value::Text(p)) = cache.meta("file_path")? {
+        cache.paths.file = PathBuf::from(p);
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file (comparing what exists by its canonical path).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let canon =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+    canon(a) == canon(b)
+}
+
 fn run(cli: &Cli) -> Result<ExitCode> {
     let read_only = OpenOptions { write: false, timeout: Duration::from_secs(10) };
     match &cli.command {
-        Command::Import { file, print_changed, skip_invalid, conflict, force, timeout } => {
-            let paths = paths(cli, file.as_ref())?;
-            let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
+        Command::Import { file, print_changed, skip_invalid, conflict, force, timeout, rebind } => {
+            let (mut cache, other) = open_bound(cli, file.as_ref(), *timeout)?;
+            if let Some(other) = other {
+                if !rebind {
+                    eprintln!(
+                        "bd-sync: the cache belongs to {}; importing {} would replace its issues with that file's \
+                         (and send its unexported edits there). Nothing was changed. Pass --rebind to make {} the cache's file.",
+                        cache.paths.file.display(),
+                        other.display(),
+                        other.display()
+                    );
+                    return Ok(ExitCode::from(2));
+                }
+                cache.paths.file = other;
+            }
+            let paths = cache.paths.clone();
             let progress = std::io::stderr().is_terminal() && std::fs::metadata(&paths.file).map(|m| m.len() > 16 << 20).unwrap_or(false);
             let options = import::ImportOptions { skip_invalid: *skip_invalid, policy: *conflict, force: *force, progress };
             let report = import::import(&mut cache, &options)?;
@@ -183,8 +235,21 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { file, conflict, timeout, stage } => {
-            let paths = paths(cli, file.as_ref())?;
-            let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(*timeout) })?;
+            let (mut cache, other) = open_bound(cli, file.as_ref(), *timeout)?;
+            if let Some(other) = other {
+                // Another file: a snapshot of the cache there; the cache and its file stay as they are.
+                let n = export::snapshot(&cache, &other)?;
+                if cli.json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({ "snapshot": other.display().to_string(), "issues": n }))?
+                    );
+                } else {
+                    eprintln!("bd-sync: wrote a snapshot of the cache to {}: {n} issue(s)", other.display());
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let paths = cache.paths.clone();
             let report = export::export(&mut cache, &import::ImportOptions { policy: *conflict, ..Default::default() }, *stage)?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -243,7 +308,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         }
         Command::Status => {
             let paths = paths(cli, None)?;
-            let cache = Cache::open(&paths, read_only)?;
+            let mut cache = Cache::open(&paths, read_only)?;
+            follow_binding(&mut cache)?;
             let s = query::status(&cache)?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
@@ -289,7 +355,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         }
         Command::Ready | Command::Blocked => {
             let paths = paths(cli, None)?;
-            let cache = Cache::open(&paths, read_only)?;
+            let mut cache = Cache::open(&paths, read_only)?;
+            follow_binding(&mut cache)?;
             if import::file_changed_since_sync(&cache).unwrap_or(true) {
                 eprintln!("bd-sync: warning: {} changed since the last sync; run `bd-sync import`", paths.file.display());
             }

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use rusqlite::types::Value as SqlValue;
@@ -150,6 +151,33 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
         Ok(())
     })?;
     Ok(report)
+}
+
+/// Writes the cache as a whole issues file to `path` (bd's `export -o`): every issue in id order,
+/// its stored line when clean, rendered when edited. Neither the cache's file, its binding nor
+/// its dirty set change. Returns the number of issues written.
+pub fn snapshot(cache: &Cache, path: &Path) -> Result<usize> {
+    let style = std::fs::read(&cache.paths.file).map(|c| crate::record::uses_go_escapes(&c)).unwrap_or(true);
+    let rows: Vec<(String, Option<String>, bool)> = {
+        let mut st =
+            cache.conn.prepare("SELECT i.id, i.raw, EXISTS (SELECT 1 FROM dirty d WHERE d.issue_id = i.id) FROM issues i ORDER BY i.id")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut lines = Vec::with_capacity(rows.len());
+    for (id, raw, dirty) in rows {
+        match (raw, dirty) {
+            (Some(raw), false) => lines.push(raw),
+            _ => lines.extend(render_issue(&cache.conn, &id, style)?),
+        }
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    jsonl::write_atomic_with(path, jsonl::Durability::Fsync, |w| {
+        jsonl::write_lines(w, Layout::default(), lines.iter().map(|l| l.as_bytes()))
+    })?;
+    Ok(lines.len())
 }
 
 /// Hashes what passes through, so the written file's hash needs no second read.

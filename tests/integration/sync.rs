@@ -526,3 +526,48 @@ fn regression_control_bytes_of_a_bad_line_were_echoed_raw() {
     assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
     assert!(err.contains("\\u{1b}]0;PWNED\\u{7}"), "{err}");
 }
+
+#[test]
+fn regression_export_to_another_file_repointed_the_cache_and_sent_the_edit_there() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'edited' WHERE id = 'bd-2';");
+    let other = ws.dir.path().join("other.jsonl");
+    std::fs::write(&other, "{\"id\":\"x-1\"}\n{\"id\":\"x-2\"}\n{\"id\":\"x-3\"}\n").expect("write");
+    ws.ok(&["export", other.to_str().expect("utf8")]);
+    let snapshot = std::fs::read_to_string(&other).expect("snapshot");
+    assert_eq!(snapshot.lines().count(), 3, "{snapshot}");
+    assert!(snapshot.contains(r#""id":"bd-2","title":"edited""#) && !snapshot.contains("x-1"), "a snapshot of the cache: {snapshot}");
+    assert_eq!(ws.read(), SMALL.as_bytes(), "the cache's own file is not touched");
+    let status = ws.ok(&["status"]);
+    assert!(status.contains("issues  3") && status.contains("dirty   1"), "binding and dirty set unchanged: {status}");
+    ws.ok(&["export"]);
+    assert!(String::from_utf8_lossy(&ws.read()).contains(r#""title":"edited""#), "the edit reaches the issues file");
+
+    // A path that does not exist yet: created, with the mode any new file gets.
+    let fresh = ws.dir.path().join("snapshots/today.jsonl");
+    ws.ok(&["export", fresh.to_str().expect("utf8")]);
+    assert_eq!(std::fs::read(&fresh).expect("created"), ws.read());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&fresh).expect("meta").permissions().mode() & 0o777;
+        assert_ne!(mode, 0o600, "not the temporary file's private mode");
+    }
+}
+
+#[test]
+fn regression_import_of_another_file_repointed_the_cache() {
+    let ws = Workspace::new(SMALL.as_bytes());
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'edited' WHERE id = 'bd-2';");
+    let other = ws.dir.path().join("other.jsonl");
+    std::fs::write(&other, "{\"id\":\"x-1\"}\n").expect("write");
+    let out = ws.sync(&["import", other.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rebind") && err.contains("Nothing was changed"), "{err}");
+    assert!(ws.ok(&["status"]).contains("issues  3"));
+    ws.ok(&["import", "--rebind", other.to_str().expect("utf8")]);
+    assert!(ws.ok(&["status"]).contains("other.jsonl"), "bound to the new file");
+}
