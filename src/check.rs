@@ -79,9 +79,14 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
                 ),
             ));
         }
-        let Ok(id) = record_id(line.bytes) else {
-            findings.push(Finding::new("malformed-line", None, vec![line.number], LineProblem::MissingId.to_string()));
-            continue;
+        let id = match record_id(line.bytes) {
+            Ok(id) => id,
+            // bd 1.0's header, memories and other record kinds: fine as they are.
+            Err(LineProblem::NotAnIssue) => continue,
+            Err(problem) => {
+                findings.push(Finding::new("malformed-line", None, vec![line.number], problem.to_string()));
+                continue;
+            }
         };
         let id = id.into_owned();
         lines_of.entry(id.clone()).or_default().push(line.number);

@@ -46,7 +46,12 @@ impl Snapshot {
         records.reserve(file.lines.len());
         let mut order = Vec::with_capacity(file.lines.len());
         for line in &file.lines {
-            let id = record_id(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
+            let id = match record_id(line.bytes) {
+                Ok(id) => id,
+                // Header and memory lines are not work items: nobody is notified about them.
+                Err(LineProblem::NotAnIssue) => continue,
+                Err(problem) => return Err(SnapshotError { line: line.number, problem }),
+            };
             if validate && !previous.is_some_and(|p| p.lines(id.as_ref()).any(|l| l == line.bytes)) {
                 crate::record::RawObject::parse(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
             }

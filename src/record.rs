@@ -21,8 +21,11 @@ pub enum LineProblem {
     InvalidJson(String),
     /// Valid JSON, but not an object.
     NotAnObject,
-    /// An object without a string `"id"`.
+    /// An object without a string `"id"` (nor another identity: see [`record_key`]).
     MissingId,
+    /// A valid record that is not an issue: bd 1.0's header line, a memory line, or another
+    /// `_type` (see [`record_key`]).
+    NotAnIssue,
 }
 
 impl fmt::Display for LineProblem {
@@ -33,6 +36,7 @@ impl fmt::Display for LineProblem {
             LineProblem::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
             LineProblem::NotAnObject => f.write_str("not a JSON object"),
             LineProblem::MissingId => f.write_str("no string \"id\" field"),
+            LineProblem::NotAnIssue => f.write_str("not an issue (a header, memory or other record kind)"),
         }
     }
 }
@@ -67,25 +71,98 @@ pub fn is_conflict_marker(line: &[u8]) -> bool {
     false
 }
 
-/// The id of a record line, borrowed when possible.
+/// The identity of a record line (SPEC §2 record kinds): an issue's `id`, or, for the other
+/// kinds bd 1.0 writes beside issues, a key that cannot be an issue id (it starts with NUL):
+/// [`HEADER_KEY`] for the header line (`_schema`, no `id`), `"\0memory\0" + key` for
+/// `{"_type":"memory","key":...}`, and `"\0" + type + "\0" + id-or-key` for any other `_type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// An issue (no `_type`, or `_type:"issue"`), by its `id`.
+    Issue(Cow<'a, str>),
+    /// Another record kind, by its NUL-prefixed key.
+    Other(String),
+}
+
+impl<'a> Key<'a> {
+    /// The key as one string (issues: the id itself).
+    pub fn into_string_key(self) -> Cow<'a, str> {
+        match self {
+            Key::Issue(id) => id,
+            Key::Other(k) => Cow::Owned(k),
+        }
+    }
+}
+
+/// The key of bd 1.0's header line.
+pub const HEADER_KEY: &str = "\0";
+
+/// Where a record kind goes in a file bd writes: the header first, then issues, then memories,
+/// then other kinds.
+pub fn kind_rank(key: &str) -> u8 {
+    if key == HEADER_KEY {
+        0
+    } else if !key.starts_with('\0') {
+        1
+    } else if key.starts_with("\0memory\0") {
+        2
+    } else {
+        3
+    }
+}
+
+/// A key as a person reads it: the issue id, `(header)`, `memory <key>`, `<type> <id>`.
+pub fn key_label(key: &str) -> Cow<'_, str> {
+    if key == HEADER_KEY {
+        return Cow::Borrowed("(header)");
+    }
+    match key.strip_prefix('\0').and_then(|rest| rest.split_once('\0')) {
+        Some((kind, k)) => Cow::Owned(format!("{kind} {}", printable(k, 80))),
+        None => Cow::Borrowed(key),
+    }
+}
+
+/// Reads `{"id":"<plain string>"` at the start of `rest`, without parsing the rest of the line.
+fn leading_id(rest: &[u8]) -> Option<&str> {
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    if rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',') | Some(b'}')) {
+        let id = std::str::from_utf8(&rest[..end]).ok()?;
+        if !id.bytes().any(|b| b < 0x20) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// The identity of a record line, borrowed when possible.
 ///
-/// The fast path reads `{"id":"<plain string>"` without parsing the rest of the line; anything
-/// else is fully parsed and validated.
-pub fn record_id(line: &[u8]) -> Result<Cow<'_, str>, LineProblem> {
-    const PREFIX: &[u8] = b"{\"id\":\"";
-    if let Some(rest) = line.strip_prefix(PREFIX) {
-        if let Some(end) = memchr::memchr2(b'"', b'\\', rest) {
-            if rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',') | Some(b'}')) {
-                if let Ok(id) = std::str::from_utf8(&rest[..end]) {
-                    if !id.bytes().any(|b| b < 0x20) {
-                        return Ok(Cow::Borrowed(id));
-                    }
-                }
-            }
+/// Fast paths read `{"id":"...` and bd 1.0's `{"_type":"issue","id":"...` without parsing the
+/// rest of the line; anything else is fully parsed and validated.
+pub fn record_key(line: &[u8]) -> Result<Key<'_>, LineProblem> {
+    for prefix in [&b"{\"id\":\""[..], b"{\"_type\":\"issue\",\"id\":\""] {
+        if let Some(id) = line.strip_prefix(prefix).and_then(leading_id) {
+            return Ok(Key::Issue(Cow::Borrowed(id)));
         }
     }
     let object = RawObject::parse(line)?;
-    object.id().map(|id| Cow::Owned(id.into_owned()))
+    let text = |k: &str| object.get(k).and_then(parse_json_str).map(Cow::into_owned);
+    match text("_type").as_deref() {
+        None | Some("issue") => match object.id() {
+            Ok(id) => Ok(Key::Issue(Cow::Owned(id.into_owned()))),
+            Err(_) if object.get("_schema").is_some() && object.get("id").is_none() => Ok(Key::Other(HEADER_KEY.to_owned())),
+            Err(e) => Err(e),
+        },
+        Some("memory") => text("key").map(|k| Key::Other(format!("\0memory\0{k}"))).ok_or(LineProblem::MissingId),
+        Some(kind) => text("id").or_else(|| text("key")).map(|k| Key::Other(format!("\0{kind}\0{k}"))).ok_or(LineProblem::MissingId),
+    }
+}
+
+/// The id of an issue line, borrowed when possible; [`LineProblem::NotAnIssue`] for the other
+/// record kinds (see [`record_key`]).
+pub fn record_id(line: &[u8]) -> Result<Cow<'_, str>, LineProblem> {
+    match record_key(line)? {
+        Key::Issue(id) => Ok(id),
+        Key::Other(_) => Err(LineProblem::NotAnIssue),
+    }
 }
 
 /// A JSON object as `(key, raw value)` entries in their original order.
@@ -395,6 +472,12 @@ mod tests {
         assert_eq!(record_id(br#"{"id":"bd-1","title":"x"}"#).expect("test input is valid"), "bd-1");
         assert_eq!(record_id(br#"{ "title":"x", "id" : "bd-\u0031"}"#).expect("test input is valid"), "bd-1");
         assert_eq!(record_id(br#"{"id":1}"#), Err(LineProblem::MissingId));
+        assert_eq!(record_id(br#"{"_type":"issue","id":"bd-1","title":"x"}"#).expect("test input is valid"), "bd-1");
+        assert_eq!(record_key(br#"{"_type":"memory","key":"k1","value":"v"}"#), Ok(Key::Other("\0memory\0k1".into())));
+        assert_eq!(record_key(br#"{"_schema":"beads-jsonl/1","_dolt_commit":"abc"}"#), Ok(Key::Other(HEADER_KEY.into())));
+        assert_eq!(record_key(br#"{"_type":"event","id":"e1"}"#), Ok(Key::Other("\0event\0e1".into())));
+        assert_eq!(record_id(br#"{"_type":"memory","key":"k1"}"#), Err(LineProblem::NotAnIssue));
+        assert_eq!(record_key(br#"{"_type":"memory","value":"v"}"#), Err(LineProblem::MissingId));
         assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));
         assert_eq!(record_id(b"<<<<<<< ours"), Err(LineProblem::ConflictMarker));
         // The fast path reads only the id; the content is validated when a merge needs it.

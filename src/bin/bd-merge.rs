@@ -43,6 +43,9 @@ struct Cli {
     /// Do not report auto-resolved conflicts on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// The file is an append-only log (bd's interactions.jsonl, deletions.jsonl): keep every line of both sides.
+    #[arg(long)]
+    append: bool,
 }
 
 fn main() -> ExitCode {
@@ -118,5 +121,6 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         structural: std::env::var_os("BD_MERGE").is_none_or(|v| v != "0"),
         detect_conflict_style: true,
         merge: MergeOptions { policy: cli.conflict, markers },
+        append_only: cli.append,
     })
 }

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::{column_value, import, line_hash, with_guard, Cache, COLUMNS};
 use crate::jsonl::{self, Jsonl, Layout};
-use crate::record::{json_string, parse_json_str, record_id, render_entries, split_array, Entry, RawObject};
+use crate::record::{json_string, kind_rank, parse_json_str, record_key, render_entries, split_array, Entry, Key, RawObject};
 
 /// What an export did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -70,8 +70,10 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
     // The bytes change only if a replaced line differs, or a line is removed or added.
     let mut changed = false;
     for line in &file.lines {
-        let id = record_id(line.bytes).unwrap_or(Cow::Borrowed(""));
-        if out.last().is_some_and(|(prev, _)| prev.as_ref() > id.as_ref()) {
+        // Issues by id; bd 1.0's header and memory lines by their kind's place (never matched
+        // against the dirty set, which holds issue ids only).
+        let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
+        if out.last().is_some_and(|(prev, _)| (kind_rank(prev), prev.as_ref()) > (kind_rank(&id), id.as_ref())) {
             sorted = false;
         }
         match rendered.get_key_value(id.as_ref()) {
@@ -97,7 +99,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
     if sorted && !added.is_empty() {
         // Place new ids in id order within the sorted file.
         out.extend(added);
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by(|a, b| (kind_rank(&a.0), &a.0).cmp(&(kind_rank(&b.0), &b.0)));
     } else {
         out.extend(added);
     }

@@ -117,6 +117,9 @@ pub struct ImportReport {
     pub conflicts: Vec<Report>,
     /// Line numbers of imported records that repeat a key (the last value counts, as in bd).
     pub repeated_keys: Vec<usize>,
+    /// Lines that are records but not issues (bd 1.0's header, memories, other `_type`s): not
+    /// in the cache, kept in the file as they are.
+    pub other_records: usize,
 }
 
 fn reports_as_strings<S: serde::Serializer>(reports: &[Report], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -278,6 +281,8 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
                     ids.push((id, i));
                 }
             },
+            // bd 1.0's header and memory lines are not issues: export keeps them where they are.
+            Err(LineProblem::NotAnIssue) => report.other_records += 1,
             Err(problem) => {
                 bad.push(BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) })
             }

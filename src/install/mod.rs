@@ -129,12 +129,23 @@ pub enum Change {
     Absent,
 }
 
-/// The attribute lines `bd-sync install` adds.
-pub const ATTRIBUTE_LINES: &[&str] = &[".beads/issues.jsonl merge=beads", ".beads/beads.jsonl merge=beads"];
+/// The attribute lines `bd-sync install` adds: the issues files go to the field-level driver,
+/// bd's append-only logs to the same binary in `--append` mode.
+pub const ATTRIBUTE_LINES: &[&str] = &[
+    ".beads/issues.jsonl merge=beads",
+    ".beads/beads.jsonl merge=beads",
+    ".beads/interactions.jsonl merge=beads-append",
+    ".beads/deletions.jsonl merge=beads-append",
+];
 
 /// The merge driver command for git config.
 pub fn driver_command(bin_dir: &Path) -> String {
     format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
+}
+
+/// The append-only merge driver command (`merge.beads-append.driver`).
+pub fn append_driver_command(bin_dir: &Path) -> String {
+    format!("{} --append %O %A %B -p %P", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
 }
 
 /// What install recorded, so uninstall removes exactly that and puts back what it replaced.
@@ -146,6 +157,15 @@ pub struct InstallState {
     pub previous_driver: Option<String>,
     /// `merge.beads.name` before the first install.
     pub previous_name: Option<String>,
+    /// `merge.beads-append.driver` before it was first installed.
+    #[serde(default)]
+    pub previous_append_driver: Option<String>,
+    /// `merge.beads-append.name` before it was first installed.
+    #[serde(default)]
+    pub previous_append_name: Option<String>,
+    /// The append-only driver was installed (state files of older versions lack it).
+    #[serde(default)]
+    pub append_driver_installed: bool,
     /// The attributes file we touched: `.gitattributes` (work tree) or `info/attributes` (git dir).
     pub attributes_file: Option<String>,
     /// Lines we appended to it.
@@ -382,12 +402,17 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
 fn install_driver(options: &InstallOptions, first_install: bool, state: &mut InstallState, actions: &mut Vec<Action>) -> Result<()> {
     let repo = &options.repo;
     let want_driver = driver_command(&options.bin_dir);
-    for (key, want, previous) in [
-        ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver),
-        ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name),
+    let want_append = append_driver_command(&options.bin_dir);
+    let first_append = !state.append_driver_installed;
+    state.append_driver_installed = true;
+    for (key, want, previous, first) in [
+        ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver, first_install),
+        ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name, first_install),
+        ("merge.beads-append.driver", want_append.as_str(), &mut state.previous_append_driver, first_append),
+        ("merge.beads-append.name", "beads append-only log merge (bd-merge --append)", &mut state.previous_append_name, first_append),
     ] {
         let current = config_get(repo, key);
-        if first_install {
+        if first {
             *previous = current.clone();
         }
         let change = if current.as_deref() == Some(want) {
@@ -656,7 +681,14 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
             actions.push(Action::new("hook manager config", &path, change));
         }
     }
-    for (key, previous) in [("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)] {
+    let mut keys = vec![("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)];
+    if state.append_driver_installed {
+        keys.extend([
+            ("merge.beads-append.driver", &state.previous_append_driver),
+            ("merge.beads-append.name", &state.previous_append_name),
+        ]);
+    }
+    for (key, previous) in keys {
         let change = match previous {
             Some(v) => {
                 if !dry_run {
@@ -679,6 +711,13 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err()
     {
         let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads"]);
+    }
+    if !dry_run
+        && state.previous_append_driver.is_none()
+        && state.previous_append_name.is_none()
+        && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads-append\\."]).is_err()
+    {
+        let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads-append"]);
     }
     if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
         let path = location.path(repo)?;

@@ -45,6 +45,8 @@ pub struct DriverOptions {
     pub detect_conflict_style: bool,
     /// Policy and markers.
     pub merge: MergeOptions,
+    /// The file is an append-only log (`interactions.jsonl`, `deletions.jsonl`): union of lines.
+    pub append_only: bool,
 }
 
 /// How a driver run ended.
@@ -93,6 +95,13 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     let wants_markers = merge_options.policy == super::ConflictPolicy::Markers;
     if options.detect_conflict_style && wants_markers {
         merge_options.markers.diff3 = git::conflict_style_shows_base();
+    }
+    if options.append_only && options.structural {
+        let merged = super::merge_append_only(&base, &ours, &theirs);
+        if !(merged == *ours && options.destination == Destination::ReplaceOurs) {
+            write_result(options, |w| w.write_all(&merged))?;
+        }
+        return Ok(DriverReport { outcome: DriverOutcome::Clean, reports: Vec::new(), warnings: Vec::new() });
     }
     let structural = if options.structural {
         merge(&base, &ours, &theirs, &merge_options).map_err(|u| describe(options, &u))

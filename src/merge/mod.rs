@@ -20,7 +20,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::jsonl::{self, Jsonl, Layout, Line};
-use crate::record::{record_id, render_entries, LineProblem, RawObject};
+use crate::record::{key_label, kind_rank, record_key, render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
 use field::{merge_entries, FieldCtx};
 
@@ -104,7 +104,7 @@ pub struct Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = &self.resolution;
-        write!(f, "{}: {}: kept {} {} over {} ({})", self.id, r.field, r.kept, r.kept_value, r.other_value, r.reason)
+        write!(f, "{}: {}: kept {} {} over {} ({})", key_label(&self.id), r.field, r.kept, r.kept_value, r.other_value, r.reason)
     }
 }
 
@@ -217,7 +217,7 @@ impl<'a> Indexed<'a> {
         let mut bad = Vec::new();
         let mut line_ids = Vec::with_capacity(file.lines.len());
         for (i, line) in file.lines.iter().enumerate() {
-            match record_id(line.bytes) {
+            match record_key(line.bytes).map(crate::record::Key::into_string_key) {
                 Ok(id) => {
                     let idx = u32::try_from(i).expect("fewer than 4 billion lines");
                     match ids.get_mut(&id) {
@@ -264,12 +264,13 @@ impl<'a> Indexed<'a> {
     }
 
     fn sorted_by_id(&self) -> bool {
-        let mut prev: Option<&str> = None;
+        let mut prev: Option<(u8, &str)> = None;
         for id in self.line_ids.iter().flatten() {
-            if prev.is_some_and(|p| p > id.as_ref()) {
+            let here = (kind_rank(id), id.as_ref());
+            if prev.is_some_and(|p| p > here) {
                 return false;
             }
-            prev = Some(id);
+            prev = Some(here);
         }
         true
     }
@@ -360,10 +361,41 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         m.renumber_comments(&mut items);
     }
     if o.sorted_by_id() {
-        items.sort_by(|x, y| x.0.cmp(&y.0));
+        // bd's order: the header, issues by id, memories by key, other kinds.
+        items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
     }
     let lines = m.render(items);
     Ok(Merged { layout, lines, verbatim: None, conflicts: m.conflicts, reports: m.reports, warnings: m.warnings })
+}
+
+/// Merges an append-only log (bd's `interactions.jsonl`, the legacy `deletions.jsonl`): records
+/// are written once and never changed, so the result is the set of lines of both sides. Ours'
+/// lines in their order, then theirs' additions in theirs' order; an identical repeat collapses to
+/// one; a line present in base and removed by one side (a compaction) stays removed. Never a
+/// conflict, and nothing is parsed, so it cannot fail on any input. Layout follows ours.
+pub fn merge_append_only(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
+    use std::collections::HashSet;
+    fn set<'a>(f: &Jsonl<'a>) -> HashSet<&'a [u8]> {
+        f.lines.iter().map(|l| l.bytes).collect()
+    }
+    let (b, o, t) = (Jsonl::split(base), Jsonl::split(ours), Jsonl::split(theirs));
+    let (bs, os, ts) = (set(&b), set(&o), set(&t));
+    let mut seen: HashSet<&[u8]> = HashSet::with_capacity(o.lines.len() + t.lines.len());
+    let mut kept: Vec<&[u8]> = Vec::with_capacity(o.lines.len() + t.lines.len() / 8);
+    for l in &o.lines {
+        if (ts.contains(l.bytes) || !bs.contains(l.bytes)) && seen.insert(l.bytes) {
+            kept.push(l.bytes);
+        }
+    }
+    for l in &t.lines {
+        if !os.contains(l.bytes) && !bs.contains(l.bytes) && seen.insert(l.bytes) {
+            kept.push(l.bytes);
+        }
+    }
+    let layout = if ours.is_empty() { t.layout } else { o.layout };
+    let mut out = Vec::with_capacity(ours.len() + theirs.len() / 8);
+    jsonl::write_lines(&mut out, layout, kept).expect("writing to a Vec cannot fail");
+    out
 }
 
 /// Lines without an id are fine only when the same bytes stand in all three inputs.
@@ -493,7 +525,10 @@ impl<'m, 'a> Merger<'m, 'a> {
     }
 
     fn merge_fields(&mut self, id: &str, base: Option<&Parsed<'a>>, ours: &Parsed<'a>, theirs: &Parsed<'a>) -> Out<'a> {
-        let (winner, reason) = match self.options.policy {
+        // The header (bd's `_dolt_commit` and friends) is bookkeeping: never a conflict for a human.
+        let policy =
+            if id == HEADER_KEY && self.options.policy == ConflictPolicy::Markers { ConflictPolicy::Newest } else { self.options.policy };
+        let (winner, reason) = match policy {
             ConflictPolicy::Newest | ConflictPolicy::Markers => newest(ours, theirs),
             ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
             ConflictPolicy::Theirs => (Side::Theirs, "--conflict theirs"),
@@ -514,7 +549,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             (line, ctx)
         };
         let (line, ctx) = run(winner);
-        if self.options.policy == ConflictPolicy::Markers && ctx.open > 0 {
+        if policy == ConflictPolicy::Markers && ctx.open > 0 {
             self.conflicts += 1;
             let (other_line, _) = run(if winner == Side::Ours { Side::Theirs } else { Side::Ours });
             let (ours_line, theirs_line) = if winner == Side::Ours { (line, other_line) } else { (other_line, line) };
@@ -552,7 +587,8 @@ impl<'m, 'a> Merger<'m, 'a> {
         };
         let places: Vec<String> = [numbers("base", &b), numbers("ours", &o), numbers("theirs", &t)].into_iter().flatten().collect();
         self.warnings.push(format!(
-            "id {id} appears on several lines ({}); merged its lines as a set of exact lines (run `bd-sync check`)",
+            "id {} appears on several lines ({}); merged its lines as a set of exact lines (run `bd-sync check`)",
+            key_label(id),
             places.join("; ")
         ));
         kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect()

@@ -571,3 +571,47 @@ fn regression_import_of_another_file_repointed_the_cache() {
     ws.ok(&["import", "--rebind", other.to_str().expect("utf8")]);
     assert!(ws.ok(&["status"]).contains("other.jsonl"), "bound to the new file");
 }
+
+/// A file as bd 1.0 exports it: a header line, issues with `"_type":"issue"` and counts, memory
+/// lines after the issues.
+const BD_1_0: &str = concat!(
+    r#"{"_schema":"beads-jsonl/1","_dolt_branch":"main","_dolt_commit":"c0ffee","_project_id":"p-7f3a","_sort":"stable-v1"}"#,
+    "\n",
+    r#"{"_type":"issue","id":"bd-a1","title":"First","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-01T09:00:00.123456-08:00","updated_at":"2026-01-01T09:00:00.123456-08:00","comments":[{"id":"c-9f1","issue_id":"bd-a1","author":"ann","text":"seed","created_at":"2026-01-01T09:30:00Z"}],"dependency_count":0,"dependent_count":0,"comment_count":1}"#,
+    "\n",
+    r#"{"_type":"issue","id":"bd-c3","title":"Third","status":"open","priority":1,"issue_type":"bug","created_at":"2026-01-01T09:00:00.123456-08:00","updated_at":"2026-01-01T09:00:00.123456-08:00","dependency_count":0,"dependent_count":0,"comment_count":0}"#,
+    "\n",
+    r#"{"_type":"memory","key":"deploy","value":"step one\nstep two\n"}"#,
+    "\n",
+    r#"{"_type":"memory","key":"style","value":"tabs"}"#,
+    "\n",
+);
+
+#[test]
+fn a_bd_1_0_file_with_a_header_and_memories_round_trips_byte_for_byte() {
+    let ws = Workspace::new(BD_1_0.as_bytes());
+    let report: serde_json::Value = serde_json::from_str(&ws.ok(&["import", "--json"])).expect("json");
+    assert_eq!(report["added"], serde_json::json!(["bd-a1", "bd-c3"]), "only issues are issues");
+    assert_eq!(report["other_records"], 3, "the header and two memories are kept aside");
+    assert!(report["skipped"].as_array().expect("array").is_empty());
+    assert_eq!(ws.sync(&["check"]).status.code(), Some(0), "{}", String::from_utf8_lossy(&ws.sync(&["check"]).stdout));
+    assert!(ws.ok(&["export", "--json"]).contains("\"unchanged\": true"));
+    assert_eq!(ws.read(), BD_1_0.as_bytes());
+
+    // An edit and a new issue: only those lines change; the new issue goes among the issues.
+    ws.sql(
+        "UPDATE issues SET priority = 0 WHERE id = 'bd-a1';
+         INSERT INTO issues (id, title, status, priority) VALUES ('bd-b2', 'Second', 'open', 3);",
+    );
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    let original: Vec<&str> = BD_1_0.lines().collect();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[0], original[0], "the header stays first, untouched");
+    assert!(lines[1].starts_with(r#"{"_type":"issue","id":"bd-a1""#) && lines[1].contains(r#""priority":0"#), "{}", lines[1]);
+    assert!(lines[2].contains(r#""id":"bd-b2""#), "the new issue sits in id order: {}", lines[2]);
+    assert_eq!(lines[3], original[2]);
+    assert_eq!(&lines[4..], &original[3..], "memories after the issues, untouched");
+    assert_eq!(ws.sync(&["check"]).status.code(), Some(0));
+}
