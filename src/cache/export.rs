@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::{column_value, import, line_hash, with_guard, Cache, COLUMNS};
 use crate::jsonl::{self, Jsonl, Layout};
-use crate::record::{json_string, kind_rank, parse_json_str, record_key, render_entries, split_array, Entry, Key, RawObject};
+use crate::record::{json_string, kind_rank, record_key, render_entries, split_array, Entry, Key, RawObject};
 
 /// What an export did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -238,13 +238,7 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
     }
 
     // Labels: the stored order for labels still present, then new ones; sorted if it was sorted.
-    let old_labels: Vec<String> = obj
-        .get("labels")
-        .and_then(split_array)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| parse_json_str(e).map(|s| s.into_owned()))
-        .collect();
+    let old_labels: Vec<String> = super::string_array(&obj, "labels");
     let mut labels: Vec<String> = {
         let mut st = conn.prepare_cached("SELECT label FROM labels WHERE issue_id = ?1 ORDER BY position, rowid")?;
         let rows = st.query_map([id], |r| r.get(0))?;

@@ -315,16 +315,15 @@ pub(crate) struct Rows {
     pub comments: Vec<(rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, String)>,
 }
 
+/// The strings of an array-of-strings field (other elements skipped; absent: empty).
+pub(crate) fn string_array(obj: &RawObject<'_>, key: &str) -> Vec<String> {
+    obj.get(key).and_then(split_array).unwrap_or_default().into_iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect()
+}
+
 impl Rows {
     pub(crate) fn from_record(obj: &RawObject<'_>) -> Rows {
         let columns = COLUMNS.iter().map(|c| column_value(obj.get(c))).collect();
-        let labels = obj
-            .get("labels")
-            .and_then(split_array)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|e| parse_json_str(e).map(|s| s.into_owned()))
-            .collect();
+        let labels = string_array(obj, "labels");
         let field = |o: &RawObject<'_>, k: &str| column_value(o.get(k));
         let mut dependencies = Vec::new();
         for e in obj.get("dependencies").and_then(split_array).unwrap_or_default() {

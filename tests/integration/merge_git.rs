@@ -184,70 +184,60 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
     let interaction = |n: u32| format!(r#"{{"id":"int-{n}","kind":"tool_call","created_at":"2026-01-0{n}T00:00:00Z"}}"#);
     let lines = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
     let t0 = "2026-01-01T09:00:00Z";
-    repo.write(".beads/interactions.jsonl", lines(&[interaction(1)]).as_bytes());
-    repo.commit_file(
-        FILE,
-        lines(&[
-            header("c0"),
-            issue("bd-1", "One", 2, t0),
-            issue("bd-2", "Two", 2, t0),
-            memory("deploy", "step one\\nstep two\\nstep three\\n"),
-        ])
-        .as_bytes(),
+    // One commit with both files.
+    let commit = |issues: &[String], log: &[String], message: &str| {
+        repo.write(".beads/interactions.jsonl", lines(log).as_bytes());
+        repo.write(FILE, lines(issues).as_bytes());
+        repo.git(&["add", FILE, ".beads/interactions.jsonl"]);
+        repo.git(&["commit", "-q", "-m", message]);
+    };
+    commit(
+        &[header("c0"), issue("bd-1", "One", 2, t0), issue("bd-2", "Two", 2, t0), memory("deploy", "step one\\nstep two\\nstep three\\n")],
+        &[interaction(1)],
         "seed",
     );
-    repo.git(&["add", ".beads/interactions.jsonl"]);
-    repo.git(&["commit", "-q", "-m", "log"]);
     let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.write(".beads/interactions.jsonl", lines(&[interaction(1), interaction(3)]).as_bytes());
-    repo.commit_file(
-        FILE,
-        lines(&[
+    commit(
+        &[
             header("c2"),
             issue("bd-1", "One", 0, "2026-01-02T00:00:00Z"),
             issue("bd-2", "Two", 2, t0),
             memory("deploy", "step one\\nstep two\\nstep three, theirs\\n"),
             memory("feature", "yes"),
-        ])
-        .as_bytes(),
-        "feature: priority, memory",
+        ],
+        &[interaction(1), interaction(3)],
+        "feature: priority, memory, log",
     );
-    repo.git(&["add", ".beads/interactions.jsonl"]);
-    repo.git(&["commit", "-q", "-m", "feature log"]);
     repo.git(&["checkout", "-q", "main"]);
-    repo.write(".beads/interactions.jsonl", lines(&[interaction(1), interaction(2)]).as_bytes());
-    repo.commit_file(
-        FILE,
-        lines(&[
+    commit(
+        &[
             header("c1"),
             issue("bd-1", "One, renamed on main", 2, "2026-01-03T00:00:00Z"),
             issue("bd-2", "Two", 2, t0),
             memory("deploy", "step one, ours\\nstep two\\nstep three\\n"),
-        ])
-        .as_bytes(),
-        "main: title, memory",
+        ],
+        &[interaction(1), interaction(2)],
+        "main: title, memory, log",
     );
-    repo.git(&["add", ".beads/interactions.jsonl"]);
-    repo.git(&["commit", "-q", "-m", "main log"]);
 
     let out = repo.git_output(&["merge", "--no-edit", "feature"]);
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("CONFLICT") && !said.contains("line merge"), "merged field by field, no fallback: {said}");
     let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
-    let lines: Vec<&str> = merged.lines().collect();
-    assert!(lines[0].starts_with(r#"{"_schema":"beads-jsonl/1""#), "header first: {merged}");
-    assert!(lines[1].contains("One, renamed on main") && lines[1].contains(r#""priority":0"#), "both issue edits: {}", lines[1]);
-    assert!(lines[1].contains("2026-01-03T00:00:01Z"), "one tick newer than both sides: {}", lines[1]);
-    assert_eq!(lines[3], memory("deploy", "step one, ours\\nstep two\\nstep three, theirs\\n"), "both memory edits");
-    assert_eq!(lines[4], memory("feature", "yes"));
+    let out_lines: Vec<&str> = merged.lines().collect();
+    assert!(out_lines[0].starts_with(r#"{"_schema":"beads-jsonl/1""#), "header first: {merged}");
+    assert!(
+        out_lines[1].contains("One, renamed on main") && out_lines[1].contains(r#""priority":0"#),
+        "both issue edits: {}",
+        out_lines[1]
+    );
+    assert!(out_lines[1].contains("2026-01-03T00:00:01Z"), "one tick newer than both sides: {}", out_lines[1]);
+    assert_eq!(out_lines[3], memory("deploy", "step one, ours\\nstep two\\nstep three, theirs\\n"), "both memory edits");
+    assert_eq!(out_lines[4], memory("feature", "yes"));
     let log = String::from_utf8(repo.read(".beads/interactions.jsonl")).expect("utf8");
-    assert_eq!(log, lines_of_log(&[interaction(1), interaction(2), interaction(3)]), "the log keeps every record once");
-}
-
-fn lines_of_log(ls: &[String]) -> String {
-    ls.iter().map(|l| format!("{l}\n")).collect()
+    assert_eq!(log, lines(&[interaction(1), interaction(2), interaction(3)]), "the log keeps every record once");
 }
