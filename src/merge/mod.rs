@@ -436,7 +436,7 @@ struct Merger<'m, 'a> {
 impl<'m, 'a> Merger<'m, 'a> {
     fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
         if self.b.is_duplicated(id) || self.o.is_duplicated(id) || self.t.is_duplicated(id) {
-            return Ok(self.merge_duplicates(id));
+            return self.merge_duplicates(id);
         }
         let (b, o, t) = (self.b.single(id), self.o.single(id), self.t.single(id));
         let bytes = |l: Option<Line<'a>>| l.map(|l| l.bytes);
@@ -475,8 +475,10 @@ impl<'m, 'a> Merger<'m, 'a> {
                     return keep(x);
                 }
                 if x.bytes == b.bytes {
-                    parse(Input::Theirs, y)?;
-                    return keep(y);
+                    // Theirs may only have re-formatted it (another writer): then the record is
+                    // unchanged, and an unchanged record keeps ours' bytes (SPEC §3 "Equal").
+                    let (pb, py) = (parse(Input::Base, b)?, parse(Input::Theirs, y)?);
+                    return if py.value == pb.value { keep(x) } else { keep(y) };
                 }
                 let (pb, px, py) = (parse(Input::Base, b)?, parse(Input::Ours, x)?, parse(Input::Theirs, y)?);
                 if py.value == pb.value || px.value == py.value {
@@ -542,7 +544,10 @@ impl<'m, 'a> Merger<'m, 'a> {
             // A record that equals neither side is newer than both (SPEC §2 (b)).
             if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
-                if value != ours.value && value != theirs.value && writer::bump_updated_at(&mut entries) {
+                if !writer::same_record(&value, &ours.value)
+                    && !writer::same_record(&value, &theirs.value)
+                    && writer::bump_updated_at(&mut entries)
+                {
                     return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);
                 }
             }
@@ -567,10 +572,18 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    /// An id on several lines: merge its lines as a set of exact lines.
-    fn merge_duplicates(&mut self, id: &str) -> Vec<Out<'a>> {
+    /// An id on several lines: merge its lines as a set of exact lines. A line that is not
+    /// UTF-8 is not guessed about (the line fallback) unless all three inputs hold it as it is.
+    fn merge_duplicates(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
         let (b, o, t) = (self.b.lines_of(id), self.o.lines_of(id), self.t.lines_of(id));
         let has = |set: &[Line<'a>], l: &Line<'a>| set.iter().any(|x| x.bytes == l.bytes);
+        for (input, lines) in [(Input::Base, &b), (Input::Ours, &o), (Input::Theirs, &t)] {
+            for l in lines.iter() {
+                if std::str::from_utf8(l.bytes).is_err() && !(has(&b, l) && has(&o, l) && has(&t, l)) {
+                    return Err(Unmergeable { input, line: l.number, problem: LineProblem::InvalidUtf8 });
+                }
+            }
+        }
         let mut kept: Vec<&'a [u8]> = Vec::new();
         for l in &o {
             if (has(&t, l) || !has(&b, l)) && !kept.contains(&l.bytes) {
@@ -591,7 +604,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             key_label(id),
             places.join("; ")
         ));
-        kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect()
+        Ok(kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect())
     }
 
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).

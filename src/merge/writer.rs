@@ -233,6 +233,23 @@ pub(crate) fn array_order(key: &str, ours: &[Value], theirs: &[Value]) -> Option
     list.iter().copied().find(|order| sorted_by(witness, *order))
 }
 
+/// Equal as records once arrays are taken as sets (labels, dependencies and comments are sets to
+/// every tracker): a merge that only reordered a side's elements did not make a record newer.
+pub(crate) fn same_record(a: &Value, b: &Value) -> bool {
+    fn normal(v: &Value) -> Value {
+        match v {
+            Value::Array(items) => {
+                let mut xs: Vec<Value> = items.iter().map(normal).collect();
+                xs.sort_by_key(|x| x.to_string());
+                Value::Array(xs)
+            }
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), normal(v))).collect()),
+            other => other.clone(),
+        }
+    }
+    a == b || normal(a) == normal(b)
+}
+
 /// Rewrites the `updated_at` entry one tick later (SPEC §2 (b)); false when the record has no
 /// timestamp to bump.
 pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>]) -> bool {

@@ -26,6 +26,9 @@ enum Edit {
     DescriptionLine(u8, u8),
     Stamp(u8),
     Comment(u8),
+    /// The same value written another way (another writer: spaced separators, Go escapes,
+    /// another key order).
+    Reformat(u8),
     Delete,
 }
 
@@ -39,6 +42,8 @@ fn edit() -> impl Strategy<Value = Edit> {
         (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Edit::DescriptionLine(a, b)),
         any::<u8>().prop_map(Edit::Stamp),
         any::<u8>().prop_map(Edit::Comment),
+        any::<u8>().prop_map(Edit::Reformat),
+        any::<u8>().prop_map(Edit::Reformat),
         Just(Edit::Delete),
     ]
 }
@@ -83,6 +88,7 @@ fn apply(rec: &Value, e: &Edit) -> Option<Value> {
             let comment = json!({"id": null, "issue_id": r["id"], "author": format!("a{}", x % 3), "text": format!("c{x}"), "created_at": STAMPS[*x as usize % STAMPS.len()]});
             r["comments"].as_array_mut()?.push(comment);
         }
+        Edit::Reformat(_) => {}
         Edit::Delete => return None,
     }
     Some(r)
@@ -97,11 +103,60 @@ fn render(records: &[Value]) -> Vec<u8> {
     records.iter().map(|r| format!("{r}\n")).collect::<String>().into_bytes()
 }
 
+/// One value as different writers write it: 0 compact with sorted keys (the default here),
+/// 1 with `": "` and `", "` separators, 2 with Go's `\u003c \u003e \u0026` escapes and keys in
+/// reverse order, 3 keys in reverse order.
+fn styled(v: &Value, style: u8) -> String {
+    fn write(v: &Value, style: u8, out: &mut String) {
+        let (colon, comma) = if style == 1 { (": ", ", ") } else { (":", ",") };
+        match v {
+            Value::Object(map) => {
+                out.push('{');
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                if style >= 2 {
+                    entries.reverse();
+                }
+                for (i, (k, val)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(comma);
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push_str(colon);
+                    write(val, style, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(comma);
+                    }
+                    write(item, style, out);
+                }
+                out.push(']');
+            }
+            Value::String(_) if style == 2 => {
+                // `<`, `>`, `&` only occur inside strings in JSON text, so this keeps it valid.
+                out.push_str(&v.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"))
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, style, &mut out);
+    out
+}
+
 fn build(base: &[Value], (edits, adds): &(Vec<Vec<Edit>>, Vec<u8>), tag: &str) -> Vec<u8> {
     let mut out = Vec::new();
+    let mut styles: BTreeMap<String, u8> = BTreeMap::new();
     for (rec, es) in base.iter().zip(edits) {
         let mut cur = Some(rec.clone());
         for e in es {
+            if let (Edit::Reformat(x), Some(r)) = (e, &cur) {
+                styles.insert(r["id"].as_str().unwrap_or_default().to_owned(), 1 + x % 3);
+            }
             cur = cur.and_then(|c| apply(&c, e));
         }
         out.extend(cur);
@@ -122,7 +177,10 @@ fn build(base: &[Value], (edits, adds): &(Vec<Vec<Edit>>, Vec<u8>), tag: &str) -
             next += 1;
         }
     }
-    render(&out)
+    out.iter()
+        .map(|r| styled(r, styles.get(r["id"].as_str().unwrap_or_default()).copied().unwrap_or(0)) + "\n")
+        .collect::<String>()
+        .into_bytes()
 }
 
 fn by_id(bytes: &[u8]) -> BTreeMap<String, (Value, Vec<u8>)> {
