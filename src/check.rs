@@ -158,7 +158,10 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
                 "duplicate-id",
                 Some(id),
                 lines.clone(),
-                format!("id appears on {} lines; keep one (bd-merge and bd-sync keep all copies until then)", lines.len()),
+                format!(
+                    "id appears on {} lines; `bd-merge dedupe` merges them into one record (bd-merge and bd-sync keep all copies until then)",
+                    lines.len()
+                ),
             ));
         }
     }

@@ -48,7 +48,130 @@ struct Cli {
     append: bool,
 }
 
+/// Repair an issues file that was merged without bd-merge.
+#[derive(Parser, Debug)]
+#[command(name = "bd-merge", version)]
+enum Repair {
+    /// Merge a conflicted issues file as the driver would have: from git's index stages during a
+    /// conflicted merge, rebase, cherry-pick or stash pop, else from its conflict markers.
+    /// Exit 0 merged cleanly or nothing to do, 1 conflicts left (or, with --check, work to do), 2 error.
+    Resolve {
+        /// The issues file [default: the repository's .beads/issues.jsonl].
+        path: Option<PathBuf>,
+        /// How to settle what the merge rules leave open.
+        #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
+        conflict: ConflictPolicy,
+        /// `git add` the result when no conflicts are left.
+        #[arg(long)]
+        stage: bool,
+        /// Only say whether the file needs resolving (exit 1 when it does); change nothing.
+        #[arg(long)]
+        check: bool,
+        /// Do not report auto-resolved conflicts on stderr.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
+    /// Merge every id that stands on several lines (left by merge=union or older tools) into one
+    /// record, field by field; identical repeats collapse. Exit 0, or 1 with --check when needed.
+    Dedupe {
+        /// The issues file [default: the repository's .beads/issues.jsonl].
+        path: Option<PathBuf>,
+        /// Only say which ids would be merged (exit 1 when any); change nothing.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    match path {
+        Some(p) => Ok(p.clone()),
+        None => beads_git::cache::find_issues_file(&std::env::current_dir()?),
+    }
+}
+
+fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
+    use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
+    match cmd {
+        Repair::Resolve { path, conflict, stage, check, quiet } => {
+            let path = default_issues_file(path.as_ref())?;
+            let options = ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, markers: Markers::default() }, stage, check };
+            let name = path.display();
+            match repair::resolve(&options)? {
+                Resolution::NothingToDo => {
+                    eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Resolution::Merged { sides, report } => {
+                    let from = match sides {
+                        Sides::IndexStages => "git's index stages",
+                        Sides::ConflictMarkers => "the conflict markers in the file",
+                    };
+                    let Some(report) = report else {
+                        eprintln!("bd-merge: {name}: needs resolving (sides from {from}): run `bd-merge resolve`");
+                        return Ok(ExitCode::from(1));
+                    };
+                    print_report(&name.to_string(), &report, quiet);
+                    eprintln!(
+                        "bd-merge: {name}: resolved from {from}{}",
+                        if report.exit_code() == 0 { if stage { " and staged" } else { "" } } else { "; conflicts left for a human" }
+                    );
+                    Ok(ExitCode::from(report.exit_code()))
+                }
+            }
+        }
+        Repair::Dedupe { path, check } => {
+            let path = default_issues_file(path.as_ref())?;
+            let content = std::fs::read(&path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            let (out, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
+            for w in &warnings {
+                eprintln!("bd-merge: {}: warning: {w}", path.display());
+            }
+            for d in &done {
+                eprintln!("bd-merge: {}: {}: {} copies on lines {:?} {} one record", path.display(), d.id, d.copies, d.lines, if check { "would become" } else { "became" });
+            }
+            if check {
+                return Ok(ExitCode::from(u8::from(!done.is_empty())));
+            }
+            if out != content {
+                beads_git::jsonl::write_atomic(&path, &out)?;
+            } else if done.is_empty() {
+                eprintln!("bd-merge: {}: no id on several lines", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
+    for w in &report.warnings {
+        eprintln!("bd-merge: {name}: warning: {w}");
+    }
+    if !quiet {
+        for r in &report.reports {
+            eprintln!("bd-merge: {name}: {r}");
+        }
+    }
+    match &report.outcome {
+        DriverOutcome::Clean => {}
+        DriverOutcome::Conflicted(n) => eprintln!("bd-merge: {name}: {n} record(s) left with conflict markers"),
+        DriverOutcome::Fallback { reason, conflicted } => eprintln!(
+            "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            if *conflicted { " and left conflict markers" } else { " cleanly" }
+        ),
+    }
+}
+
 fn main() -> ExitCode {
+    // `bd-merge resolve|dedupe ...`; anything else is the driver's BASE OURS THEIRS.
+    if matches!(std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()), Some("resolve" | "dedupe")) {
+        return match repair(Repair::parse()) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("bd-merge: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let cli = Cli::parse();
     let options = match options(&cli) {
         Ok(o) => o,
@@ -60,22 +183,7 @@ fn main() -> ExitCode {
     let name = driver::display_name(&options);
     match driver::run(&options) {
         Ok(report) => {
-            for w in &report.warnings {
-                eprintln!("bd-merge: {name}: warning: {w}");
-            }
-            if !cli.quiet {
-                for r in &report.reports {
-                    eprintln!("bd-merge: {name}: {r}");
-                }
-            }
-            match &report.outcome {
-                DriverOutcome::Clean => {}
-                DriverOutcome::Conflicted(n) => eprintln!("bd-merge: {name}: {n} record(s) left with conflict markers"),
-                DriverOutcome::Fallback { reason, conflicted } => eprintln!(
-                    "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
-                    if *conflicted { " and left conflict markers" } else { " cleanly" }
-                ),
-            }
+            print_report(&name, &report, cli.quiet);
             ExitCode::from(report.exit_code())
         }
         Err(e) => {

@@ -9,6 +9,7 @@
 
 pub mod driver;
 pub mod field;
+pub mod repair;
 pub mod text;
 pub(crate) mod writer;
 

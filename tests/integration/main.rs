@@ -12,4 +12,5 @@ mod managers;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
+mod repair;
 mod sync;

@@ -1,0 +1,296 @@
+//! Repairing an issues file that was merged where our driver did not run (SPEC §7): a hosting
+//! service's merge button, a clone without `bd-sync install`, `git stash pop`, `merge=union`.
+//!
+//! `resolve` finds the three sides again, from git's index stages (`:1:` `:2:` `:3:`) during a
+//! conflicted merge, rebase, cherry-pick or stash pop, or else from the conflict markers left in
+//! the file (diff3/zdiff3 markers carry the base; plain markers are merged against an empty base
+//! for their hunks; lines outside hunks are common to all three), and merges them exactly as the
+//! driver would have. `dedupe` turns an id left on several lines into one record.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::driver::{self, Destination, DriverOptions, DriverReport};
+use super::{merge, MergeOptions};
+use crate::git::run as git;
+use crate::jsonl::{self, Jsonl};
+use crate::record::{is_conflict_marker, record_key, Key};
+
+/// Where the three sides came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sides {
+    /// git's index stages of a conflicted path.
+    IndexStages,
+    /// The conflict markers in the file.
+    ConflictMarkers,
+}
+
+/// What `resolve` found (and, unless checking, did).
+#[derive(Debug)]
+pub enum Resolution {
+    /// No index stages and no conflict markers: nothing to resolve.
+    NothingToDo,
+    /// The file was (or, with `check`, would be) merged from these sides.
+    Merged {
+        /// Where the sides came from.
+        sides: Sides,
+        /// The merge's report (`None` under `check`).
+        report: Option<DriverReport>,
+    },
+}
+
+/// `bd-merge resolve` settings.
+#[derive(Debug, Clone)]
+pub struct ResolveOptions {
+    /// The issues file.
+    pub path: PathBuf,
+    /// Policy and markers, as for the driver.
+    pub merge: MergeOptions,
+    /// `git add` the result when it has no conflicts left.
+    pub stage: bool,
+    /// Only say what would be done.
+    pub check: bool,
+}
+
+/// The repository-relative path of `path` and the work tree it is in.
+fn in_repository(path: &Path) -> Result<(PathBuf, String)> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let top = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"]).with_context(|| format!("{} is not in a git repository", path.display()))?);
+    let absolute = std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))?;
+    let canonical_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
+    let canonical_dir = std::fs::canonicalize(absolute.parent().unwrap_or(Path::new("/"))).unwrap_or_default();
+    let rel_dir = canonical_dir.strip_prefix(&canonical_top).with_context(|| format!("{} is outside {}", path.display(), top.display()))?;
+    let rel = rel_dir.join(absolute.file_name().context("a file name")?);
+    Ok((top, rel.to_string_lossy().replace('\\', "/")))
+}
+
+/// The index stages (1 base, 2 ours, 3 theirs) of a conflicted path; `None` when not conflicted.
+fn index_stages(top: &Path, rel: &str) -> Result<Option<[Option<Vec<u8>>; 3]>> {
+    let listing = git(top, &["ls-files", "-u", "--", rel])?;
+    if listing.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut stages: [Option<Vec<u8>>; 3] = [None, None, None];
+    for line in listing.lines() {
+        let Some((meta, _path)) = line.split_once('\t') else { continue };
+        let fields: Vec<&str> = meta.split_whitespace().collect();
+        let (Some(sha), Some(stage)) = (fields.get(1), fields.get(2).and_then(|s| s.parse::<usize>().ok())) else { continue };
+        if (1..=3).contains(&stage) {
+            let out = std::process::Command::new("git")
+                .current_dir(top)
+                .args(["cat-file", "blob", sha])
+                .output()
+                .context("running git cat-file")?;
+            if !out.status.success() {
+                bail!("reading stage {stage} of {rel}: {}", String::from_utf8_lossy(&out.stderr).trim());
+            }
+            stages[stage - 1] = Some(out.stdout);
+        }
+    }
+    Ok(Some(stages))
+}
+
+/// The three sides rebuilt from conflict markers; `None` when the file has none. Lines outside
+/// hunks are common; a hunk without a base section (plain markers) has an empty base.
+pub fn sides_from_markers(content: &[u8]) -> Result<Option<[Vec<u8>; 3]>> {
+    #[derive(PartialEq)]
+    enum At {
+        Common,
+        Ours,
+        Base,
+        Theirs,
+    }
+    let file = Jsonl::split(content);
+    if !file.lines.iter().any(|l| is_conflict_marker(l.bytes)) {
+        return Ok(None);
+    }
+    let mut sides: [Vec<&[u8]>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut at = At::Common;
+    for line in &file.lines {
+        let b = line.bytes;
+        let marker = is_conflict_marker(b).then(|| b[0]);
+        at = match (at, marker) {
+            (At::Common, Some(b'<')) => At::Ours,
+            (At::Ours, Some(b'|')) => At::Base,
+            (At::Ours | At::Base, Some(b'=')) => At::Theirs,
+            (At::Theirs, Some(b'>')) => At::Common,
+            (state, None) => {
+                match state {
+                    At::Common => sides.iter_mut().for_each(|s| s.push(b)),
+                    At::Ours => sides[1].push(b),
+                    At::Base => sides[0].push(b),
+                    At::Theirs => sides[2].push(b),
+                }
+                state
+            }
+            (_, Some(_)) => bail!("line {}: a conflict marker out of order; the hunks cannot be told apart", line.number),
+        };
+    }
+    if at != At::Common {
+        bail!("the file ends inside a conflict hunk; the sides cannot be told apart");
+    }
+    let join = |lines: &[&[u8]]| {
+        let mut out = Vec::new();
+        jsonl::write_lines(&mut out, file.layout, lines.iter().copied()).expect("writing to a Vec cannot fail");
+        out
+    };
+    Ok(Some([join(&sides[0]), join(&sides[1]), join(&sides[2])]))
+}
+
+/// `bd-merge resolve`.
+pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
+    let (top, rel) = in_repository(&options.path)?;
+    let (sides, [base, ours, theirs]) = match index_stages(&top, &rel)? {
+        Some([b, o, t]) => (Sides::IndexStages, [b.unwrap_or_default(), o.unwrap_or_default(), t.unwrap_or_default()]),
+        None => {
+            let content = std::fs::read(&options.path).with_context(|| format!("reading {}", options.path.display()))?;
+            match sides_from_markers(&content).with_context(|| format!("{}", options.path.display()))? {
+                Some(sides) => (Sides::ConflictMarkers, sides),
+                None => return Ok(Resolution::NothingToDo),
+            }
+        }
+    };
+    if options.check {
+        return Ok(Resolution::Merged { sides, report: None });
+    }
+    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
+        let p = scratch.path().join(name);
+        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
+        Ok(p)
+    };
+    let driver_options = DriverOptions {
+        base: write("base.jsonl", &base)?,
+        ours: write("ours.jsonl", &ours)?,
+        theirs: write("theirs.jsonl", &theirs)?,
+        destination: Destination::File(options.path.clone()),
+        path_name: Some(rel.clone()),
+        structural: true,
+        detect_conflict_style: true,
+        merge: options.merge.clone(),
+        append_only: false,
+    };
+    let report = driver::run(&driver_options)?;
+    if options.stage && report.exit_code() == 0 {
+        git(&top, &["add", "--", &rel])?;
+    }
+    Ok(Resolution::Merged { sides, report: Some(report) })
+}
+
+/// What `dedupe` did to one id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deduped {
+    /// The id.
+    pub id: String,
+    /// Its line numbers in the file.
+    pub lines: Vec<usize>,
+    /// How many distinct copies were merged into one.
+    pub copies: usize,
+}
+
+/// Merges every id that stands on several lines into one record, field by field (against an
+/// empty base, so what the copies disagree on goes to the policy, `newest` by default); identical
+/// repeats collapse. The record stays where its first copy was. Returns the new content and what
+/// was done; a copy that is not a valid record leaves that id's lines as they are.
+pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>, Vec<String>) {
+    let file = Jsonl::split(content);
+    let keys: Vec<Option<String>> =
+        file.lines.iter().map(|l| record_key(l.bytes).ok().map(|k| Key::into_string_key(k).into_owned())).collect();
+    let mut groups: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        if let Some(k) = k {
+            groups.entry(k.as_str()).or_default().push(i);
+        }
+    }
+    let mut replace: std::collections::HashMap<usize, Option<Vec<u8>>> = std::collections::HashMap::new();
+    let mut done = Vec::new();
+    let mut warnings = Vec::new();
+    let mut ids: Vec<(&str, &Vec<usize>)> = groups.iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (*k, v)).collect();
+    ids.sort_by_key(|(_, v)| v[0]);
+    for (id, indexes) in ids {
+        let mut distinct: Vec<&[u8]> = Vec::new();
+        for &i in indexes {
+            if !distinct.contains(&file.lines[i].bytes) {
+                distinct.push(file.lines[i].bytes);
+            }
+        }
+        let mut acc = distinct[0].to_vec();
+        let mut failed = false;
+        for next in &distinct[1..] {
+            let (mut a, mut b) = (acc.clone(), next.to_vec());
+            a.push(b'\n');
+            b.push(b'\n');
+            match merge(b"", &a, &b, options) {
+                Ok(m) if m.conflicts == 0 => {
+                    let mut out = m.to_vec();
+                    while out.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
+                        out.pop();
+                    }
+                    acc = out;
+                }
+                _ => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        let label = crate::record::key_label(id).into_owned();
+        let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
+        if failed {
+            warnings.push(format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is"));
+            continue;
+        }
+        replace.insert(indexes[0], Some(acc));
+        for &i in &indexes[1..] {
+            replace.insert(i, None);
+        }
+        done.push(Deduped { id: label, lines: numbers, copies: distinct.len() });
+    }
+    if done.is_empty() {
+        return (content.to_vec(), done, warnings);
+    }
+    let lines: Vec<Vec<u8>> = file
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| match replace.get(&i) {
+            Some(Some(merged)) => Some(merged.clone()),
+            Some(None) => None,
+            None => Some(l.bytes.to_vec()),
+        })
+        .collect();
+    let mut out = Vec::with_capacity(content.len());
+    jsonl::write_lines(&mut out, file.layout, lines.iter().map(Vec::as_slice)).expect("writing to a Vec cannot fail");
+    (out, done, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sides_come_back_from_plain_and_diff3_markers() {
+        let plain = b"{\"id\":\"a\"}\n<<<<<<< HEAD\n{\"id\":\"b\",\"v\":1}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> feature\n{\"id\":\"c\"}\n";
+        let [b, o, t] = sides_from_markers(plain).expect("well formed").expect("has markers");
+        assert_eq!(b, b"{\"id\":\"a\"}\n{\"id\":\"c\"}\n");
+        assert_eq!(o, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"v\":1}\n{\"id\":\"c\"}\n");
+        assert_eq!(t, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"v\":2}\n{\"id\":\"c\"}\n");
+        let diff3 = b"<<<<<<< ours\n{\"id\":\"b\",\"v\":1}\n||||||| base\n{\"id\":\"b\",\"v\":0}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> theirs\n";
+        let [b, _, _] = sides_from_markers(diff3).expect("well formed").expect("has markers");
+        assert_eq!(b, b"{\"id\":\"b\",\"v\":0}\n");
+        assert!(sides_from_markers(b"<<<<<<< ours\n{\"id\":\"b\"}\n").is_err());
+        assert!(sides_from_markers(b"{\"id\":\"b\"}\n").expect("fine").is_none());
+    }
+
+    #[test]
+    fn dedupe_merges_copies_field_by_field() {
+        let content = b"{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"x\"],\"updated_at\":\"2026-01-01T00:00:00Z\"}\n{\"id\":\"b\"}\n{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"y\"],\"updated_at\":\"2026-01-02T00:00:00Z\"}\n{\"id\":\"b\"}\n";
+        let (out, done, warnings) = dedupe(content, &MergeOptions::default());
+        assert!(warnings.is_empty());
+        assert_eq!(done.len(), 2);
+        let text = String::from_utf8(out).expect("utf8");
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.starts_with("{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"x\",\"y\"]"), "{text}");
+    }
+}

@@ -1,0 +1,180 @@
+//! `bd-merge resolve` and `dedupe` after merges done where our driver did not run: git's own
+//! line merge (merge, diff3 and zdiff3 styles), a rebase stopped on the file, `git stash pop`, a
+//! file committed with markers, and `merge=union`. Where git kept the three sides, the result is
+//! byte for byte what the driver would have written.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{bin, hermetic, run, TestRepo};
+
+const FILE: &str = ".beads/issues.jsonl";
+
+fn issue(id: &str, title: &str, priority: u8, labels: &str, at: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","title":"{title}","status":"open","priority":{priority},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}"{labels}}}"#
+    )
+}
+
+fn file(lines: &[String]) -> Vec<u8> {
+    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+}
+
+const T0: &str = "2025-11-01T10:00:00-08:00";
+
+fn base_file() -> Vec<u8> {
+    file(&[issue("bd-1", "One", 2, "", T0), issue("bd-2", "Two", 2, r#","labels":["a"]"#, T0), issue("bd-3", "Three", 2, "", T0)])
+}
+
+fn main_file() -> Vec<u8> {
+    file(&[
+        issue("bd-1", "One, retitled on main", 2, "", "2025-11-02T10:00:00-08:00"),
+        issue("bd-2", "Two", 2, r#","labels":["a","main"]"#, "2025-11-02T10:00:00-08:00"),
+        issue("bd-3", "Three", 2, "", T0),
+    ])
+}
+
+fn feature_file() -> Vec<u8> {
+    file(&[
+        issue("bd-1", "One", 0, "", "2025-11-03T10:00:00-08:00"),
+        issue("bd-2", "Two", 2, r#","labels":["a","feature"]"#, "2025-11-03T10:00:00-08:00"),
+        issue("bd-3", "Three", 2, "", T0),
+        issue("bd-4", "Four", 1, "", "2025-11-03T10:00:00-08:00"),
+    ])
+}
+
+/// main and feature edit the same issues with no driver configured: git merges line by line.
+fn diverged(style: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.git(&["config", "merge.conflictStyle", style]);
+    repo.commit_file(FILE, &base_file(), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &feature_file(), "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &main_file(), "main");
+    repo
+}
+
+/// What the driver writes for (base, ours, theirs).
+fn driver_result(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (name, bytes) in [("base", base), ("ours", ours), ("theirs", theirs)] {
+        std::fs::write(dir.path().join(name), bytes).expect("write");
+    }
+    let out = run(hermetic(bin("bd-merge")).current_dir(dir.path()).args(["-q", "base", "ours", "theirs", "-o", "-"]));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+fn resolve(dir: &Path, args: &[&str]) -> Output {
+    run(hermetic(bin("bd-merge")).current_dir(dir).arg("resolve").args(args))
+}
+
+fn has_markers(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).lines().any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>"))
+}
+
+#[test]
+fn a_git_line_merge_is_resolved_from_the_index_stages_as_the_driver_would() {
+    for style in ["merge", "diff3", "zdiff3"] {
+        let repo = diverged(style);
+        let out = repo.git_output(&["merge", "--no-edit", "feature"]);
+        assert!(!out.status.success(), "{style}: git's line merge conflicts");
+        assert!(has_markers(&repo.read(FILE)));
+        let check = resolve(repo.path(), &["--check"]);
+        assert_eq!(check.status.code(), Some(1), "{style}: --check says it needs resolving");
+        let out = resolve(repo.path(), &["--stage"]);
+        assert_eq!(out.status.code(), Some(0), "{style}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("index stages"));
+        assert_eq!(repo.read(FILE), driver_result(&base_file(), &main_file(), &feature_file()), "{style}");
+        repo.git(&["commit", "-q", "--no-edit"]);
+        assert_eq!(resolve(repo.path(), &["--check"]).status.code(), Some(0), "{style}: nothing left to do");
+    }
+}
+
+#[test]
+fn a_file_committed_with_diff3_or_zdiff3_markers_is_repaired_as_the_driver_would() {
+    for style in ["diff3", "zdiff3"] {
+        let repo = diverged(style);
+        assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
+        // Someone commits the markers (a hosting service's editor, `git add -A`).
+        repo.git(&["add", FILE]);
+        repo.git(&["commit", "-q", "--no-edit"]);
+        assert_eq!(resolve(repo.path(), &["--check"]).status.code(), Some(1), "{style}");
+        let out = resolve(repo.path(), &[]);
+        assert_eq!(out.status.code(), Some(0), "{style}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("conflict markers"));
+        assert_eq!(repo.read(FILE), driver_result(&base_file(), &main_file(), &feature_file()), "{style}");
+    }
+}
+
+#[test]
+fn plain_markers_without_a_base_still_keep_both_sides() {
+    let repo = diverged("merge");
+    assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
+    repo.git(&["add", FILE]);
+    repo.git(&["commit", "-q", "--no-edit"]);
+    let out = resolve(repo.path(), &["--conflict", "newest"]);
+    let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
+    // The base of each hunk is lost: what both sides hold counts as added by both, and every
+    // edit of either side is kept (the newer wins where they disagree).
+    assert!(out.status.code() == Some(0) && !has_markers(merged.as_bytes()), "{merged}");
+    assert!(merged.contains(r#""id":"bd-4""#) && merged.contains(r#""main""#) && merged.contains(r#""feature""#), "{merged}");
+}
+
+#[test]
+fn a_rebase_stopped_on_the_issues_file_continues_after_resolve() {
+    let repo = diverged("merge");
+    repo.git(&["checkout", "-q", "feature"]);
+    let out = repo.git_output(&["rebase", "main"]);
+    assert!(!out.status.success(), "the rebase stops on the file");
+    let out = resolve(repo.path(), &["--stage"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // During a rebase, ours is the branch being rebased onto (main) and theirs the replayed commit.
+    assert_eq!(repo.read(FILE), driver_result(&base_file(), &main_file(), &feature_file()));
+    let out = run(hermetic("git").current_dir(repo.path()).env("GIT_EDITOR", "true").args(["rebase", "--continue"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_conflicted_stash_pop_is_resolved_from_the_index_stages() {
+    let repo = diverged("merge");
+    // Uncommitted feature-like edits stashed, then main moves on.
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    repo.write(FILE, &feature_file());
+    repo.git(&["stash", "-q"]);
+    repo.commit_file(FILE, &main_file(), "main again");
+    assert!(!repo.git_output(&["stash", "pop"]).status.success(), "the pop conflicts");
+    let out = resolve(repo.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(repo.read(FILE), driver_result(&base_file(), &main_file(), &feature_file()));
+}
+
+#[test]
+fn merge_union_leaves_duplicate_ids_that_dedupe_merges() {
+    let repo = TestRepo::new();
+    repo.write(".gitattributes", b".beads/issues.jsonl merge=union\n");
+    repo.git(&["add", ".gitattributes"]);
+    repo.commit_file(FILE, &base_file(), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &feature_file(), "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &main_file(), "main");
+    assert!(repo.git_output(&["merge", "--no-edit", "feature"]).status.success(), "union never conflicts");
+    let unioned = String::from_utf8(repo.read(FILE)).expect("utf8");
+    assert!(unioned.matches(r#""id":"bd-1""#).count() >= 2, "{unioned}");
+    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("bd-merge dedupe"), "check points to dedupe");
+    let dedupe = |args: &[&str]| run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe").args(args));
+    assert_eq!(dedupe(&["--check"]).status.code(), Some(1));
+    let out = dedupe(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
+    assert_eq!(merged.matches(r#""id":"bd-1""#).count(), 1, "{merged}");
+    let bd1 = merged.lines().find(|l| l.contains(r#""id":"bd-1""#)).expect("bd-1");
+    assert!(bd1.contains(r#""priority":0"#), "the newer copy's fields win what they disagree on: {bd1}");
+    let bd2 = merged.lines().find(|l| l.contains(r#""id":"bd-2""#)).expect("bd-2");
+    assert!(bd2.contains(r#""main""#) && bd2.contains(r#""feature""#), "sets are merged: {bd2}");
+    assert_eq!(dedupe(&["--check"]).status.code(), Some(0));
+}
