@@ -94,7 +94,8 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     match cmd {
         Repair::Resolve { path, conflict, stage, check, quiet } => {
             let path = default_issues_file(path.as_ref())?;
-            let options = ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, markers: Markers::default() }, stage, check };
+            let options =
+                ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, markers: Markers::default() }, stage, check };
             let name = path.display();
             match repair::resolve(&options)? {
                 Resolution::NothingToDo => {
@@ -113,7 +114,15 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                     print_report(&name.to_string(), &report, quiet);
                     eprintln!(
                         "bd-merge: {name}: resolved from {from}{}",
-                        if report.exit_code() == 0 { if stage { " and staged" } else { "" } } else { "; conflicts left for a human" }
+                        if report.exit_code() == 0 {
+                            if stage {
+                                " and staged"
+                            } else {
+                                ""
+                            }
+                        } else {
+                            "; conflicts left for a human"
+                        }
                     );
                     Ok(ExitCode::from(report.exit_code()))
                 }
@@ -127,7 +136,14 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                 eprintln!("bd-merge: {}: warning: {w}", path.display());
             }
             for d in &done {
-                eprintln!("bd-merge: {}: {}: {} copies on lines {:?} {} one record", path.display(), d.id, d.copies, d.lines, if check { "would become" } else { "became" });
+                eprintln!(
+                    "bd-merge: {}: {}: {} copies on lines {:?} {} one record",
+                    path.display(),
+                    d.id,
+                    d.copies,
+                    d.lines,
+                    if check { "would become" } else { "became" }
+                );
             }
             if check {
                 return Ok(ExitCode::from(u8::from(!done.is_empty())));
@@ -154,6 +170,9 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     match &report.outcome {
         DriverOutcome::Clean => {}
         DriverOutcome::Conflicted(n) => eprintln!("bd-merge: {name}: {n} record(s) left with conflict markers"),
+        DriverOutcome::NeedsReview => {
+            eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)")
+        }
         DriverOutcome::Fallback { reason, conflicted } => eprintln!(
             "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
             if *conflicted { " and left conflict markers" } else { " cleanly" }
@@ -187,7 +206,13 @@ fn main() -> ExitCode {
             ExitCode::from(report.exit_code())
         }
         Err(e) => {
-            eprintln!("bd-merge: {name}: {e:#}");
+            let text = format!("{e:#}");
+            // A reason that already names the file is not prefixed twice.
+            if text.starts_with(&format!("{name}: ")) {
+                eprintln!("bd-merge: {text}");
+            } else {
+                eprintln!("bd-merge: {name}: {text}");
+            }
             ExitCode::from(2)
         }
     }

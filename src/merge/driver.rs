@@ -56,6 +56,9 @@ pub enum DriverOutcome {
     Clean,
     /// Records written with conflict markers.
     Conflicted(usize),
+    /// Merged, but under `--conflict markers` a side deleted most of the records: a human should
+    /// confirm (the warnings say which side and how many).
+    NeedsReview,
     /// Structural merge refused the input; a line merge was done instead.
     Fallback {
         /// Why, naming the file and line.
@@ -81,7 +84,7 @@ impl DriverReport {
     pub fn exit_code(&self) -> u8 {
         match self.outcome {
             DriverOutcome::Clean | DriverOutcome::Fallback { conflicted: false, .. } => 0,
-            DriverOutcome::Conflicted(_) | DriverOutcome::Fallback { conflicted: true, .. } => 1,
+            DriverOutcome::Conflicted(_) | DriverOutcome::NeedsReview | DriverOutcome::Fallback { conflicted: true, .. } => 1,
         }
     }
 }
@@ -113,7 +116,13 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             if !(merged.is_ours_unchanged() && options.destination == Destination::ReplaceOurs) {
                 write_result(options, |w| merged.write_to(w))?;
             }
-            let outcome = if merged.conflicts > 0 { DriverOutcome::Conflicted(merged.conflicts) } else { DriverOutcome::Clean };
+            let outcome = if merged.conflicts > 0 {
+                DriverOutcome::Conflicted(merged.conflicts)
+            } else if merged.needs_review {
+                DriverOutcome::NeedsReview
+            } else {
+                DriverOutcome::Clean
+            };
             DriverReport { outcome, reports: merged.reports, warnings: merged.warnings }
         }
         Err(reason) => {
@@ -121,7 +130,10 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
                 merge_options.markers.diff3 = git::conflict_style_shows_base();
             }
             let (content, conflicted) = git::merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
-                .context("falling back to a line merge with `git merge-file`")?;
+                .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
+            // Markers that came in with an input and survived the line merge are still markers:
+            // never report such a result as clean.
+            let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
             write_result(options, |w| w.write_all(&content))?;
             DriverReport { outcome: DriverOutcome::Fallback { reason, conflicted }, reports: Vec::new(), warnings: Vec::new() }
         }

@@ -149,6 +149,9 @@ pub struct Merged<'a> {
     verbatim: Option<&'a [u8]>,
     /// Records written with conflict markers (only under [`ConflictPolicy::Markers`]).
     pub conflicts: usize,
+    /// Under [`ConflictPolicy::Markers`]: a side deleted most of the file, which a human should
+    /// confirm (see the warnings), though no record has markers.
+    pub needs_review: bool,
     /// Auto-resolved conflicts, in output order.
     pub reports: Vec<Report>,
     /// Things a human should know that did not stop the merge (duplicate ids, odd lines).
@@ -308,7 +311,15 @@ enum Out<'a> {
 pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
     if theirs == base || ours == theirs {
         let layout = Layout::default();
-        return Ok(Merged { layout, lines: Vec::new(), verbatim: Some(ours), conflicts: 0, reports: Vec::new(), warnings: Vec::new() });
+        return Ok(Merged {
+            layout,
+            lines: Vec::new(),
+            verbatim: Some(ours),
+            conflicts: 0,
+            needs_review: false,
+            reports: Vec::new(),
+            warnings: Vec::new(),
+        });
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
     let (b, o, t) = std::thread::scope(|s| {
@@ -332,6 +343,7 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         warnings,
         conflicts: 0,
         touched: Vec::new(),
+        mass_deletion: false,
     };
     let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
@@ -358,6 +370,18 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
             items.push((id.clone(), out));
         }
     }
+    for (side, file) in [(Side::Ours, &o), (Side::Theirs, &t)] {
+        let base_records = b.ids.len();
+        let gone = b.ids.keys().filter(|id| !file.ids.contains_key(*id)).count();
+        if base_records >= 2 && gone * 2 > base_records {
+            m.warnings.push(format!(
+                "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
+                gone * 100 / base_records,
+                if file.file.lines.is_empty() { ": its file is empty" } else { "" }
+            ));
+            m.mass_deletion = true;
+        }
+    }
     if writer::mentions_comments(ours) && writer::mentions_comments(theirs) {
         m.renumber_comments(&mut items);
     }
@@ -366,7 +390,8 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
     }
     let lines = m.render(items);
-    Ok(Merged { layout, lines, verbatim: None, conflicts: m.conflicts, reports: m.reports, warnings: m.warnings })
+    let needs_review = m.mass_deletion && options.policy == ConflictPolicy::Markers;
+    Ok(Merged { layout, lines, verbatim: None, conflicts: m.conflicts, needs_review, reports: m.reports, warnings: m.warnings })
 }
 
 /// Merges an append-only log (bd's `interactions.jsonl`, the legacy `deletions.jsonl`): records
@@ -432,6 +457,8 @@ struct Merger<'m, 'a> {
     /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
     /// records that can carry comments a side added.
     touched: Vec<String>,
+    /// A side deleted more than half of the base's records.
+    mass_deletion: bool,
 }
 
 impl<'m, 'a> Merger<'m, 'a> {

@@ -56,7 +56,9 @@ pub struct ResolveOptions {
 /// The repository-relative path of `path` and the work tree it is in.
 fn in_repository(path: &Path) -> Result<(PathBuf, String)> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let top = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"]).with_context(|| format!("{} is not in a git repository", path.display()))?);
+    let top = PathBuf::from(
+        git(dir, &["rev-parse", "--show-toplevel"]).with_context(|| format!("{} is not in a git repository", path.display()))?,
+    );
     let absolute = std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))?;
     let canonical_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
     let canonical_dir = std::fs::canonicalize(absolute.parent().unwrap_or(Path::new("/"))).unwrap_or_default();
@@ -271,7 +273,8 @@ mod tests {
 
     #[test]
     fn sides_come_back_from_plain_and_diff3_markers() {
-        let plain = b"{\"id\":\"a\"}\n<<<<<<< HEAD\n{\"id\":\"b\",\"v\":1}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> feature\n{\"id\":\"c\"}\n";
+        let plain =
+            b"{\"id\":\"a\"}\n<<<<<<< HEAD\n{\"id\":\"b\",\"v\":1}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> feature\n{\"id\":\"c\"}\n";
         let [b, o, t] = sides_from_markers(plain).expect("well formed").expect("has markers");
         assert_eq!(b, b"{\"id\":\"a\"}\n{\"id\":\"c\"}\n");
         assert_eq!(o, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"v\":1}\n{\"id\":\"c\"}\n");

@@ -178,3 +178,26 @@ fn merge_union_leaves_duplicate_ids_that_dedupe_merges() {
     assert!(bd2.contains(r#""main""#) && bd2.contains(r#""feature""#), "sets are merged: {bd2}");
     assert_eq!(dedupe(&["--check"]).status.code(), Some(0));
 }
+
+#[test]
+fn the_pre_commit_hook_resolves_a_file_with_markers_before_committing_it() {
+    let repo = diverged("diff3");
+    assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
+    let with_markers = repo.read(FILE);
+    repo.git(&["merge", "--abort"]);
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The markers arrive as a plain edit (pasted from a hosting service's conflict editor, say).
+    repo.write(FILE, &with_markers);
+    repo.git(&["add", FILE]);
+    let out = run(hermetic("git").current_dir(repo.path()).env("PATH", path_with_our_binaries()).args(["commit", "-q", "-m", "paste"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let committed = repo.git(&["show", &format!("HEAD:{FILE}")]);
+    assert!(!has_markers(committed.as_bytes()), "the hook resolved the markers: {committed}");
+    assert_eq!(committed.as_bytes(), driver_result(&base_file(), &main_file(), &feature_file()));
+}
+
+fn path_with_our_binaries() -> std::ffi::OsString {
+    let ours = bin("bd-merge").parent().expect("a directory").to_path_buf();
+    std::env::join_paths(std::iter::once(ours).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).expect("PATH")
+}
