@@ -671,9 +671,13 @@ impl<'m, 'a> Merger<'m, 'a> {
         for (id, out) in items.iter_mut() {
             let Some(mine) = by_record.get(id.as_ref()) else { continue };
             let Out::Line(line) = out else { continue };
-            // A line taken whole from one side now differs from it; a merged one is already newer.
-            let from_a_side = [self.o.single(id), self.t.single(id)].into_iter().flatten().any(|l| l.bytes == line.as_ref());
-            if let Some(text) = writer::apply_renumbering(line, mine, from_a_side) {
+            // The record now equals neither side: stamp it newer, unless the field merge already
+            // did (its `updated_at` is then neither side's). Decided on values, not bytes, so the
+            // answer does not depend on which side wrote which format.
+            let stamp = |bytes: &[u8]| RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").map(str::to_owned));
+            let current = stamp(line);
+            let not_yet_bumped = [self.o.single(id), self.t.single(id)].into_iter().flatten().any(|l| stamp(l.bytes) == current);
+            if let Some(text) = writer::apply_renumbering(line, mine, not_yet_bumped) {
                 *line = Cow::Owned(text.into_bytes());
             }
         }
