@@ -1,4 +1,4 @@
-//! Property tests of the merge engine over random triples: base records, and two sides that
+//! Property tests of the merge engine over random triples (2,000 cases each): base records, and two sides that
 //! each edit fields, add labels and comments (numbered by each side's own counter, as a tracker's
 //! database does, so the two sides' new comments share ids), delete and add records.
 
@@ -218,7 +218,7 @@ fn triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
     fn merge_never_loses_records_and_output_parses((base, ours, theirs) in triple()) {
