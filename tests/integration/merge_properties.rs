@@ -1,6 +1,8 @@
 //! Property tests of the merge engine over random triples (2,000 cases each): base records, and two sides that
 //! each edit fields, add labels and comments (numbered by each side's own counter, as a tracker's
-//! database does, so the two sides' new comments share ids), delete and add records.
+//! database does, so the two sides' new comments share ids), re-format records as other writers
+//! do (spaced separators, Go escapes, other key orders), delete and add records; and duplicate
+//! ids with a line that is not UTF-8.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -278,6 +280,34 @@ proptest! {
         let policy = [ConflictPolicy::Newest, ConflictPolicy::Ours, ConflictPolicy::Theirs][p];
         let merged = merge(&base, &ours, &theirs, &MergeOptions { policy, ..MergeOptions::default() }).expect("merge");
         by_id(&merged.to_vec());
+    }
+
+    /// Duplicate ids with a line that is not UTF-8 (a latin-1 editor, a truncated write): the set
+    /// merge of that id needs the line, so the merge refuses (the driver then line-merges and
+    /// says which line), unless all three inputs hold the bad line as it is.
+    #[test]
+    fn a_duplicate_id_with_a_non_utf8_line_is_never_merged_silently((base, ours, theirs) in triple(), pick in any::<u8>(), everywhere in any::<bool>()) {
+        let text = String::from_utf8(ours.clone()).expect("generated as UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        prop_assume!(!lines.is_empty());
+        let victim = lines[pick as usize % lines.len()];
+        let id = victim.split("\"id\":\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("bd-00").to_owned();
+        let mut bad = format!("{{\"id\":\"{id}\",\"title\":\"caf").into_bytes();
+        bad.extend_from_slice(b"\xe9\"}\n");
+        let with_bad = |content: &[u8]| [content, &bad[..]].concat();
+        let (b, o, t) = if everywhere { (with_bad(&base), with_bad(&ours), with_bad(&theirs)) } else { (base.clone(), with_bad(&ours), theirs.clone()) };
+        match merge(&b, &o, &t, &MergeOptions::default()) {
+            // Theirs changed nothing: the result is ours as it is, and no line of it was needed.
+            Ok(merged) if t == b => prop_assert_eq!(merged.to_vec(), o),
+            Ok(merged) => {
+                prop_assert!(everywhere, "merged a duplicate id with a non-UTF-8 line silently");
+                prop_assert!(merged.to_vec().windows(bad.len()).any(|w| w == &bad[..]), "the bad line, the same in all three, is kept");
+            }
+            Err(u) => {
+                prop_assert!(!everywhere || u.problem != beads_git::record::LineProblem::InvalidUtf8 || u.input != beads_git::merge::Input::Ours, "{}", u);
+                prop_assert_eq!(u.problem, beads_git::record::LineProblem::InvalidUtf8);
+            }
+        }
     }
 
     #[test]
