@@ -74,14 +74,14 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
     let handler = move |res| {
         let _ = tx.send(res);
     };
-    let mut _watcher: Box<dyn Watcher> = match options.poll {
+    let mut watcher: Box<dyn Watcher> = match options.poll {
         Some(interval) => Box::new(
             notify::PollWatcher::new(handler, notify::Config::default().with_poll_interval(interval).with_compare_contents(true))
                 .context("starting the polling watcher")?,
         ),
         None => Box::new(notify::recommended_watcher(handler).context("starting the file watcher")?),
     };
-    _watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
+    watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
 
     let mut current = match read_snapshot(&file, None) {
         Ok(s) => s.unwrap_or_default(),
@@ -122,8 +122,8 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
                 match now {
                     None => eprintln!("bd-hook: {} was removed; watching for it to come back", options.dir.display()),
                     Some(_) => {
-                        let _ = _watcher.unwatch(&options.dir);
-                        match _watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive) {
+                        let _ = watcher.unwatch(&options.dir);
+                        match watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive) {
                             Ok(()) => eprintln!("bd-hook: {} is back; watching it again", options.dir.display()),
                             Err(e) => eprintln!("bd-hook: watching {} again: {e}", options.dir.display()),
                         }

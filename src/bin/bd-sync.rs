@@ -148,9 +148,9 @@ fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache,
     let paths = paths(cli, file)?;
     let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(timeout) })?;
     let Some(explicit) = file.map(|_| paths.file.clone()) else { return Ok((cache, None)) };
-    let bound = match cache.meta("file_path")? {
-        Some(rusqlite::types::Value::Text(p)) => Some(PathBuf::from(p)),
-        _ => beads_git::cache::find_issues_file(&repo_dir(cli, None)?).ok(),
+    let bound = match cache.bound_file()? {
+        Some(p) => Some(p),
+        None => beads_git::cache::find_issues_file(&repo_dir(cli, None)?).ok(),
     };
     match bound {
         Some(bound) if !same_file(&bound, &explicit) => {
@@ -164,8 +164,8 @@ fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache,
 /// Points a read-only cache at the file it syncs with (after `import --rebind`, not the one found
 /// from the current directory).
 fn follow_binding(cache: &mut Cache) -> Result<()> {
-    if let Some(rusqlite::types::Value::Text(p)) = cache.meta("file_path")? {
-        cache.paths.file = PathBuf::from(p);
+    if let Some(p) = cache.bound_file()? {
+        cache.paths.file = p;
     }
     Ok(())
 }

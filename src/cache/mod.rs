@@ -172,6 +172,15 @@ impl Cache {
         Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
     }
 
+    /// The issues file this cache was last synced with (`None` for a new cache). Import and
+    /// export stay bound to it; `--rebind` changes it.
+    pub fn bound_file(&self) -> Result<Option<PathBuf>> {
+        Ok(match self.meta("file_path")? {
+            Some(rusqlite::types::Value::Text(p)) => Some(PathBuf::from(p)),
+            _ => None,
+        })
+    }
+
     /// Number of issues with unexported SQL edits.
     pub fn dirty_count(&self) -> Result<i64> {
         Ok(self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0))?)
@@ -187,7 +196,7 @@ fn refuse_foreign_file(db: &Path) -> Result<()> {
     let Ok(mut file) = fs::File::open(db) else { return Ok(()) };
     let mut head = [0u8; 16];
     let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
-    if n == 0 || head[..n] == SQLITE_HEADER[..n.min(16)] && n == 16 {
+    if n == 0 || head[..n] == *SQLITE_HEADER {
         return Ok(());
     }
     bail!(

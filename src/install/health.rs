@@ -119,7 +119,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
         }
         Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()], "pre-commit install"),
     }
-    for stray in stray_block_files(repo, &hooks, None)? {
+    for stray in stray_block_files(repo, &hooks)? {
         if targets.contains(&stray) {
             continue;
         }

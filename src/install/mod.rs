@@ -334,16 +334,6 @@ pub fn manager(repo: &Path) -> Result<Manager> {
     Ok(managers::detect(&toplevel(repo)?, &hooks_dir(repo)?))
 }
 
-/// The file our block for `hook` goes in, when hooks are files (plain git or husky); `None`
-/// under lefthook or pre-commit, whose configs hold our jobs.
-pub fn hook_path(repo: &Path, hook: Hook) -> Result<Option<PathBuf>> {
-    Ok(match manager(repo)? {
-        Manager::Plain => Some(hooks_dir(repo)?.join(hook.file_name())),
-        Manager::Husky { dir } => Some(dir.join(hook.file_name())),
-        Manager::Lefthook { .. } | Manager::PreCommit { .. } => None,
-    })
-}
-
 /// Installs the block of one hook where `install` would put it (`bd-hook --install-git-hook`).
 pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change)> {
     let (path, binaries, mode) = match manager(repo)? {
@@ -485,7 +475,8 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 
 /// Every place an earlier install (or a manager renaming our files) may have left a block that
 /// git no longer runs: the default and current hooks dirs, their `*.old` / `*.legacy` renames.
-fn stray_block_files(repo: &Path, hooks: &Path, keep: Option<&Path>) -> Result<Vec<PathBuf>> {
+/// Callers leave out the files where blocks belong now.
+fn stray_block_files(repo: &Path, hooks: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs = vec![hooks.to_path_buf(), common_dir(repo)?.join("hooks")];
     dirs.dedup();
     let mut out = Vec::new();
@@ -493,9 +484,6 @@ fn stray_block_files(repo: &Path, hooks: &Path, keep: Option<&Path>) -> Result<V
         for hook in Hook::ALL {
             for suffix in ["", ".old", ".legacy"] {
                 let path = dir.join(format!("{}{suffix}", hook.file_name()));
-                if keep.is_some_and(|k| k == path) {
-                    continue;
-                }
                 if fs::read(&path).ok().is_some_and(|c| block::find_block(&c).is_some()) && !out.contains(&path) {
                     out.push(path);
                 }
@@ -516,20 +504,15 @@ fn install_hooks(
     let repo = &options.repo;
     // Blocks git no longer runs (a manager arrived after us, or renamed our files) move to where
     // hooks run now: take them out first.
-    let target_dir = match manager {
-        Manager::Plain => Some(hooks.to_path_buf()),
-        Manager::Husky { dir } => Some(dir.clone()),
-        _ => None,
+    let targets: Vec<PathBuf> = match manager {
+        Manager::Plain => Hook::ALL.iter().map(|h| hooks.join(h.file_name())).collect(),
+        Manager::Husky { dir } => Hook::ALL.iter().map(|h| dir.join(h.file_name())).collect(),
+        _ => Vec::new(),
     };
-    for hook in Hook::ALL {
-        let current = target_dir.as_ref().map(|d| d.join(hook.file_name()));
-        for stray in stray_block_files(repo, hooks, current.as_deref())?
-            .into_iter()
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(hook.file_name())))
-        {
-            let change = uninstall_block(&stray, options.dry_run)?;
-            actions.push(Action::new(hook.file_name(), &stray, change));
-        }
+    for stray in stray_block_files(repo, hooks)?.into_iter().filter(|p| !targets.contains(p)) {
+        let change = uninstall_block(&stray, options.dry_run)?;
+        let name = stray.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        actions.push(Action::new(&name, &stray, change));
     }
     match manager {
         Manager::Plain => {
@@ -648,7 +631,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
     let hooks = hooks_dir(repo)?;
     let mut actions = Vec::new();
     let manager = managers::detect(&top, &hooks);
-    let mut files: Vec<PathBuf> = stray_block_files(repo, &hooks, None)?;
+    let mut files: Vec<PathBuf> = stray_block_files(repo, &hooks)?;
     if let Manager::Husky { dir } = &manager {
         files.extend(Hook::ALL.iter().map(|h| dir.join(h.file_name())));
     }

@@ -637,7 +637,7 @@ impl<'m, 'a> Merger<'m, 'a> {
 
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
-        let finder = memchr::memmem::Finder::new(b"\"comments\"");
+        let finder = memchr::memmem::Finder::new(writer::COMMENTS_KEY);
         let (base_file, touched) = (self.b, &self.touched);
         let added = |side: &Indexed<'a>| -> Vec<writer::AddedComment> {
             let mut out = Vec::new();
@@ -671,13 +671,10 @@ impl<'m, 'a> Merger<'m, 'a> {
         for (id, out) in items.iter_mut() {
             let Some(mine) = by_record.get(id.as_ref()) else { continue };
             let Out::Line(line) = out else { continue };
-            // The record now equals neither side: stamp it newer, unless the field merge already
-            // did (its `updated_at` is then neither side's). Decided on values, not bytes, so the
-            // answer does not depend on which side wrote which format.
             let stamp = |bytes: &[u8]| RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").map(str::to_owned));
-            let current = stamp(line);
-            let not_yet_bumped = [self.o.single(id), self.t.single(id)].into_iter().flatten().any(|l| stamp(l.bytes) == current);
-            if let Some(text) = writer::apply_renumbering(line, mine, not_yet_bumped) {
+            let side_stamps: Vec<Option<String>> =
+                [self.o.single(id), self.t.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect();
+            if let Some(text) = writer::apply_renumbering(line, mine, &side_stamps) {
                 *line = Cow::Owned(text.into_bytes());
             }
         }

@@ -280,9 +280,12 @@ pub(crate) struct AddedComment {
     pub created_at: String,
 }
 
+/// The quoted key every comment search looks for.
+pub(crate) const COMMENTS_KEY: &[u8] = b"\"comments\"";
+
 /// Whether the text holds a `"comments"` key anywhere (a fast pre-check).
 pub(crate) fn mentions_comments(bytes: &[u8]) -> bool {
-    memchr::memmem::find(bytes, b"\"comments\"").is_some()
+    memchr::memmem::find(bytes, COMMENTS_KEY).is_some()
 }
 
 /// The parsed `comments` array of a record line (empty when it has none or is not a record).
@@ -321,11 +324,11 @@ pub(crate) fn highest_comment_id<'l>(lines: impl Iterator<Item = &'l [u8]>) -> i
         #[serde(default)]
         id: Option<Value>,
     }
-    let finder = memchr::memmem::Finder::new(b"\"comments\":");
+    let finder = memchr::memmem::Finder::new(COMMENTS_KEY);
     let mut highest = 0;
     for line in lines {
         for at in finder.find_iter(line) {
-            let array = &line[at + b"\"comments\":".len()..];
+            let Some(array) = line[at + COMMENTS_KEY.len()..].strip_prefix(b":") else { continue };
             let parsed = serde_json::Deserializer::from_slice(array).into_iter::<Vec<IdOnly>>().next();
             if let Some(Ok(comments)) = parsed {
                 for id in comments.iter().filter_map(|c| c.id.as_ref()?.as_i64()) {
@@ -374,10 +377,13 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
     out
 }
 
-/// Applies the renumberings of one record to its line, and stamps it one tick later when `bump`
-/// (the line was one side's, so it now equals neither); `None` when none of them matched.
-pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], bump: bool) -> Option<String> {
+/// Applies the renumberings of one record to its line; `None` when none of them matched. The
+/// record then equals neither side, so it is stamped one tick newer, unless the field merge
+/// already did (its `updated_at` is then none of `side_stamps`, the sides' raw `updated_at`s).
+/// Decided on values, not bytes, so it does not depend on which side wrote which format.
+pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], side_stamps: &[Option<String>]) -> Option<String> {
     let obj = RawObject::parse(line).ok()?;
+    let bump = side_stamps.iter().any(|s| s.as_deref() == obj.get("updated_at"));
     let (colon, comma) = (obj.colon.to_owned(), obj.comma.to_owned());
     let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
     let comments = entries.iter_mut().find(|e| e.key == "comments")?;

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{bin, hermetic, run};
+use crate::support::{bin, hermetic, path_with_our_binaries, run};
 
 /// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH.
 fn br_binary() -> Option<PathBuf> {
@@ -51,10 +51,7 @@ impl World {
     }
 
     fn command(&self, program: &Path, cwd: &Path) -> Command {
-        let bin_dir = bin("bd-sync").parent().expect("binaries live in a directory").to_path_buf();
-        let path =
-            std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
-                .expect("PATH entries are joinable");
+        let path = path_with_our_binaries(&[]);
         let mut cmd = hermetic(program);
         cmd.current_dir(cwd).env("HOME", self.dir.path().join("home")).env("PATH", path).env("NO_COLOR", "1").env_remove("BEADS_DB");
         cmd

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, run, CaptureServer, Reply};
+use crate::support::{bin, hermetic, path_with_our_binaries, run, CaptureServer, Reply};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -47,10 +47,7 @@ struct Repo {
 
 impl Repo {
     fn new(extra_path: &[&Path]) -> Repo {
-        let ours = bin("bd-sync").parent().expect("binaries have a directory").to_path_buf();
-        let dirs = std::iter::once(ours).chain(extra_path.iter().map(|p| p.to_path_buf()));
-        let path_env = std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
-            .expect("PATH entries join");
+        let path_env = path_with_our_binaries(extra_path);
         let repo = Repo { dir: tempfile::tempdir().expect("tmp"), path_env, home: tempfile::tempdir().expect("home") };
         repo.ok("git", &["init", "-q", "-b", "main"]);
         repo.write(FILE, &format!("{}\n", issue("bd-1", "One")));

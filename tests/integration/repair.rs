@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bin, hermetic, path_with_our_binaries, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -190,14 +190,9 @@ fn the_pre_commit_hook_resolves_a_file_with_markers_before_committing_it() {
     // The markers arrive as a plain edit (pasted from a hosting service's conflict editor, say).
     repo.write(FILE, &with_markers);
     repo.git(&["add", FILE]);
-    let out = run(hermetic("git").current_dir(repo.path()).env("PATH", path_with_our_binaries()).args(["commit", "-q", "-m", "paste"]));
+    let out = run(hermetic("git").current_dir(repo.path()).env("PATH", path_with_our_binaries(&[])).args(["commit", "-q", "-m", "paste"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let committed = repo.git(&["show", &format!("HEAD:{FILE}")]);
     assert!(!has_markers(committed.as_bytes()), "the hook resolved the markers: {committed}");
     assert_eq!(committed.as_bytes(), driver_result(&base_file(), &main_file(), &feature_file()));
-}
-
-fn path_with_our_binaries() -> std::ffi::OsString {
-    let ours = bin("bd-merge").parent().expect("a directory").to_path_buf();
-    std::env::join_paths(std::iter::once(ours).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).expect("PATH")
 }

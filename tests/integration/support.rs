@@ -15,6 +15,14 @@ pub fn bin(name: &str) -> PathBuf {
     }
 }
 
+/// A PATH with our binaries first, then `extra` directories, then the inherited PATH: what an
+/// installed hook (which calls `bd-sync`, `bd-hook`, `bd-merge` by name) and a hook manager see.
+pub fn path_with_our_binaries(extra: &[&Path]) -> std::ffi::OsString {
+    let ours = bin("bd-sync").parent().expect("binaries live in a directory").to_path_buf();
+    let dirs = std::iter::once(ours).chain(extra.iter().map(|p| p.to_path_buf()));
+    std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).expect("PATH entries join")
+}
+
 /// A command with every `GIT_*` variable cleared and a fixed identity and clock, so tests never
 /// see the developer's or CI's git configuration.
 pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
