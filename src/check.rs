@@ -15,14 +15,143 @@ use crate::record::{parse_json_str, record_id, split_array, LineProblem, RawObje
 pub const KNOWN_STATUSES: &[&str] =
     &["open", "in_progress", "blocked", "deferred", "closed", "tombstone", "hooked", "pinned", "not_ready", "deleted"];
 
+/// What kind of problem a finding is. Serialised as its kebab-case name (`"dangling-dependency"`);
+/// the names are stable, programs branch on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// An id on more than one line.
+    DuplicateId,
+    /// A dependency on an id that is not in the file (bd's `external:<project>:<id>` references
+    /// are never reported: they name another project's issue).
+    DanglingDependency,
+    /// A cycle of `blocks` dependencies: none of its issues can ever be ready.
+    DependencyCycle,
+    /// Status `closed` without `closed_at`.
+    ClosedWithoutClosedAt,
+    /// `closed_at` on an issue that is not closed.
+    ClosedAtOnOpenIssue,
+    /// A leftover git conflict marker.
+    ConflictMarker,
+    /// A line that is not a JSON object with a string `id`.
+    MalformedLine,
+    /// A status outside [`KNOWN_STATUSES`].
+    UnknownStatus,
+    /// More than one pinned `<role> Handoff` bead with the same title.
+    DuplicatePinnedHandoff,
+    /// Two different comments of one issue share an id (br refuses the file).
+    DuplicateCommentId,
+    /// Two issues each carry a comment with the same id (importers renumber one).
+    SharedCommentId,
+    /// A key repeated inside one record.
+    DuplicateKey,
+    /// The attributes route the file to `merge=beads` but the driver is not configured.
+    DriverMissing,
+    /// The driver's command lacks `%O %A %B`.
+    DriverPlaceholders,
+    /// The issues file is not routed to the driver.
+    AttributeMissing,
+    /// The hooks directory is shared with other repositories.
+    HooksDirShared,
+    /// A hook we installed is gone.
+    HookMissing,
+    /// A hook block from an older version.
+    HookOutdated,
+    /// A hook file git cannot execute.
+    HookNotExecutable,
+    /// A block git never runs (a renamed file, an unused directory, below other code).
+    HookUnreachable,
+    /// A hook manager's configuration lacks our jobs.
+    ManagerConfigMissing,
+    /// A hook manager has not installed one of our hook types.
+    ManagerHookMissing,
+}
+
+impl FindingKind {
+    /// How serious the kind is. Errors make `check` exit 1; warnings do so only with `--strict`.
+    pub fn severity(self) -> Severity {
+        use FindingKind::*;
+        match self {
+            // Data that tools refuse, mangle or never merge.
+            ConflictMarker | MalformedLine | DuplicateCommentId | DependencyCycle => Severity::Error,
+            // An installation that silently line-merges or skips our hooks.
+            DriverMissing | DriverPlaceholders | AttributeMissing | HookMissing | HookOutdated | HookNotExecutable | HookUnreachable
+            | ManagerConfigMissing | ManagerHookMissing => Severity::Error,
+            // Worth fixing, and every tool copes: real, healthy files have them.
+            DuplicateId
+            | DanglingDependency
+            | ClosedWithoutClosedAt
+            | ClosedAtOnOpenIssue
+            | UnknownStatus
+            | DuplicatePinnedHandoff
+            | SharedCommentId
+            | DuplicateKey
+            | HooksDirShared => Severity::Warning,
+        }
+    }
+
+    /// The kebab-case name, as in the JSON.
+    pub fn name(self) -> &'static str {
+        use FindingKind::*;
+        match self {
+            DuplicateId => "duplicate-id",
+            DanglingDependency => "dangling-dependency",
+            DependencyCycle => "dependency-cycle",
+            ClosedWithoutClosedAt => "closed-without-closed-at",
+            ClosedAtOnOpenIssue => "closed-at-on-open-issue",
+            ConflictMarker => "conflict-marker",
+            MalformedLine => "malformed-line",
+            UnknownStatus => "unknown-status",
+            DuplicatePinnedHandoff => "duplicate-pinned-handoff",
+            DuplicateCommentId => "duplicate-comment-id",
+            SharedCommentId => "shared-comment-id",
+            DuplicateKey => "duplicate-key",
+            DriverMissing => "driver-missing",
+            DriverPlaceholders => "driver-placeholders",
+            AttributeMissing => "attribute-missing",
+            HooksDirShared => "hooks-dir-shared",
+            HookMissing => "hook-missing",
+            HookOutdated => "hook-outdated",
+            HookNotExecutable => "hook-not-executable",
+            HookUnreachable => "hook-unreachable",
+            ManagerConfigMissing => "manager-config-missing",
+            ManagerHookMissing => "manager-hook-missing",
+        }
+    }
+}
+
+impl std::fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Worth a look; the file works with every tool.
+    Warning,
+    /// A tool refuses or mangles the file, or the installation does not protect it.
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
 /// One problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    /// Machine-readable class: `duplicate-id`, `dangling-dependency`, `dependency-cycle`,
-    /// `closed-without-closed-at`, `closed-at-on-open-issue`, `conflict-marker`, `malformed-line`,
-    /// `unknown-status`, `duplicate-pinned-handoff`, `duplicate-comment-id`, `duplicate-key`, or an installation
-    /// class.
-    pub kind: String,
+    /// What kind of problem (stable name).
+    pub kind: FindingKind,
+    /// The kind's severity.
+    pub severity: Severity,
     /// The issue concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
@@ -35,13 +164,66 @@ pub struct Finding {
 
 impl Finding {
     /// A finding of `kind`, about `id` and `lines` when known.
-    pub fn new(kind: &str, id: Option<&str>, lines: Vec<usize>, message: String) -> Finding {
-        Finding { kind: kind.to_owned(), id: id.map(str::to_owned), lines, message }
+    pub fn new(kind: FindingKind, id: Option<&str>, lines: Vec<usize>, message: String) -> Finding {
+        Finding { kind, severity: kind.severity(), id: id.map(str::to_owned), lines, message }
     }
 }
 
-/// Checks file content; `path` is only used in messages.
-pub fn check_file(content: &[u8]) -> Vec<Finding> {
+/// What `check` found, with counts for the summary line.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// The file checked.
+    pub file: String,
+    /// Every finding, file problems first, in line order.
+    pub findings: Vec<Finding>,
+    /// Findings of severity error.
+    pub errors: usize,
+    /// Findings of severity warning.
+    pub warnings: usize,
+    /// Dependencies on other projects (`external:<project>:<id>`), which are not checked.
+    pub external_references: usize,
+    /// Findings per kind.
+    pub by_kind: std::collections::BTreeMap<FindingKind, usize>,
+}
+
+impl CheckReport {
+    /// Counts the findings.
+    pub fn new(file: String, findings: Vec<Finding>, external_references: usize) -> CheckReport {
+        let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+        let mut by_kind = std::collections::BTreeMap::new();
+        for f in &findings {
+            *by_kind.entry(f.kind).or_insert(0) += 1;
+        }
+        CheckReport { file, warnings: findings.len() - errors, errors, findings, external_references, by_kind }
+    }
+
+    /// One line: `N errors, M warnings (K dangling-dependency, ...); E external references not checked`.
+    pub fn summary(&self) -> String {
+        let kinds: Vec<String> = self.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let mut s = format!(
+            "{} error{}, {} warning{}",
+            self.errors,
+            if self.errors == 1 { "" } else { "s" },
+            self.warnings,
+            if self.warnings == 1 { "" } else { "s" }
+        );
+        if !kinds.is_empty() {
+            s.push_str(&format!(" ({})", kinds.join(", ")));
+        }
+        if self.external_references > 0 {
+            s.push_str(&format!("; {} external reference(s) to other projects not checked", self.external_references));
+        }
+        s
+    }
+}
+
+/// Whether a dependency target names another project's issue (bd's `external:<project>:<id>`).
+pub fn is_external_reference(target: &str) -> bool {
+    target.starts_with("external:")
+}
+
+/// Checks file content: the findings, and the number of external references left unchecked.
+pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
     let file = Jsonl::split(content);
     let mut findings = Vec::new();
     let mut lines_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -56,7 +238,7 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
                 findings.push(Finding::new(
-                    "conflict-marker",
+                    FindingKind::ConflictMarker,
                     None,
                     vec![line.number],
                     "leftover git conflict marker: finish or redo the merge".into(),
@@ -64,13 +246,13 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
                 continue;
             }
             Err(p) => {
-                findings.push(Finding::new("malformed-line", None, vec![line.number], p.to_string()));
+                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], p.to_string()));
                 continue;
             }
         };
         for key in obj.repeated_keys() {
             findings.push(Finding::new(
-                "duplicate-key",
+                FindingKind::DuplicateKey,
                 None,
                 vec![line.number],
                 format!(
@@ -84,7 +266,7 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             // bd 1.0's header, memories and other record kinds: fine as they are.
             Err(LineProblem::NotAnIssue) => continue,
             Err(problem) => {
-                findings.push(Finding::new("malformed-line", None, vec![line.number], problem.to_string()));
+                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.to_string()));
                 continue;
             }
         };
@@ -95,13 +277,13 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
         let has_closed_at = obj.get("closed_at").is_some_and(|v| v != "null");
         match status.as_deref() {
             Some("closed") if !has_closed_at => findings.push(Finding::new(
-                "closed-without-closed-at",
+                FindingKind::ClosedWithoutClosedAt,
                 Some(&id),
                 vec![line.number],
                 "status is closed but closed_at is missing".into(),
             )),
             Some(s) if s != "closed" && s != "tombstone" && s != "deleted" && has_closed_at => findings.push(Finding::new(
-                "closed-at-on-open-issue",
+                FindingKind::ClosedAtOnOpenIssue,
                 Some(&id),
                 vec![line.number],
                 format!("status is {s} but closed_at is set"),
@@ -111,7 +293,7 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
         if let Some(s) = &status {
             if !KNOWN_STATUSES.contains(&s.as_str()) {
                 findings.push(Finding::new(
-                    "unknown-status",
+                    FindingKind::UnknownStatus,
                     Some(&id),
                     vec![line.number],
                     format!("status {s:?} is not one of {}", KNOWN_STATUSES.join(", ")),
@@ -155,7 +337,7 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
     for (id, lines) in &lines_of {
         if lines.len() > 1 {
             findings.push(Finding::new(
-                "duplicate-id",
+                FindingKind::DuplicateId,
                 Some(id),
                 lines.clone(),
                 format!(
@@ -165,10 +347,13 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
             ));
         }
     }
+    let mut external = 0;
     for (id, on, kind, line) in &deps {
-        if !lines_of.contains_key(on) {
+        if is_external_reference(on) {
+            external += 1;
+        } else if !lines_of.contains_key(on) {
             findings.push(Finding::new(
-                "dangling-dependency",
+                FindingKind::DanglingDependency,
                 Some(id),
                 vec![*line],
                 format!("{kind} dependency on {on}, which is not in the file"),
@@ -177,7 +362,7 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
     }
     for cycle in blocks_cycles(&blocks) {
         findings.push(Finding::new(
-            "dependency-cycle",
+            FindingKind::DependencyCycle,
             Some(&cycle[0]),
             Vec::new(),
             format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
@@ -196,8 +381,9 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
         } else {
             "trackers that number comments per database renumber one of them on import and rewrite the file".to_owned()
         };
+        let kind = if issues.iter().all(|i| *i == issues[0]) { FindingKind::DuplicateCommentId } else { FindingKind::SharedCommentId };
         findings.push(Finding::new(
-            "duplicate-comment-id",
+            kind,
             Some(issues[0]),
             lines,
             format!(
@@ -210,14 +396,14 @@ pub fn check_file(content: &[u8]) -> Vec<Finding> {
     for (title, ids) in handoffs {
         if ids.len() > 1 {
             findings.push(Finding::new(
-                "duplicate-pinned-handoff",
+                FindingKind::DuplicatePinnedHandoff,
                 Some(&ids[0]),
                 Vec::new(),
                 format!("{} pinned beads titled {title:?}: {}", ids.len(), ids.join(", ")),
             ));
         }
     }
-    findings
+    (findings, external)
 }
 
 /// Each cycle once, starting at its smallest id.
@@ -265,4 +451,29 @@ fn blocks_cycles(graph: &HashMap<String, Vec<String>>) -> Vec<Vec<String>> {
         }
     }
     cycles
+}
+
+/// What to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The issues file.
+    pub file: std::path::PathBuf,
+    /// Where our binaries live (the hooks and driver must point there); `None` skips the
+    /// installation checks.
+    pub bin_dir: Option<std::path::PathBuf>,
+}
+
+/// Checks the file and, when it is in a git repository, the installation.
+pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
+    use anyhow::Context;
+    let path = &options.file;
+    let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let (mut findings, external) = check_file(&content);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if let Some(bin_dir) = &options.bin_dir {
+        if crate::git::git_dir(dir).is_some() {
+            findings.extend(crate::install::health(dir, bin_dir)?);
+        }
+    }
+    Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

@@ -24,6 +24,7 @@ pub mod check;
 pub mod diff;
 pub mod git;
 pub mod hook;
+pub mod index;
 pub mod install;
 pub mod jsonl;
 pub mod merge;

@@ -164,6 +164,25 @@ pub fn compare(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// The fraction style of a file's timestamps, from a sample of them: `Some(n)` when every one has
+/// exactly `n` fraction digits (`0`: none), `Some(-1)` when the widths vary (a writer that trims
+/// trailing zeros, like Go's RFC3339Nano and chrono's AutoSi), `None` without samples. The cache's
+/// `updated_at` trigger writes SQL edits' stamps in this style.
+pub fn fraction_style<'a>(stamps: impl Iterator<Item = &'a str>) -> Option<i64> {
+    let mut style = None;
+    for stamp in stamps.take(256) {
+        let Some(seconds_end) = stamp.get(19..).map(|_| 19) else { continue };
+        let rest = &stamp[seconds_end..];
+        let width = rest.strip_prefix('.').map(|f| f.bytes().take_while(u8::is_ascii_digit).count()).unwrap_or(0) as i64;
+        style = match style {
+            None => Some(width),
+            Some(w) if w == width => Some(w),
+            Some(_) => return Some(-1),
+        };
+    }
+    style
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
-use beads_git::install;
+use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
 /// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
@@ -102,15 +102,70 @@ enum Command {
     },
     /// Show paths, counts and whether the cache is in step with the file.
     Status,
-    /// Look for problems in the issues file (exit 1 when there are findings).
+    /// Look for problems in the issues file and the installation (exit 1 on errors; warnings only with --strict).
     Check {
         /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
         file: Option<PathBuf>,
+        /// Exit 1 on warnings too (dangling dependencies, duplicate ids, unknown statuses, ...).
+        #[arg(long)]
+        strict: bool,
     },
-    /// Open issues with no open blocker, by priority, then age.
-    Ready,
-    /// Issues held up by an open blocker, directly or through a parent.
-    Blocked,
+    /// Open issues with no open blocker, by priority, then age (imports the file first if it changed).
+    Ready {
+        #[command(flatten)]
+        filter: ListArgs,
+    },
+    /// Issues held up by an open blocker, directly or through a parent (imports the file first if it changed).
+    Blocked {
+        #[command(flatten)]
+        filter: ListArgs,
+    },
+    /// One issue in full: its fields, what blocks it, what it blocks (imports the file first if it changed).
+    Show {
+        /// The issue id.
+        id: String,
+    },
+}
+
+/// Filters of `ready` and `blocked`.
+#[derive(clap::Args, Debug)]
+struct ListArgs {
+    /// At most this many issues (the first in order).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Only issues assigned to this person.
+    #[arg(long, value_name = "WHO")]
+    assignee: Option<String>,
+    /// Only issues carrying this label.
+    #[arg(long)]
+    label: Option<String>,
+    /// Only issues of this type (also shows the orchestrator types `ready` leaves out by default).
+    #[arg(long = "type", value_name = "TYPE")]
+    issue_type: Option<String>,
+    /// Only issues of this priority (`1` or `P1`).
+    #[arg(long, value_name = "P", value_parser = parse_priority)]
+    priority: Option<i64>,
+    /// Also list what `ready` leaves out by default, as bd does: merge-request, gate, molecule, message, agent, role, rig, convoy and slot types, and pinned, ephemeral or deferred issues.
+    #[arg(long)]
+    all_types: bool,
+}
+
+impl ListArgs {
+    fn options(&self) -> query::ListOptions {
+        query::ListOptions {
+            limit: self.limit,
+            assignee: self.assignee.clone(),
+            label: self.label.clone(),
+            issue_type: self.issue_type.clone(),
+            priority: self.priority,
+            all_types: self.all_types,
+        }
+    }
+}
+
+fn parse_priority(text: &str) -> Result<i64, String> {
+    let digits = text.strip_prefix(['P', 'p']).unwrap_or(text);
+    digits.parse().map_err(|_| format!("{text:?} is not a priority (a number such as 1, or P1)"))
 }
 
 fn main() -> ExitCode {
@@ -146,7 +201,7 @@ fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
 /// names another file.
 fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache, Option<PathBuf>)> {
     let paths = paths(cli, file)?;
-    let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(timeout) })?;
+    let mut cache = Cache::open(&paths, OpenOptions::write(Duration::from_secs(timeout)).with_notice(notice))?;
     let Some(explicit) = file.map(|_| paths.file.clone()) else { return Ok((cache, None)) };
     let bound = match cache.bound_file()? {
         Some(p) => Some(p),
@@ -161,13 +216,14 @@ fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache,
     }
 }
 
-/// Points a read-only cache at the file it syncs with (after `import --rebind`, not the one found
-/// from the current directory).
-fn follow_binding(cache: &mut Cache) -> Result<()> {
-    if let Some(p) = cache.bound_file()? {
-        cache.paths.file = p;
-    }
-    Ok(())
+/// Prints what the cache tells a waiting person.
+fn notice(text: &str) {
+    eprintln!("bd-sync: {text}");
+}
+
+/// Whether stderr can draw a progress bar: a terminal that is not `TERM=dumb`.
+fn progress_capable() -> bool {
+    std::io::stderr().is_terminal() && std::env::var("TERM").is_ok_and(|t| !t.is_empty() && t != "dumb")
 }
 
 /// Whether two paths name one file (comparing what exists by its canonical path).
@@ -178,7 +234,6 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 }
 
 fn run(cli: &Cli) -> Result<ExitCode> {
-    let read_only = OpenOptions { write: false, timeout: Duration::from_secs(10) };
     match &cli.command {
         Command::Import { file, print_changed, skip_invalid, conflict, force, timeout, rebind } => {
             let (mut cache, other) = open_bound(cli, file.as_ref(), *timeout)?;
@@ -196,7 +251,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 cache.paths.file = other;
             }
             let paths = cache.paths.clone();
-            let progress = std::io::stderr().is_terminal() && std::fs::metadata(&paths.file).map(|m| m.len() > 16 << 20).unwrap_or(false);
+            let progress = progress_capable() && std::fs::metadata(&paths.file).map(|m| m.len() > 16 << 20).unwrap_or(false);
             let options = import::ImportOptions { skip_invalid: *skip_invalid, policy: *conflict, force: *force, progress };
             let report = import::import(&mut cache, &options)?;
             for bad in &report.skipped {
@@ -279,7 +334,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if !dry_run {
                 // Start the cache now, so the first pull reports only what it changed.
                 if let Ok(paths) = Paths::discover(&repo, None, cli.db.as_deref()) {
-                    let mut cache = Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(60) })?;
+                    let mut cache = Cache::open(&paths, OpenOptions::write(Duration::from_secs(60)).with_notice(notice))?;
                     imported = Some(import::import(&mut cache, &import::ImportOptions::default())?);
                 }
             }
@@ -307,12 +362,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Status => {
-            let paths = paths(cli, None)?;
-            let mut cache = Cache::open(&paths, read_only)?;
-            follow_binding(&mut cache)?;
-            let s = query::status(&cache)?;
+            let s = query::status_of(&paths(cli, None)?, Duration::from_secs(10))?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
+            } else if !s.cache_exists {
+                println!("file    {}", s.file);
+                println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", s.db);
             } else {
                 println!("file    {}", s.file);
                 println!("cache   {} (schema {})", s.db, s.schema_version);
@@ -326,41 +381,33 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { file } => {
-            let path = match file {
+        Command::Check { file, strict } => {
+            let file = match file {
                 Some(f) => f.clone(),
                 None => paths(cli, None)?.file,
             };
-            let content = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let mut findings = beads_git::check::check_file(&content);
-            let dir = path.parent().unwrap_or(std::path::Path::new("."));
-            if beads_git::git::git_dir(dir).is_some() {
-                findings.extend(beads_git::install::health(dir, &beads_git::install::own_bin_dir()?)?);
-            }
+            let report = check::check(&check::CheckOptions { file, bin_dir: Some(install::own_bin_dir()?) })?;
             if cli.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({ "file": path.display().to_string(), "findings": findings }))?
-                );
-            } else if findings.is_empty() {
-                eprintln!("bd-sync: {}: no problems found", path.display());
+                println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                for f in &findings {
+                for f in &report.findings {
                     let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
                     let id = f.id.as_deref().map(|i| format!(" {i}:")).unwrap_or_default();
-                    println!("{}{line}: {}:{id} {}", path.display(), f.kind, f.message);
+                    println!("{}{line}: {} {}:{id} {}", report.file, f.severity, f.kind, f.message);
                 }
+                eprintln!("bd-sync: check {}: {}", report.file, report.summary());
             }
-            Ok(if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            let failed = report.errors > 0 || (*strict && report.warnings > 0);
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Ready | Command::Blocked => {
-            let paths = paths(cli, None)?;
-            let mut cache = Cache::open(&paths, read_only)?;
-            follow_binding(&mut cache)?;
-            if import::file_changed_since_sync(&cache).unwrap_or(true) {
-                eprintln!("bd-sync: warning: {} changed since the last sync; run `bd-sync import`", paths.file.display());
-            }
-            let list = if matches!(cli.command, Command::Ready) { query::ready(&cache)? } else { query::blocked(&cache)? };
+        Command::Ready { filter } | Command::Blocked { filter } => {
+            let cache = open_fresh(cli)?;
+            let options = filter.options();
+            let list = if matches!(cli.command, Command::Ready { .. }) {
+                query::ready(&cache, &options)?
+            } else {
+                query::blocked(&cache, &options)?
+            };
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
@@ -368,7 +415,35 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Show { id } => {
+            let cache = open_fresh(cli)?;
+            let Some(shown) = query::show(&cache, id)? else {
+                eprintln!("bd-sync: no issue {id:?} in {}", cache.paths.file.display());
+                return Ok(ExitCode::from(1));
+            };
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&shown)?);
+            } else {
+                print_shown(&shown);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Opens the cache for a query, importing a changed file first (and saying so on stderr).
+fn open_fresh(cli: &Cli) -> Result<Cache> {
+    let (cache, imported) = Cache::open_fresh(&paths(cli, None)?, OpenOptions::read(Duration::from_secs(60)).with_notice(notice))?;
+    if let Some(r) = imported.filter(|r| !r.noop) {
+        eprintln!(
+            "bd-sync: imported {} first: {} added, {} changed, {} removed",
+            cache.paths.file.display(),
+            r.added.len(),
+            r.changed.len(),
+            r.removed.len()
+        );
+    }
+    Ok(cache)
 }
 
 fn repo_dir(cli: &Cli, repo: Option<&PathBuf>) -> Result<PathBuf> {
@@ -402,23 +477,87 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
     Ok(())
 }
 
+fn color_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn priority_label(p: &serde_json::Value) -> String {
+    match p {
+        serde_json::Value::Number(n) => format!("P{n}"),
+        serde_json::Value::String(s) => s.clone(),
+        _ => "P?".into(),
+    }
+}
+
 fn print_issues(list: &[query::IssueSummary]) {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let color = color_stdout();
+    let id_width = list.iter().map(|i| i.id.chars().count()).max().unwrap_or(0);
+    let status_width = list.iter().map(|i| i.status.as_deref().unwrap_or("-").chars().count()).max().unwrap_or(0);
     for i in list {
-        let p = match &i.priority {
-            serde_json::Value::Number(n) => format!("P{n}"),
-            serde_json::Value::String(s) => s.clone(),
-            _ => "P?".into(),
-        };
+        let p = priority_label(&i.priority);
         let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") {
             format!("\x1b[1;31m{p:<4}\x1b[0m")
         } else {
             format!("{p:<4}")
         };
         let blockers = if i.blocked_by.is_empty() { String::new() } else { format!("  (blocked by {})", i.blocked_by.join(", ")) };
-        println!("{p} {:<12} {:<11} {}{blockers}", i.id, i.status.as_deref().unwrap_or("-"), i.title.as_deref().unwrap_or(""));
+        let line = format!(
+            "{p} {:<id_width$}  {:<status_width$}  {}{blockers}",
+            i.id,
+            i.status.as_deref().unwrap_or("-"),
+            i.title.as_deref().unwrap_or("")
+        );
+        println!("{}", line.trim_end());
     }
     if list.is_empty() {
         eprintln!("(none)");
+    }
+}
+
+fn print_shown(shown: &query::Shown) {
+    let issue: serde_json::Value = serde_json::from_str(shown.issue.get()).unwrap_or_default();
+    let text = |k: &str| match issue.get(k) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Null) | None => None,
+        Some(v) => Some(v.to_string()),
+    };
+    println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
+        if let Some(v) = text(key) {
+            fields.push((label, v));
+        }
+    }
+    if let Some(p) = issue.get("priority") {
+        fields.insert(1.min(fields.len()), ("priority", priority_label(p)));
+    }
+    for (label, key) in [("created", "created_at"), ("updated", "updated_at"), ("closed", "closed_at"), ("close reason", "close_reason")] {
+        if let Some(v) = text(key) {
+            fields.push((label, v));
+        }
+    }
+    if let Some(serde_json::Value::Array(labels)) = issue.get("labels") {
+        let names: Vec<String> = labels.iter().map(|l| l.as_str().map(str::to_owned).unwrap_or_else(|| l.to_string())).collect();
+        fields.push(("labels", names.join(", ")));
+    }
+    for (label, ids) in [("blocked by", &shown.blocked_by), ("blocks", &shown.blocks), ("children", &shown.children)] {
+        if !ids.is_empty() {
+            fields.push((label, ids.join(", ")));
+        }
+    }
+    if let Some(serde_json::Value::Array(c)) = issue.get("comments") {
+        fields.push(("comments", c.len().to_string()));
+    }
+    for (label, value) in fields {
+        println!("  {label:<13}{value}");
+    }
+    if shown.dirty {
+        println!("  (edited in the cache, not yet exported)");
+    }
+    if let Some(d) = text("description").filter(|d| !d.trim().is_empty()) {
+        println!();
+        for line in d.lines() {
+            println!("  {line}");
+        }
     }
 }

@@ -11,12 +11,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension};
 
-use super::{column_value, import, line_hash, with_guard, Cache, COLUMNS};
+use super::codec::{self, render_issue};
+use super::{import, line_hash, stamp, with_guard, Cache};
 use crate::jsonl::{self, Jsonl, Layout};
-use crate::record::{json_string, kind_rank, record_key, render_entries, split_array, Entry, Key, RawObject};
+use crate::record::{kind_rank, record_key, Key};
 
 /// What an export did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -145,11 +144,11 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
                 continue;
             }
             if let Some(text) = r {
-                restore_synced(tx, id, text)?;
+                codec::store_line(tx, id, text)?;
             }
             tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
         }
-        import::record_file_state(tx, &path, new_hash)?;
+        stamp::record_file_state(tx, &path, new_hash)?;
         Ok(())
     })?;
     Ok(report)
@@ -196,151 +195,5 @@ impl std::io::Write for HashingWriter<'_> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
-    }
-}
-
-/// After an export the written line is the new merge base, and rows rendered from columns get
-/// their element text back, so the next export sees them as unchanged.
-fn restore_synced(tx: &rusqlite::Transaction<'_>, id: &str, line: &str) -> Result<()> {
-    let obj = RawObject::parse_str(line).map_err(|e| anyhow::anyhow!("rendered line of {id} is not valid: {e}"))?;
-    super::store_issue(tx, id, line, line_hash(line.as_bytes()), &super::Rows::from_record(&obj), false)
-}
-
-/// Renders a dirty issue: its stored line patched with the cache's current values. `None` when the
-/// issue was deleted through SQL.
-pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Option<String>> {
-    let sql = format!("SELECT {}, raw FROM issues WHERE id = ?1", COLUMNS.join(", "));
-    let row: Option<(Vec<SqlValue>, Option<String>)> = conn
-        .query_row(&sql, [id], |r| {
-            let cols = (0..COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((cols, r.get(COLUMNS.len())?))
-        })
-        .optional()?;
-    let Some((columns, raw)) = row else {
-        return Ok(None);
-    };
-    let raw = raw.unwrap_or_else(|| "{}".to_owned());
-    let obj = RawObject::parse_str(&raw).map_err(|e| anyhow::anyhow!("stored line of {id} is not valid: {e}"))?;
-    let mut entries: Vec<Entry<'_>> = obj.entries.clone();
-    let (colon, comma) = (obj.colon, obj.comma);
-
-    if column_value(obj.get("id")) != SqlValue::Text(id.to_owned()) {
-        set(&mut entries, "id", Some(json_string(id, go_style)), go_style);
-        if let Some(pos) = entries.iter().position(|e| e.key == "id") {
-            let e = entries.remove(pos);
-            entries.insert(0, e);
-        }
-    }
-    for (name, value) in COLUMNS.iter().zip(columns) {
-        if column_value(obj.get(name)) != value {
-            set(&mut entries, name, encode(&value, go_style), go_style);
-        }
-    }
-
-    // Labels: the stored order for labels still present, then new ones; sorted if it was sorted.
-    let old_labels: Vec<String> = super::string_array(&obj, "labels");
-    let mut labels: Vec<String> = {
-        let mut st = conn.prepare_cached("SELECT label FROM labels WHERE issue_id = ?1 ORDER BY position, rowid")?;
-        let rows = st.query_map([id], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    if labels != old_labels {
-        if old_labels.windows(2).all(|w| w[0] <= w[1]) {
-            labels.sort();
-        }
-        let text =
-            (!labels.is_empty()).then(|| format!("[{}]", labels.iter().map(|l| json_string(l, go_style)).collect::<Vec<_>>().join(comma)));
-        set(&mut entries, "labels", text, go_style);
-    }
-
-    let deps = child_elements(
-        conn,
-        "SELECT depends_on_id, type, created_at, created_by, raw FROM dependencies WHERE issue_id = ?1 ORDER BY position, rowid",
-        id,
-        &["depends_on_id", "type", "created_at", "created_by"],
-        ("issue_id", 0),
-        (colon, comma, go_style),
-    )?;
-    patch_array(&mut entries, &obj, "dependencies", deps, comma, go_style);
-    let comments = child_elements(
-        conn,
-        "SELECT comment_id, author, text, created_at, raw FROM comments WHERE issue_id = ?1 ORDER BY position, rowid",
-        id,
-        &["id", "author", "text", "created_at"],
-        ("issue_id", 1),
-        (colon, comma, go_style),
-    )?;
-    patch_array(&mut entries, &obj, "comments", comments, comma, go_style);
-
-    Ok(Some(render_entries(&entries, colon, comma)))
-}
-
-/// The JSON texts of an issue's dependencies or comments: each row's stored element text, or for
-/// a row added or edited through SQL, an object built from its columns (`fields`, in order, with
-/// the issue id inserted as `issue_key.0` at position `issue_key.1`). The query's last column is
-/// the stored text.
-fn child_elements(
-    conn: &Connection,
-    sql: &str,
-    id: &str,
-    fields: &[&str],
-    issue_key: (&str, usize),
-    (colon, comma, go_style): (&str, &str, bool),
-) -> Result<Vec<String>> {
-    let mut st = conn.prepare_cached(sql)?;
-    let rows = st.query_map([id], |r| {
-        if let Some(raw) = r.get::<_, Option<String>>(fields.len())? {
-            return Ok(raw);
-        }
-        let mut values: Vec<(&str, SqlValue)> =
-            fields.iter().enumerate().map(|(i, f)| Ok((*f, r.get::<_, SqlValue>(i)?))).collect::<rusqlite::Result<_>>()?;
-        values.insert(issue_key.1, (issue_key.0, SqlValue::Text(id.to_owned())));
-        Ok(object(&values, colon, comma, go_style))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-fn patch_array(entries: &mut Vec<Entry<'_>>, obj: &RawObject<'_>, key: &str, elements: Vec<String>, comma: &str, go_style: bool) {
-    let old: Vec<&str> = obj.get(key).and_then(split_array).unwrap_or_default();
-    if old.iter().copied().eq(elements.iter().map(String::as_str)) {
-        return;
-    }
-    let text = (!elements.is_empty()).then(|| format!("[{}]", elements.join(comma)));
-    set(entries, key, text, go_style);
-}
-
-/// A JSON object of the non-null fields, in the given order.
-fn object(fields: &[(&str, SqlValue)], colon: &str, comma: &str, go_style: bool) -> String {
-    let entries: Vec<Entry<'static>> =
-        fields.iter().filter_map(|(k, v)| encode(v, go_style).map(|raw| Entry::new(k, raw, go_style))).collect();
-    render_entries(&entries, colon, comma)
-}
-
-/// Replaces (in place), adds (where the record's writer puts the key), or (with `None`) removes
-/// an entry.
-fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: bool) {
-    let pos = entries.iter().position(|e| e.key == key);
-    match (pos, raw) {
-        (Some(i), Some(raw)) => entries[i].raw_value = std::borrow::Cow::Owned(raw),
-        (Some(i), None) => {
-            entries.remove(i);
-        }
-        (None, Some(raw)) => {
-            let keys: Vec<&str> = entries.iter().map(|e| e.key.as_ref()).collect();
-            let at = crate::merge::writer::insert_position(&keys, key);
-            entries.insert(at, Entry::new(key, raw, go_style));
-        }
-        (None, None) => {}
-    }
-}
-
-/// A column value as JSON text; `None` for NULL (the key is left out).
-fn encode(value: &SqlValue, go_style: bool) -> Option<String> {
-    match value {
-        SqlValue::Null => None,
-        SqlValue::Integer(i) => Some(i.to_string()),
-        SqlValue::Real(f) => Some(serde_json::Number::from_f64(*f).map(|n| n.to_string()).unwrap_or_else(|| "null".into())),
-        SqlValue::Text(s) => Some(json_string(s, go_style)),
-        SqlValue::Blob(b) => Some(json_string(&String::from_utf8_lossy(b), go_style)),
     }
 }

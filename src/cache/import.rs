@@ -7,19 +7,19 @@
 //! dirty for the next export. Any malformed line aborts the whole import before anything is
 //! written, unless `skip_invalid` is set.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{export, line_hash, store_issue, with_guard, Cache, Rows};
-use crate::jsonl::Jsonl;
+use super::codec::{self, store_issue, IssueRows};
+use super::stamp::{freshness, record_file_state, Freshness};
+use super::{line_hash, with_guard, Cache};
+use crate::index::IdIndex;
 use crate::merge::{self, ConflictPolicy, MergeOptions, Report};
-use crate::record::{record_id, LineProblem, RawObject};
+use crate::record::{LineProblem, RawObject};
 use crate::timestamp;
 
 /// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
@@ -112,18 +112,14 @@ pub struct ImportReport {
     pub duplicate_ids: Vec<String>,
     /// Ids edited in both the cache and the file, merged three-way (still dirty).
     pub merged: Vec<String>,
-    /// Conflicts the three-way merges settled, one per field.
-    #[serde(serialize_with = "reports_as_strings")]
+    /// Conflicts the three-way merges settled, one per field: `{id, field, kept: "ours"|"theirs",
+    /// kept_value, other_value, reason}` (ours: the cache; theirs: the file).
     pub conflicts: Vec<Report>,
     /// Line numbers of imported records that repeat a key (the last value counts, as in bd).
     pub repeated_keys: Vec<usize>,
     /// Lines that are records but not issues (bd 1.0's header, memories, other `_type`s): not
     /// in the cache, kept in the file as they are.
     pub other_records: usize,
-}
-
-fn reports_as_strings<S: serde::Serializer>(reports: &[Report], s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.collect_seq(reports.iter().map(|r| r.to_string()))
 }
 
 impl ImportReport {
@@ -134,87 +130,6 @@ impl ImportReport {
         ids.dedup();
         ids
     }
-}
-
-/// The file facts kept in `meta` to tell whether it changed.
-#[derive(Debug, PartialEq, Eq)]
-struct FileStamp {
-    size: i64,
-    mtime_ns: i64,
-    inode: i64,
-}
-
-fn stamp(path: &Path) -> Result<FileStamp> {
-    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    let mtime_ns =
-        meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos() as i64).unwrap_or(0);
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta) as i64;
-    #[cfg(not(unix))]
-    let inode = 0;
-    Ok(FileStamp { size: meta.len() as i64, mtime_ns, inode })
-}
-
-fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
-    let get = |k: &str| -> Result<Option<rusqlite::types::Value>> { cache.meta(k) };
-    let int = |v: Option<rusqlite::types::Value>| match v {
-        Some(rusqlite::types::Value::Integer(i)) => Some(i),
-        _ => None,
-    };
-    let path = match get("file_path")? {
-        Some(rusqlite::types::Value::Text(p)) => p,
-        _ => return Ok(None),
-    };
-    let (Some(size), Some(mtime_ns), Some(inode), Some(hash)) =
-        (int(get("file_size")?), int(get("file_mtime_ns")?), int(get("file_inode")?), int(get("file_hash")?))
-    else {
-        return Ok(None);
-    };
-    Ok(Some((FileStamp { size, mtime_ns, inode }, path, hash)))
-}
-
-/// Records the file's current state as "in sync".
-pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content_hash: i64) -> Result<()> {
-    let s = stamp(path)?;
-    let mut st = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
-    st.execute(params!["file_path", path.display().to_string()])?;
-    st.execute(params!["file_size", s.size])?;
-    st.execute(params!["file_mtime_ns", s.mtime_ns])?;
-    st.execute(params!["file_inode", s.inode])?;
-    st.execute(params!["file_hash", content_hash])?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    st.execute(params!["synced_at_unix", now])?;
-    Ok(())
-}
-
-/// How the file compares with what the cache last synced with.
-enum Freshness {
-    /// Same path, size, inode and mtime: not even read.
-    SameStamp,
-    /// Touched, but the same bytes (its hash matches).
-    SameContent { content: Vec<u8>, hash: i64 },
-    /// Different bytes, another file, or never synced.
-    Changed { content: Vec<u8>, hash: i64 },
-}
-
-/// Compares the file with the last sync: stat first, then the whole-file hash.
-fn freshness(cache: &Cache) -> Result<Freshness> {
-    let path = &cache.paths.file;
-    let stored = stored_stamp(cache)?.filter(|(_, p, _)| *p == path.display().to_string());
-    if stored.as_ref().is_some_and(|(s, _, _)| *s == stamp(path).unwrap_or(FileStamp { size: -1, mtime_ns: 0, inode: 0 })) {
-        return Ok(Freshness::SameStamp);
-    }
-    let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let hash = line_hash(&content);
-    Ok(match stored {
-        Some((_, _, h)) if h == hash => Freshness::SameContent { content, hash },
-        _ => Freshness::Changed { content, hash },
-    })
-}
-
-/// True when the file differs from what the cache last synced with.
-pub fn file_changed_since_sync(cache: &Cache) -> Result<bool> {
-    Ok(matches!(freshness(cache)?, Freshness::Changed { .. }))
 }
 
 fn excerpt(bytes: &[u8]) -> String {
@@ -249,70 +164,97 @@ pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport
 }
 
 fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
+    let Some((content, content_hash)) = read_if_changed(cache, options.force)? else {
+        return Ok(ImportReport { noop: true, ..ImportReport::default() });
+    };
+    let display = cache.paths.file.display().to_string();
+    let index = IdIndex::new(&content);
+    let mut report = ImportReport { other_records: index.other_records(), ..ImportReport::default() };
+    let mut bad: Vec<BadLine> = index
+        .bad
+        .iter()
+        .map(|(i, problem)| {
+            let line = index.file.lines[*i];
+            BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) }
+        })
+        .collect();
+    let state = CacheState::read(cache)?;
+    let plans = plan(&index, &state, options.force, &display, &mut report, &mut bad);
+    let rows = decode(&plans, options.progress, &display, &mut report, &mut bad);
+    bad.sort_by_key(|b| b.line);
+    if !bad.is_empty() && !options.skip_invalid {
+        return Err(InvalidFile(bad).into());
+    }
+    report.skipped = bad;
+    let in_file: FxHashSet<&str> = index.issues_in_order().map(|(id, _)| id.as_ref()).collect();
+    let go_style = crate::record::uses_go_escapes(&content);
+    let fraction = timestamp::fraction_style(rows.iter().flatten().filter_map(|r| match r.columns.get("updated_at") {
+        Some(rusqlite::types::Value::Text(t)) => Some(t.as_str()),
+        _ => None,
+    }));
+    apply(cache, &plans, &rows, &state, &in_file, Applied { content_hash, go_style, fraction, policy: options.policy }, &mut report)?;
+    report.added.sort();
+    report.changed.sort();
+    report.removed.sort();
+    Ok(report)
+}
+
+/// The file's bytes and hash, or `None` when it is the same as at the last sync (`force` reads it
+/// anyway). A file touched but unchanged gets its new stamp recorded.
+fn read_if_changed(cache: &mut Cache, force: bool) -> Result<Option<(Vec<u8>, i64)>> {
     let path = cache.paths.file.clone();
-    let display = path.display().to_string();
-    let (content, content_hash) = match freshness(cache)? {
-        Freshness::SameStamp if !options.force => return Ok(ImportReport { noop: true, ..ImportReport::default() }),
-        Freshness::SameContent { hash, .. } if !options.force => {
+    Ok(match freshness(cache)? {
+        Freshness::SameStamp if !force => None,
+        Freshness::SameContent { hash, .. } if !force => {
             with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, hash))?;
-            return Ok(ImportReport { noop: true, ..ImportReport::default() });
+            None
         }
         Freshness::SameStamp => {
-            let content = std::fs::read(&path).with_context(|| format!("reading {display}"))?;
+            let content = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             let hash = line_hash(&content);
-            (content, hash)
+            Some((content, hash))
         }
-        Freshness::SameContent { content, hash } | Freshness::Changed { content, hash } => (content, hash),
-    };
+        Freshness::SameContent { content, hash } | Freshness::Changed { content, hash } => Some((content, hash)),
+    })
+}
 
-    let file = Jsonl::split(&content);
-    let mut report = ImportReport::default();
-    let mut bad = Vec::new();
-    // Ids in file order with their first line; further lines of a repeated id in `repeats`.
-    let mut ids: Vec<(Cow<'_, str>, usize)> = Vec::with_capacity(file.lines.len());
-    let mut index: FxHashMap<Cow<'_, str>, usize> = FxHashMap::with_capacity_and_hasher(file.lines.len(), Default::default());
-    let mut repeats: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
-    for (i, line) in file.lines.iter().enumerate() {
-        match record_id(line.bytes) {
-            Ok(id) => match index.get(&id) {
-                Some(&k) => repeats.entry(k).or_default().push(i),
-                None => {
-                    index.insert(id.clone(), ids.len());
-                    ids.push((id, i));
-                }
-            },
-            // bd 1.0's header and memory lines are not issues: export keeps them where they are.
-            Err(LineProblem::NotAnIssue) => report.other_records += 1,
-            Err(problem) => {
-                bad.push(BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) })
-            }
-        }
-    }
+/// What the cache holds before an import: each issue's line hash (`None`: created through SQL and
+/// never exported) and the dirty set (with the last synced line of issues deleted through SQL).
+struct CacheState {
+    hashes: FxHashMap<String, Option<i64>>,
+    dirty: HashMap<String, Option<String>>,
+}
 
-    // `None`: created through SQL and never exported.
-    let stored_hashes: FxHashMap<String, Option<i64>> = {
+impl CacheState {
+    fn read(cache: &Cache) -> Result<CacheState> {
         let mut st = cache.conn.prepare("SELECT id, line_hash FROM issues")?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let dirty: HashMap<String, Option<String>> = {
+        let hashes = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?)))?.collect::<rusqlite::Result<_>>()?;
         let mut st = cache.conn.prepare("SELECT issue_id, deleted_raw FROM dirty")?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+        let dirty = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        Ok(CacheState { hashes, dirty })
+    }
+}
 
-    // Decide what each id needs; only changed lines will be parsed.
+/// Decides what each id in the file needs; only the lines of changed ids will be parsed.
+fn plan<'a>(
+    index: &'a IdIndex<'a>,
+    state: &CacheState,
+    force: bool,
+    display: &str,
+    report: &mut ImportReport,
+    bad: &mut Vec<BadLine>,
+) -> Vec<Plan<'a>> {
     let mut plans = Vec::new();
-    for (k, (id, first)) in ids.iter().enumerate() {
+    for (id, slot) in index.issues_in_order() {
         let mut copies: Vec<(usize, &str)> = Vec::with_capacity(1);
         let mut invalid = false;
-        for i in std::iter::once(*first).chain(repeats.get(&k).into_iter().flatten().copied()) {
-            let l = file.lines[i];
+        for &i in slot.indexes() {
+            let l = index.line(i);
             match std::str::from_utf8(l.bytes) {
                 Ok(text) => copies.push((l.number, text)),
                 Err(_) => {
                     bad.push(BadLine {
-                        path: display.clone(),
+                        path: display.to_owned(),
                         line: l.number,
                         reason: LineProblem::InvalidUtf8.to_string(),
                         excerpt: excerpt(l.bytes),
@@ -333,92 +275,123 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
         let (number, line) = copies[primary];
         let duplicates: Vec<(usize, &str)> = copies.iter().enumerate().filter(|(k, _)| *k != primary).map(|(_, c)| *c).collect();
         let hash = line_hash(line.as_bytes());
-        let stored_hash = stored_hashes.get(id.as_ref());
-        let in_sync = stored_hash == Some(&Some(hash))
-            || dirty.get(id.as_ref()).is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
+        let stored_hash = state.hashes.get(id.as_ref());
+        let dirty = state.dirty.get(id.as_ref());
+        let in_sync =
+            stored_hash == Some(&Some(hash)) || dirty.is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
         // `--force` re-stores lines that look unchanged (to repair a cache), but reports only
         // the ids whose line really changed: what it prints feeds the notifier.
-        let action = if in_sync && (!options.force || dirty.contains_key(id.as_ref())) {
+        let action = if in_sync && (!force || dirty.is_some()) {
             if duplicates.is_empty() {
                 continue;
             }
             Action::KeepDuplicates
-        } else if dirty.contains_key(id.as_ref()) {
+        } else if dirty.is_some() {
             Action::Merge
         } else {
             Action::Store { is_new: stored_hash.is_none(), changed: !in_sync }
         };
         plans.push(Plan { id: id.as_ref(), number, line, duplicates, action });
     }
+    plans
+}
 
-    // Validate and decode the changed lines on every core before writing anything, so a bad line
-    // leaves the cache untouched.
-    let progress = options.progress.then(|| {
+/// Parses and decodes the planned lines on every core, before anything is written, so a bad line
+/// leaves the cache untouched. `None` for plans that need no rows (and lines that failed).
+fn decode(plans: &[Plan<'_>], progress: bool, display: &str, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Vec<Option<IssueRows>> {
+    let progress = progress.then(|| {
         let bar = indicatif::ProgressBar::new(plans.len() as u64);
         bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
         bar
     });
-    let decoded: Vec<Option<Result<(Rows, bool), LineProblem>>> = parallel_map(
-        &plans,
+    let decoded: Vec<Option<Result<(IssueRows, bool), LineProblem>>> = parallel_map(
+        plans,
         |p| match p.action {
             Action::KeepDuplicates => None,
-            _ => Some(RawObject::parse_str(p.line).map(|obj| (Rows::from_record(&obj), !obj.repeated_keys().is_empty()))),
+            _ => Some(RawObject::parse_str(p.line).map(|obj| (IssueRows::from_record(&obj), !obj.repeated_keys().is_empty()))),
         },
         progress.as_ref(),
     );
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
-    let mut rows: Vec<Option<Rows>> = Vec::with_capacity(plans.len());
+    let mut rows = Vec::with_capacity(plans.len());
     for (plan, d) in plans.iter().zip(decoded) {
-        match d {
+        rows.push(match d {
             Some(Err(p)) => {
                 bad.push(BadLine {
-                    path: display.clone(),
+                    path: display.to_owned(),
                     line: plan.number,
                     reason: p.to_string(),
                     excerpt: excerpt(plan.line.as_bytes()),
                 });
-                rows.push(None);
+                None
             }
             Some(Ok((r, repeats_a_key))) => {
                 if repeats_a_key {
                     report.repeated_keys.push(plan.number);
                 }
-                rows.push(Some(r))
+                Some(r)
             }
-            None => rows.push(None),
-        }
+            None => None,
+        });
     }
     report.repeated_keys.sort_unstable();
-    bad.sort_by_key(|b| b.line);
-    if !bad.is_empty() && !options.skip_invalid {
-        return Err(InvalidFile(bad).into());
-    }
-    report.skipped = bad;
+    rows
+}
 
-    let in_file: FxHashSet<&str> = ids.iter().map(|(id, _)| id.as_ref()).collect();
+/// Facts of the file that the write needs.
+struct Applied {
+    content_hash: i64,
+    go_style: bool,
+    fraction: Option<i64>,
+    policy: SyncPolicy,
+}
+
+/// Writes the plans in one transaction, with the triggers silenced; fails with
+/// [`DirtySetChanged`] (and writes nothing) if an SQL edit landed since `state` was read.
+fn apply(
+    cache: &mut Cache,
+    plans: &[Plan<'_>],
+    rows: &[Option<IssueRows>],
+    state: &CacheState,
+    in_file: &FxHashSet<&str>,
+    file: Applied,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let path = cache.paths.file.clone();
     // A cold import into an empty cache writes every page once instead of through the WAL and a
     // checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
-    let cold = stored_hashes.is_empty() && plans.len() > 10_000;
+    let cold = state.hashes.is_empty() && plans.len() > 10_000;
     if cold {
         let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
     }
     cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
-    let merge_options = MergeOptions { policy: options.policy.into(), ..MergeOptions::default() };
-    let style = crate::record::uses_go_escapes(&content);
-    with_guard(&mut cache.conn, |tx| {
+    let merge_options = MergeOptions { policy: file.policy.into(), ..MergeOptions::default() };
+    let result = with_guard(&mut cache.conn, |tx| {
         let now: Vec<String> = {
             let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
             let rows = st.query_map([], |r| r.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
-        if now.len() != dirty.len() || now.iter().any(|id| !dirty.contains_key(id)) {
+        if now.len() != state.dirty.len() || now.iter().any(|id| !state.dirty.contains_key(id)) {
             return Err(DirtySetChanged.into());
+        }
+        // Into an empty cache, building each index once at the end (a sort) beats keeping it
+        // up to date row by row.
+        let indexes: Vec<(String, String)> = if cold {
+            let mut st = tx.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        for (name, _) in &indexes {
+            tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
         }
         tx.execute("DELETE FROM duplicate_lines", [])?;
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
-        for (plan, rows) in plans.iter().zip(&rows) {
+        for (plan, rows) in plans.iter().zip(rows) {
             for (n, raw) in &plan.duplicates {
                 dup.execute(params![plan.id, *n as i64, raw])?;
             }
@@ -433,14 +406,14 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
                         report.changed.push(plan.id.to_owned())
                     }
                 }
-                Action::Merge => merge_dirty(tx, plan.id, plan.line, style, &merge_options, &dirty, &mut report)?,
+                Action::Merge => merge_dirty(tx, plan.id, plan.line, file.go_style, &merge_options, &state.dirty, report)?,
             }
         }
-        for (id, hash) in &stored_hashes {
+        for (id, hash) in &state.hashes {
             if in_file.contains(id.as_str()) || hash.is_none() {
                 continue;
             }
-            if dirty.contains_key(id) {
+            if state.dirty.contains_key(id) {
                 // Edited in the cache, deleted from the file: the edit wins (it is exported back).
                 report.conflicts.push(Report {
                     id: id.clone(),
@@ -455,19 +428,22 @@ fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportRepor
                 continue;
             }
             tx.prepare_cached("DELETE FROM issues WHERE id = ?1")?.execute([id])?;
-            super::remove_children(tx, id)?;
+            codec::remove_children(tx, id)?;
             report.removed.push(id.clone());
         }
-        record_file_state(tx, &path, content_hash)?;
+        for (_, sql) in &indexes {
+            tx.execute_batch(sql)?;
+        }
+        record_file_state(tx, &path, file.content_hash)?;
+        if let Some(fraction) = file.fraction {
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('timestamp_fraction', ?1)", [fraction])?;
+        }
         Ok(())
-    })?;
+    });
     if cold {
         let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL");
     }
-    report.added.sort();
-    report.changed.sort();
-    report.removed.sort();
-    Ok(report)
+    result
 }
 
 enum Action {
@@ -519,15 +495,21 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync, progr
             .map(|part| {
                 let f = &f;
                 s.spawn(move || {
-                    part.iter()
+                    let out = part
+                        .iter()
                         .enumerate()
                         .map(|(i, x)| {
-                            if let Some(bar) = progress.filter(|_| i % 4096 == 0) {
+                            if let Some(bar) = progress.filter(|_| i > 0 && i % 4096 == 0) {
                                 bar.inc(4096);
                             }
                             f(x)
                         })
-                        .collect::<Vec<R>>()
+                        .collect::<Vec<R>>();
+                    // What the loop did not count: the last (partial) block of 4096.
+                    if let Some(bar) = progress {
+                        bar.inc(((part.len().max(1) - 1) % 4096 + 1) as u64);
+                    }
+                    out
                 })
             })
             .collect();
@@ -550,11 +532,11 @@ fn merge_dirty(
             Some(raw) => raw,
             None => dirty.get(id).cloned().flatten(),
         };
-    let ours = export::render_issue(tx, id, go_style)?;
+    let ours = codec::render_issue(tx, id, go_style)?;
     let Some(ours) = ours else {
         // Deleted in the cache, changed in the file: the change wins.
         let obj = RawObject::parse_str(theirs).expect("validated");
-        store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &Rows::from_record(&obj), false)?;
+        store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
         tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
         report.changed.push(id.to_owned());
         report.conflicts.push(Report {
@@ -578,7 +560,7 @@ fn merge_dirty(
     let merged_line = String::from_utf8_lossy(&merged_bytes).trim_end_matches('\n').to_owned();
     let obj = RawObject::parse_str(&merged_line).map_err(|e| anyhow::anyhow!("merged record of {id}: {e}"))?;
     // The file's line is the new base; the merged values stay dirty for the next export.
-    store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &Rows::from_record(&obj), false)?;
+    store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
     report.merged.push(id.to_owned());
     Ok(())

@@ -7,38 +7,27 @@
 //! `schema.sql` and versioned with `PRAGMA user_version`. Writers hold a lock file next to the
 //! database so bd-sync processes and git hooks never interleave.
 
+pub mod codec;
 pub mod export;
 pub mod import;
 pub mod query;
+pub mod stamp;
+
+pub use codec::COLUMNS;
+pub use stamp::file_changed_since_sync;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
-
-use crate::record::{parse_json_str, split_array, RawObject};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 const SCHEMA: &str = include_str!("schema.sql");
-
-/// Columns of `issues` decoded from the record's fields of the same name.
-pub const COLUMNS: &[&str] = &[
-    "title",
-    "status",
-    "priority",
-    "issue_type",
-    "assignee",
-    "owner",
-    "created_at",
-    "created_by",
-    "updated_at",
-    "closed_at",
-    "close_reason",
-    "external_ref",
-];
+/// What version 2 adds to version 1 (run alone, it migrates a version-1 cache).
+const SCHEMA_V2: &str = include_str!("schema_v2.sql");
 
 /// Where the issues file and its cache live.
 #[derive(Debug, Clone)]
@@ -99,6 +88,26 @@ pub struct OpenOptions {
     pub write: bool,
     /// Give up waiting for the lock after this long.
     pub timeout: Duration,
+    /// Told what the cache is doing that a person waiting should know (waiting for another
+    /// writer, moving a corrupt database aside). The library never prints.
+    pub notice: fn(&str),
+}
+
+impl OpenOptions {
+    /// Read-only (no writer lock), waiting at most `timeout` for SQLite's busy handler.
+    pub fn read(timeout: Duration) -> OpenOptions {
+        OpenOptions { write: false, timeout, notice: |_| {} }
+    }
+
+    /// With the writer lock, waiting at most `timeout` for it.
+    pub fn write(timeout: Duration) -> OpenOptions {
+        OpenOptions { write: true, timeout, notice: |_| {} }
+    }
+
+    /// The same, telling `notice` what a waiting person should know.
+    pub fn with_notice(self, notice: fn(&str)) -> OpenOptions {
+        OpenOptions { notice, ..self }
+    }
 }
 
 impl Cache {
@@ -108,16 +117,16 @@ impl Cache {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         refuse_foreign_file(&paths.db)?;
-        let lock = if options.write { Some(take_lock(&paths.db, options.timeout)?) } else { None };
+        let lock = if options.write { Some(take_lock(&paths.db, options.timeout, options.notice)?) } else { None };
         let conn = match open_connection(&paths.db, options.timeout) {
             Ok(conn) => conn,
             Err(e) if options.write && is_corrupt(&e) => {
                 let aside = unused_path(&paths.db.with_extension("db.corrupt"));
-                eprintln!(
-                    "bd-sync: {} is corrupt ({e:#}); moving it to {} and rebuilding from the file",
+                (options.notice)(&format!(
+                    "{} is corrupt ({e:#}); moving it to {} and rebuilding from the file",
                     paths.db.display(),
                     aside.display()
-                );
+                ));
                 fs::rename(&paths.db, &aside).with_context(|| format!("moving {} aside", paths.db.display()))?;
                 for ext in ["db-wal", "db-shm"] {
                     let _ = fs::remove_file(paths.db.with_extension(ext));
@@ -134,6 +143,14 @@ impl Cache {
     fn ensure_schema(&mut self) -> Result<()> {
         let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        if version == 1 {
+            // Additive: an index, a view and triggers; rows and unexported edits stay.
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(SCHEMA_V2).context("migrating the cache to schema version 2")?;
+            tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+            tx.commit()?;
             return Ok(());
         }
         let tables: i64 = self.conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?;
@@ -162,8 +179,35 @@ impl Cache {
         }
         let tx = self.conn.transaction()?;
         tx.execute_batch(SCHEMA).context("creating the cache schema")?;
+        tx.execute_batch(SCHEMA_V2).context("creating the cache schema")?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Opens the cache to answer a query from it, importing the issues file first when it changed
+    /// since the last sync or the cache is new (as export does), so an answer is never stale.
+    /// Returns the import's report when one ran. Follows the cache's binding to its file.
+    pub fn open_fresh(paths: &Paths, options: OpenOptions) -> Result<(Cache, Option<import::ImportReport>)> {
+        if paths.db.exists() {
+            let mut cache = Cache::open(paths, OpenOptions { write: false, ..options })?;
+            cache.follow_binding()?;
+            if !stamp::file_changed_since_sync(&cache)? {
+                return Ok((cache, None));
+            }
+        }
+        let mut cache = Cache::open(paths, OpenOptions { write: true, ..options })?;
+        cache.follow_binding()?;
+        let report = import::import(&mut cache, &import::ImportOptions::default())?;
+        Ok((cache, Some(report)))
+    }
+
+    /// Points the cache at the file it syncs with (after `import --rebind` that is not the one
+    /// found from the current directory).
+    pub fn follow_binding(&mut self) -> Result<()> {
+        if let Some(p) = self.bound_file()? {
+            self.paths.file = p;
+        }
         Ok(())
     }
 
@@ -218,7 +262,7 @@ fn unused_path(path: &Path) -> PathBuf {
 fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
     let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
     conn.busy_timeout(timeout)?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536;")
         .with_context(|| format!("opening {}", path.display()))?;
     // A corrupt file often opens fine and fails on first read.
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
@@ -248,7 +292,7 @@ fn is_corrupt(e: &anyhow::Error) -> bool {
     })
 }
 
-fn take_lock(db: &Path, timeout: Duration) -> Result<fs::File> {
+fn take_lock(db: &Path, timeout: Duration, notice: fn(&str)) -> Result<fs::File> {
     let path = db.with_extension("db.lock");
     let file = fs::OpenOptions::new()
         .create(true)
@@ -269,7 +313,7 @@ fn take_lock(db: &Path, timeout: Duration) -> Result<fs::File> {
             Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => {
                 if !told && start.elapsed() >= Duration::from_secs(1) {
                     told = true;
-                    eprintln!("bd-sync: waiting for {} ({})", path.display(), lock_holder(&path));
+                    notice(&format!("waiting for {} ({})", path.display(), lock_holder(&path)));
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -296,106 +340,6 @@ fn lock_holder(path: &Path) -> String {
         Ok(text) if !text.trim().is_empty() => text.trim().to_owned(),
         _ => "another process".to_owned(),
     }
-}
-
-/// A column value decoded from a record's raw JSON value text.
-pub fn column_value(raw: Option<&str>) -> rusqlite::types::Value {
-    use rusqlite::types::Value as V;
-    let Some(raw) = raw else { return V::Null };
-    match raw.as_bytes().first() {
-        Some(b'"') => parse_json_str(raw).map(|s| V::Text(s.into_owned())).unwrap_or_else(|| V::Text(raw.to_owned())),
-        Some(b'n') if raw == "null" => V::Null,
-        Some(b'-' | b'0'..=b'9') => {
-            if let Ok(i) = raw.parse::<i64>() {
-                V::Integer(i)
-            } else {
-                V::Text(raw.to_owned())
-            }
-        }
-        _ => V::Text(raw.to_owned()),
-    }
-}
-
-/// The rows one record turns into.
-pub(crate) struct Rows {
-    pub columns: Vec<rusqlite::types::Value>,
-    pub labels: Vec<String>,
-    pub dependencies: Vec<(String, String, rusqlite::types::Value, rusqlite::types::Value, String)>,
-    pub comments: Vec<(rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, rusqlite::types::Value, String)>,
-}
-
-/// The strings of an array-of-strings field (other elements skipped; absent: empty).
-pub(crate) fn string_array(obj: &RawObject<'_>, key: &str) -> Vec<String> {
-    obj.get(key).and_then(split_array).unwrap_or_default().into_iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect()
-}
-
-impl Rows {
-    pub(crate) fn from_record(obj: &RawObject<'_>) -> Rows {
-        let columns = COLUMNS.iter().map(|c| column_value(obj.get(c))).collect();
-        let labels = string_array(obj, "labels");
-        let field = |o: &RawObject<'_>, k: &str| column_value(o.get(k));
-        let mut dependencies = Vec::new();
-        for e in obj.get("dependencies").and_then(split_array).unwrap_or_default() {
-            if let Some(d) = RawObject::parse_trusted(e) {
-                let text = |k: &str| match field(&d, k) {
-                    rusqlite::types::Value::Text(s) => s,
-                    _ => String::new(),
-                };
-                let kind = d.get("type").map(|_| text("type")).unwrap_or_else(|| "blocks".to_owned());
-                dependencies.push((text("depends_on_id"), kind, field(&d, "created_at"), field(&d, "created_by"), e.to_owned()));
-            }
-        }
-        let mut comments = Vec::new();
-        for e in obj.get("comments").and_then(split_array).unwrap_or_default() {
-            if let Some(c) = RawObject::parse_trusted(e) {
-                comments.push((field(&c, "id"), field(&c, "author"), field(&c, "text"), field(&c, "created_at"), e.to_owned()));
-            }
-        }
-        Rows { columns, labels, dependencies, comments }
-    }
-}
-
-/// Replaces an issue's rows. `raw` is stored as the merge base; `rows` may come from another line
-/// (a three-way merge result).
-pub(crate) fn store_issue(tx: &Transaction<'_>, id: &str, raw: &str, line_hash: i64, rows: &Rows, is_new: bool) -> Result<()> {
-    let mut st = tx.prepare_cached(
-        "INSERT OR REPLACE INTO issues (id, title, status, priority, issue_type, assignee, owner, created_at, created_by, \
-         updated_at, closed_at, close_reason, external_ref, raw, line_hash) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
-    )?;
-    let c = &rows.columns;
-    st.execute(params![id, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], raw, line_hash])?;
-    if !is_new {
-        remove_children(tx, id)?;
-    }
-    let mut st = tx.prepare_cached("INSERT OR IGNORE INTO labels (issue_id, label, position) VALUES (?1, ?2, ?3)")?;
-    for (i, l) in rows.labels.iter().enumerate() {
-        st.execute(params![id, l, i as i64])?;
-    }
-    let mut st = tx.prepare_cached(
-        "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-    )?;
-    for (i, d) in rows.dependencies.iter().enumerate() {
-        st.execute(params![id, d.0, d.1, d.2, d.3, i as i64, d.4])?;
-    }
-    let mut st = tx.prepare_cached(
-        "INSERT INTO comments (issue_id, comment_id, author, text, created_at, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-    )?;
-    for (i, c) in rows.comments.iter().enumerate() {
-        st.execute(params![id, c.0, c.1, c.2, c.3, i as i64, c.4])?;
-    }
-    Ok(())
-}
-
-/// Deletes an issue's labels, dependencies and comments.
-pub(crate) fn remove_children(tx: &Transaction<'_>, id: &str) -> Result<()> {
-    for sql in [
-        "DELETE FROM labels WHERE issue_id = ?1",
-        "DELETE FROM dependencies WHERE issue_id = ?1",
-        "DELETE FROM comments WHERE issue_id = ?1",
-    ] {
-        tx.prepare_cached(sql)?.execute([id])?;
-    }
-    Ok(())
 }
 
 /// Runs `body` inside one transaction with the dirty-marking triggers silenced.

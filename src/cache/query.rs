@@ -1,16 +1,29 @@
-//! Read-only questions for the cache: status, and the dependency-aware ready/blocked lists.
+//! Read-only questions for the cache: status, the dependency-aware ready and blocked lists, and
+//! one issue in full.
+//!
+//! Agents ask `ready` on every step, so it must answer in a few milliseconds per thousand issues
+//! whatever the graph. The blocked set is computed once per query in Rust (one pass over the
+//! `blocks` dependencies whose blocker is open, then a walk down `parent-child` edges with a
+//! visited set, so cycles end), put in a temporary table, and the list itself is one indexed SQL
+//! query that stops at `--limit`. The SQL views `ready_issues` and `blocked_issues` answer the
+//! same question for people writing SQL.
 
 use std::collections::BTreeMap;
+
+use rusqlite::OptionalExtension;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use anyhow::Result;
 use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 
-use super::{import, Cache, SCHEMA_VERSION};
+use super::{stamp, Cache, SCHEMA_VERSION};
 
 /// `bd-sync status`: where things are and whether the cache is fresh.
 #[derive(Debug, Serialize)]
 pub struct Status {
+    /// Whether the cache database exists (`status` never creates it).
+    pub cache_exists: bool,
     /// The issues file.
     pub file: String,
     /// The cache database.
@@ -29,7 +42,27 @@ pub struct Status {
     pub synced_at_unix: Option<i64>,
 }
 
-/// Collects the status.
+/// Collects the status without creating a cache that does not exist yet.
+pub fn status_of(paths: &super::Paths, timeout: std::time::Duration) -> Result<Status> {
+    if !paths.db.exists() {
+        return Ok(Status {
+            cache_exists: false,
+            file: paths.file.display().to_string(),
+            db: paths.db.display().to_string(),
+            schema_version: SCHEMA_VERSION,
+            issues: 0,
+            by_status: BTreeMap::new(),
+            dirty: 0,
+            file_changed_since_sync: true,
+            synced_at_unix: None,
+        });
+    }
+    let mut cache = Cache::open(paths, super::OpenOptions::read(timeout))?;
+    cache.follow_binding()?;
+    status(&cache)
+}
+
+/// Collects the status of an open cache.
 pub fn status(cache: &Cache) -> Result<Status> {
     let issues = cache.conn.query_row("SELECT count(*) FROM issues", [], |r| r.get(0))?;
     let mut by_status = BTreeMap::new();
@@ -43,15 +76,42 @@ pub fn status(cache: &Cache) -> Result<Status> {
         _ => None,
     };
     Ok(Status {
+        cache_exists: true,
         file: cache.paths.file.display().to_string(),
         db: cache.paths.db.display().to_string(),
         schema_version: SCHEMA_VERSION,
         issues,
         by_status,
         dirty: cache.dirty_count()?,
-        file_changed_since_sync: !cache.paths.file.exists() || import::file_changed_since_sync(cache)?,
+        file_changed_since_sync: !cache.paths.file.exists() || stamp::file_changed_since_sync(cache)?,
         synced_at_unix,
     })
+}
+
+/// Issue types the default `ready` list leaves out, as bd does: bd's `readyWorkExcludeTypes`
+/// (internal/storage/domain/db/ready_work.go: merge-request, gate, molecule, message, agent, role,
+/// rig), plus the other orchestrator types bd's types.go names (convoy, slot). `--type` or
+/// `--all-types` shows them.
+pub const NOT_WORK_TYPES: &[&str] = &["merge-request", "gate", "molecule", "message", "agent", "role", "rig", "convoy", "slot"];
+
+/// Statuses whose issues never block anything (and are never listed as blocked).
+pub const DONE_STATUSES: &[&str] = &["closed", "tombstone", "deleted"];
+
+/// Filters for `ready` and `blocked`.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// At most this many issues (the first in order).
+    pub limit: Option<usize>,
+    /// Only issues assigned to this person.
+    pub assignee: Option<String>,
+    /// Only issues carrying this label.
+    pub label: Option<String>,
+    /// Only issues of this type (this also shows types `ready` leaves out by default).
+    pub issue_type: Option<String>,
+    /// Only issues of this priority.
+    pub priority: Option<i64>,
+    /// Include the types in [`NOT_WORK_TYPES`] and pinned, ephemeral or deferred issues.
+    pub all_types: bool,
 }
 
 /// One line of `ready` / `blocked`.
@@ -71,7 +131,7 @@ pub struct IssueSummary {
     pub assignee: Option<String>,
     /// Creation time as written.
     pub created_at: Option<String>,
-    /// Open issues blocking it directly (`blocks`), or through its parent.
+    /// What holds it up: open issues it depends on with `blocks`, and blocked parents.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blocked_by: Vec<String>,
 }
@@ -85,10 +145,123 @@ fn sql_json(v: SqlValue) -> serde_json::Value {
     }
 }
 
-fn list(cache: &Cache, view: &str, with_blockers: bool) -> Result<Vec<IssueSummary>> {
-    let sql = format!("SELECT id, title, status, priority, issue_type, assignee, created_at FROM {view} ORDER BY priority, created_at, id");
+/// Every blocked issue with what blocks it directly.
+pub struct Blocking {
+    /// Blocked id -> its blockers (sorted, unique).
+    pub blockers: FxHashMap<String, Vec<String>>,
+}
+
+impl Blocking {
+    /// Computes the blocked set: an issue with a `blocks` dependency on an issue in the cache that
+    /// is not done is blocked, and so is every `parent-child` descendant of a blocked issue. A
+    /// blocker that is not in the cache does not block (`check` reports it as dangling).
+    pub fn compute(cache: &Cache) -> Result<Blocking> {
+        let placeholders = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        let mut blockers: FxHashMap<String, Vec<String>> = FxHashMap::default();
+        let mut st = cache.conn.prepare(&format!(
+            "SELECT d.issue_id, d.depends_on_id FROM dependencies d JOIN issues b INDEXED BY issues_status ON b.id = d.depends_on_id \
+             WHERE d.type = 'blocks' AND coalesce(b.status, '') NOT IN ({placeholders})"
+        ))?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            blockers.entry(r.get(0)?).or_default().push(r.get(1)?);
+        }
+        let mut children: FxHashMap<String, Vec<String>> = FxHashMap::default();
+        let mut st = cache.conn.prepare("SELECT depends_on_id, issue_id FROM dependencies WHERE type = 'parent-child'")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            children.entry(r.get(0)?).or_default().push(r.get(1)?);
+        }
+        // Walk down from every directly blocked issue; each issue is entered once, so cycles end.
+        let mut queue: Vec<String> = blockers.keys().cloned().collect();
+        let mut seen: FxHashSet<String> = queue.iter().cloned().collect();
+        while let Some(parent) = queue.pop() {
+            for child in children.get(&parent).into_iter().flatten() {
+                blockers.entry(child.clone()).or_default().push(parent.clone());
+                if seen.insert(child.clone()) {
+                    queue.push(child.clone());
+                }
+            }
+        }
+        for list in blockers.values_mut() {
+            list.sort_unstable();
+            list.dedup();
+        }
+        Ok(Blocking { blockers })
+    }
+
+    /// Puts the blocked ids in `temp.blocked_now` for the list queries.
+    fn load(&self, cache: &Cache) -> Result<()> {
+        cache.conn.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS blocked_now (id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.blocked_now",
+        )?;
+        let mut st = cache.conn.prepare("INSERT INTO temp.blocked_now (id) VALUES (?1)")?;
+        for id in self.blockers.keys() {
+            st.execute([id])?;
+        }
+        Ok(())
+    }
+}
+
+/// The filter clauses and their parameters (named `:assignee`, `:label`, `:type`, `:priority`).
+fn filter_sql(options: &ListOptions, ready: bool) -> String {
+    let mut clauses = Vec::new();
+    if options.assignee.is_some() {
+        clauses.push("i.assignee = :assignee".to_owned());
+    }
+    if options.label.is_some() {
+        clauses.push("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = :label)".to_owned());
+    }
+    if options.issue_type.is_some() {
+        clauses.push("i.issue_type = :type".to_owned());
+    }
+    if options.priority.is_some() {
+        clauses.push("i.priority = :priority".to_owned());
+    }
+    if ready && options.issue_type.is_none() && !options.all_types {
+        let types = NOT_WORK_TYPES.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
+        clauses.push(format!("coalesce(i.issue_type, '') NOT IN ({types})"));
+    }
+    if ready && !options.all_types {
+        // bd leaves out pinned and ephemeral issues and those deferred to a later time.
+        clauses.push(
+            "(i.ready_exclusion IS NULL OR (i.ready_exclusion LIKE 'defer:%' \
+             AND coalesce(julianday(substr(i.ready_exclusion, 7)) > julianday('now'), 0) = 0))"
+                .to_owned(),
+        );
+    }
+    clauses.iter().map(|c| format!(" AND {c}")).collect()
+}
+
+fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSummary>> {
+    let blocking = Blocking::compute(cache)?;
+    blocking.load(cache)?;
+    let done = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    let which = if ready {
+        "FROM issues i WHERE i.status = 'open' AND i.id NOT IN (SELECT id FROM temp.blocked_now)".to_owned()
+    } else {
+        format!("FROM temp.blocked_now b JOIN issues i ON i.id = b.id WHERE coalesce(i.status, '') NOT IN ({done})")
+    };
+    let limit = options.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
+    let sql = format!(
+        "SELECT i.id, i.title, i.status, i.priority, i.issue_type, i.assignee, i.created_at {which}{} ORDER BY i.priority, i.created_at, i.id{limit}",
+        filter_sql(options, ready)
+    );
     let mut st = cache.conn.prepare(&sql)?;
-    let rows = st.query_map([], |r| {
+    let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
+    if let Some(a) = &options.assignee {
+        params.push((":assignee", a));
+    }
+    if let Some(l) = &options.label {
+        params.push((":label", l));
+    }
+    if let Some(t) = &options.issue_type {
+        params.push((":type", t));
+    }
+    if let Some(p) = &options.priority {
+        params.push((":priority", p));
+    }
+    let rows = st.query_map(params.as_slice(), |r| {
         Ok(IssueSummary {
             id: r.get(0)?,
             title: r.get(1)?,
@@ -101,25 +274,69 @@ fn list(cache: &Cache, view: &str, with_blockers: bool) -> Result<Vec<IssueSumma
         })
     })?;
     let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    if with_blockers {
-        let mut st = cache.conn.prepare(
-            "SELECT d.depends_on_id FROM dependencies d JOIN issues b ON b.id = d.depends_on_id \
-             WHERE d.issue_id = ?1 AND ((d.type = 'blocks' AND b.status NOT IN ('closed','tombstone','deleted')) \
-             OR (d.type = 'parent-child' AND b.id IN (SELECT id FROM blocked_ids))) ORDER BY d.depends_on_id",
-        )?;
-        for issue in &mut out {
-            issue.blocked_by = st.query_map([&issue.id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    for issue in &mut out {
+        if let Some(b) = blocking.blockers.get(&issue.id) {
+            issue.blocked_by = b.clone();
         }
     }
     Ok(out)
 }
 
-/// Open issues with no active blocker, by priority, then creation time, then id.
-pub fn ready(cache: &Cache) -> Result<Vec<IssueSummary>> {
-    list(cache, "ready_issues", false)
+/// Open issues with no open blocker, by priority, then creation time, then id; by default without
+/// the types, pinned, ephemeral and deferred issues bd leaves out.
+pub fn ready(cache: &Cache, options: &ListOptions) -> Result<Vec<IssueSummary>> {
+    list(cache, options, true)
 }
 
-/// Issues held up by an open blocker (directly or through a parent), same order.
-pub fn blocked(cache: &Cache) -> Result<Vec<IssueSummary>> {
-    list(cache, "blocked_issues", true)
+/// Issues held up by an open blocker (directly or through a parent) that are not done, same order.
+pub fn blocked(cache: &Cache, options: &ListOptions) -> Result<Vec<IssueSummary>> {
+    list(cache, options, false)
+}
+
+/// One issue in full, for `show`.
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    /// The record as the file would hold it now (edits in the cache rendered).
+    pub issue: Box<serde_json::value::RawValue>,
+    /// Edited in the cache and not yet exported.
+    pub dirty: bool,
+    /// What holds it up (empty when it is not blocked).
+    pub blocked_by: Vec<String>,
+    /// Issues that depend on it with `blocks`.
+    pub blocks: Vec<String>,
+    /// Issues whose parent it is.
+    pub children: Vec<String>,
+}
+
+/// The issue `id`, or `None` when the cache has no such issue.
+pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
+    let row: Option<(Option<String>, bool)> = cache
+        .conn
+        .query_row("SELECT raw, EXISTS (SELECT 1 FROM dirty WHERE issue_id = ?1) FROM issues WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let Some((raw, dirty)) = row else { return Ok(None) };
+    let line = match (raw, dirty) {
+        (Some(raw), false) => raw,
+        _ => {
+            let go_style = std::fs::read(&cache.paths.file).map(|c| crate::record::uses_go_escapes(&c)).unwrap_or(true);
+            super::codec::render_issue(&cache.conn, id, go_style)?.unwrap_or_default()
+        }
+    };
+    let issue =
+        serde_json::value::RawValue::from_string(line).map_err(|e| anyhow::anyhow!("the stored record of {id} is not JSON: {e}"))?;
+    let blocking = Blocking::compute(cache)?;
+    let ids = |sql: &str| -> Result<Vec<String>> {
+        let mut st = cache.conn.prepare(sql)?;
+        let rows = st.query_map([id], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    Ok(Some(Shown {
+        issue,
+        dirty,
+        blocked_by: blocking.blockers.get(id).cloned().unwrap_or_default(),
+        blocks: ids("SELECT issue_id FROM dependencies WHERE depends_on_id = ?1 AND type = 'blocks' ORDER BY issue_id")?,
+        children: ids("SELECT issue_id FROM dependencies WHERE depends_on_id = ?1 AND type = 'parent-child' ORDER BY issue_id")?,
+    }))
 }

@@ -1,4 +1,4 @@
--- beads-git cache schema, version 1 (PRAGMA user_version = 1).
+-- beads-git cache schema, version 1; schema_v2.sql adds what version 2 needs (PRAGMA user_version = 2).
 -- The issues file is the source of truth; this is a query cache that can also take edits through
 -- plain SQL (triggers record them in `dirty`, `bd-sync export` writes them back to the file).
 

@@ -10,10 +10,10 @@ use anyhow::Result;
 use super::block::{block_is_first, find_block, is_executable};
 use super::managers::{self, Manager};
 use super::{config_get, hooks_dir, outside_repository, read_state, stray_block_files, toplevel, Binaries, Hook};
-use crate::check::Finding;
+use crate::check::{Finding, FindingKind};
 use crate::git::run as git;
 
-fn finding(kind: &str, message: String) -> Finding {
+fn finding(kind: FindingKind, message: String) -> Finding {
     Finding::new(kind, None, Vec::new(), message)
 }
 
@@ -34,28 +34,28 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     }
     match &driver {
         None if !attributed.is_empty() => out.push(finding(
-            "driver-missing",
+            FindingKind::DriverMissing,
             format!(
                 "the attributes send {} to merge=beads, but this clone has no merge.beads.driver, so git silently line-merges it: run `bd-sync install`",
                 attributed.join(" and ")
             ),
         )),
-        None => out.push(finding("driver-missing", "merge.beads.driver is not set: run `bd-sync install`".into())),
+        None => out.push(finding(FindingKind::DriverMissing, "merge.beads.driver is not set: run `bd-sync install`".into())),
         Some(d) => {
             let words: Vec<&str> = d.split_whitespace().collect();
             if d.contains("%R") || (words.iter().filter(|w| **w == "%A").count() > 1) {
                 out.push(finding(
-                    "driver-placeholders",
+                    FindingKind::DriverPlaceholders,
                     format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice): run `bd-sync install`"),
                 ));
             } else if !["%O", "%A", "%B"].iter().all(|p| words.contains(p)) {
-                out.push(finding("driver-placeholders", format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
+                out.push(finding(FindingKind::DriverPlaceholders, format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
             }
         }
     }
     if attributed.len() < 2 {
         for file in [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| !attributed.contains(f)) {
-            out.push(finding("attribute-missing", format!("{file} is not merged with merge=beads: run `bd-sync install`")));
+            out.push(finding(FindingKind::AttributeMissing, format!("{file} is not merged with merge=beads: run `bd-sync install`")));
         }
     }
     if !installed {
@@ -72,7 +72,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
             };
             if matches!(manager, Manager::Plain) && outside_repository(repo, &hooks)? {
                 out.push(finding(
-                    "hooks-dir-shared",
+                    FindingKind::HooksDirShared,
                     format!(
                         "git runs hooks from {}, outside this repository (a global core.hooksPath shared by every repository)",
                         hooks.display()
@@ -86,7 +86,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
                 let want = hook.block(&binaries);
                 match find_block(&content) {
                     None => out.push(finding(
-                        "hook-missing",
+                        FindingKind::HookMissing,
                         format!(
                             "{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`",
                             path.display()
@@ -95,7 +95,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
                     Some((s, e)) => {
                         if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() || !block_is_first(&content) {
                             out.push(finding(
-                                "hook-outdated",
+                                FindingKind::HookOutdated,
                                 format!(
                                     "{} has an outdated or misplaced beads-git block (code above it can skip it): run `bd-sync install`",
                                     path.display()
@@ -104,7 +104,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
                         }
                         if matches!(manager, Manager::Plain) && !is_executable(&path) {
                             out.push(finding(
-                                "hook-not-executable",
+                                FindingKind::HookNotExecutable,
                                 format!("{} is not executable, so git skips it: chmod +x it", path.display()),
                             ));
                         }
@@ -132,7 +132,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
             format!("git runs this repository's hooks through {} now", manager.name())
         };
         out.push(finding(
-            "hook-unreachable",
+            FindingKind::HookUnreachable,
             format!("{} holds a beads-git block that never runs ({why}): run `bd-sync install` to move it", stray.display()),
         ));
     }
@@ -145,7 +145,7 @@ fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&
     if !has_jobs {
         let files: Vec<String> = configs.iter().map(|c| c.display().to_string()).collect();
         out.push(finding(
-            "manager-config-missing",
+            FindingKind::ManagerConfigMissing,
             format!("{name} runs the hooks, but {} has no beads-git jobs: run `bd-sync install`", files.join(" / ")),
         ));
     }
@@ -154,7 +154,7 @@ fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&
         let generated = fs::read(&path).ok().and_then(|c| managers::generated_by(&c)) == Some(name);
         if !generated || !is_executable(&path) {
             out.push(finding(
-                "manager-hook-missing",
+                FindingKind::ManagerHookMissing,
                 format!("{name} has not installed {}, so our {} job never runs: run `{fix}`", path.display(), hook.file_name()),
             ));
         }

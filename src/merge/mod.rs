@@ -20,8 +20,9 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::index::IdIndex;
 use crate::jsonl::{self, Jsonl, Layout, Line};
-use crate::record::{key_label, kind_rank, record_key, render_entries, LineProblem, RawObject, HEADER_KEY};
+use crate::record::{key_label, kind_rank, render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
 use field::{merge_entries, FieldCtx};
 
@@ -40,7 +41,8 @@ pub enum ConflictPolicy {
 }
 
 /// One of the two sides of a merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Side {
     /// The current branch (`%A`).
     Ours,
@@ -79,7 +81,7 @@ impl fmt::Display for Input {
 }
 
 /// A decision the conflict policy (or a delete/modify rule) made for one field of one record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Resolution {
     /// The field, dotted for nested objects (`metadata.owner`); `status` stands for its group.
     pub field: String,
@@ -94,11 +96,12 @@ pub struct Resolution {
 }
 
 /// An auto-resolved conflict of one record, for the one-line-per-conflict stderr report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
     /// The record's id.
     pub id: String,
     /// What was decided.
+    #[serde(flatten)]
     pub resolution: Resolution,
 }
 
@@ -197,90 +200,22 @@ impl fmt::Display for Unmergeable {
     }
 }
 
-/// Where an id's lines are in one input.
-enum Slot {
-    One(u32),
-    Many(Vec<u32>),
-}
-
-/// One input, indexed by id.
+/// One input, indexed by id (the index shared with import, diff and check).
 struct Indexed<'a> {
     input: Input,
-    file: Jsonl<'a>,
-    ids: HashMap<Cow<'a, str>, Slot>,
-    /// Lines without a usable id: (line index, problem).
-    bad: Vec<(usize, LineProblem)>,
-    /// Line index -> id, for lines with an id.
-    line_ids: Vec<Option<Cow<'a, str>>>,
+    index: IdIndex<'a>,
 }
 
 impl<'a> Indexed<'a> {
     fn new(input: Input, content: &'a [u8]) -> Self {
-        let file = Jsonl::split(content);
-        let mut ids: HashMap<Cow<'a, str>, Slot> = HashMap::with_capacity(file.lines.len());
-        let mut bad = Vec::new();
-        let mut line_ids = Vec::with_capacity(file.lines.len());
-        for (i, line) in file.lines.iter().enumerate() {
-            match record_key(line.bytes).map(crate::record::Key::into_string_key) {
-                Ok(id) => {
-                    let idx = u32::try_from(i).expect("fewer than 4 billion lines");
-                    match ids.get_mut(&id) {
-                        None => {
-                            ids.insert(id.clone(), Slot::One(idx));
-                        }
-                        Some(slot) => match slot {
-                            Slot::One(first) => *slot = Slot::Many(vec![*first, idx]),
-                            Slot::Many(v) => v.push(idx),
-                        },
-                    }
-                    line_ids.push(Some(id));
-                }
-                Err(problem) => {
-                    bad.push((i, problem));
-                    line_ids.push(None);
-                }
-            }
-        }
-        Indexed { input, file, ids, bad, line_ids }
+        Indexed { input, index: IdIndex::new(content) }
     }
+}
 
-    fn line(&self, idx: u32) -> Line<'a> {
-        self.file.lines[idx as usize]
-    }
-
-    fn lines_of(&self, id: &str) -> Vec<Line<'a>> {
-        match self.ids.get(id) {
-            None => Vec::new(),
-            Some(Slot::One(i)) => vec![self.line(*i)],
-            Some(Slot::Many(v)) => v.iter().map(|i| self.line(*i)).collect(),
-        }
-    }
-
-    fn is_duplicated(&self, id: &str) -> bool {
-        matches!(self.ids.get(id), Some(Slot::Many(_)))
-    }
-
-    fn single(&self, id: &str) -> Option<Line<'a>> {
-        match self.ids.get(id) {
-            Some(Slot::One(i)) => Some(self.line(*i)),
-            _ => None,
-        }
-    }
-
-    fn sorted_by_id(&self) -> bool {
-        let mut prev: Option<(u8, &str)> = None;
-        for id in self.line_ids.iter().flatten() {
-            let here = (kind_rank(id), id.as_ref());
-            if prev.is_some_and(|p| p > here) {
-                return false;
-            }
-            prev = Some(here);
-        }
-        true
-    }
-
-    fn has_bad_line(&self, bytes: &[u8]) -> bool {
-        self.bad.iter().any(|(i, _)| self.file.lines[*i].bytes == bytes)
+impl<'a> std::ops::Deref for Indexed<'a> {
+    type Target = IdIndex<'a>;
+    fn deref(&self) -> &IdIndex<'a> {
+        &self.index
     }
 }
 

@@ -18,9 +18,9 @@ impl Lcg {
     }
 }
 
-fn issue(n: usize, title: &str) -> String {
+fn issue(n: usize, title: &str, updated_at: &str) -> String {
     format!(
-        r#"{{"id":"bd-{n:05}","title":"{title} {n}","description":"{}","status":"open","priority":{},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a"]}}"#,
+        r#"{{"id":"bd-{n:05}","title":"{title} {n}","description":"{}","status":"open","priority":{},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"{updated_at}","labels":["a"]}}"#,
         "text ".repeat(40),
         n % 5
     )
@@ -60,10 +60,11 @@ fn kill_9_during_export_leaves_the_old_or_the_new_file_and_every_edit() {
     let dir = repo.path();
     git(dir, &["init", "-q", "-b", "main"]);
     std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
-    let old: String = (0..ISSUES).map(|n| issue(n, "Issue") + "\n").collect();
-    let new: String = (0..ISSUES).map(|n| issue(n, "Edited") + "\n").collect();
+    let old: String = (0..ISSUES).map(|n| issue(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
+    let new: String = (0..ISSUES).map(|n| issue(n, "Edited", "2025-11-02T10:00:00-08:00") + "\n").collect();
     let file = dir.join(".beads/issues.jsonl");
-    let edit = "UPDATE issues SET title = replace(title, 'Issue', 'Edited')";
+    // The edit sets updated_at itself (else the trigger stamps the time of the edit).
+    let edit = "UPDATE issues SET title = replace(title, 'Issue', 'Edited'), updated_at = '2025-11-02T10:00:00-08:00'";
     let mut rng = Lcg(0xc0ffee);
     let mut outcomes = (0, 0);
     for trial in 0..24 {
@@ -114,10 +115,15 @@ fn kill_9_while_bd_merge_replaces_ours_leaves_ours_or_the_merge() {
     const ISSUES: usize = 6000;
     let work = tempfile::tempdir().expect("tmp");
     let dir = work.path();
-    let base: String = (0..ISSUES).map(|n| issue(n, "Issue") + "\n").collect();
-    let ours: String = (0..ISSUES).map(|n| issue(n, if n % 2 == 0 { "Ours" } else { "Issue" }) + "\n").collect();
+    let base: String = (0..ISSUES).map(|n| issue(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
+    let ours: String =
+        (0..ISSUES).map(|n| issue(n, if n % 2 == 0 { "Ours" } else { "Issue" }, "2025-11-01T10:00:00-08:00") + "\n").collect();
     let theirs: String = (0..ISSUES)
-        .map(|n| issue(n, "Issue").replace("\"priority\":", if n % 3 == 0 { "\"priority\":9,\"x\":" } else { "\"priority\":" }) + "\n")
+        .map(|n| {
+            issue(n, "Issue", "2025-11-01T10:00:00-08:00")
+                .replace("\"priority\":", if n % 3 == 0 { "\"priority\":9,\"x\":" } else { "\"priority\":" })
+                + "\n"
+        })
         .collect();
     std::fs::write(dir.join("base.jsonl"), &base).expect("write");
     std::fs::write(dir.join("theirs.jsonl"), &theirs).expect("write");

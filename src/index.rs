@@ -1,0 +1,135 @@
+//! One index of an issues file by record key, shared by the merge, import, diff and check.
+//!
+//! Every tool asks the same questions of a file: which lines hold which id, which ids repeat, which
+//! lines have no usable id and why. Answering them in one place keeps the tools agreeing (an id is
+//! found the same way everywhere: issues by `id`, bd 1.0's header and memory lines by their kind's
+//! key) and lets each borrow the lines without copying them.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::jsonl::{Jsonl, Line};
+use crate::record::{kind_rank, record_key, LineProblem};
+
+/// Where a key's lines are.
+#[derive(Debug, Clone)]
+pub enum Slot {
+    /// On one line (its index).
+    One(u32),
+    /// On several lines, in file order.
+    Many(Vec<u32>),
+}
+
+impl Slot {
+    /// The line indexes.
+    pub fn indexes(&self) -> &[u32] {
+        match self {
+            Slot::One(i) => std::slice::from_ref(i),
+            Slot::Many(v) => v,
+        }
+    }
+}
+
+/// A file indexed by record key.
+pub struct IdIndex<'a> {
+    /// The file's lines and layout.
+    pub file: Jsonl<'a>,
+    /// Key -> its lines. Issues are keyed by id; other record kinds by a NUL-prefixed key.
+    pub ids: HashMap<Cow<'a, str>, Slot>,
+    /// Lines without a usable key: (line index, problem).
+    pub bad: Vec<(usize, LineProblem)>,
+    /// Line index -> key, for lines with one.
+    pub line_ids: Vec<Option<Cow<'a, str>>>,
+}
+
+impl<'a> IdIndex<'a> {
+    /// Splits `content` into lines and indexes every record by its key.
+    pub fn new(content: &'a [u8]) -> Self {
+        let file = Jsonl::split(content);
+        let mut ids: HashMap<Cow<'a, str>, Slot> = HashMap::with_capacity(file.lines.len());
+        let mut bad = Vec::new();
+        let mut line_ids = Vec::with_capacity(file.lines.len());
+        for (i, line) in file.lines.iter().enumerate() {
+            match record_key(line.bytes).map(crate::record::Key::into_string_key) {
+                Ok(id) => {
+                    let idx = u32::try_from(i).expect("fewer than 4 billion lines");
+                    match ids.get_mut(&id) {
+                        None => {
+                            ids.insert(id.clone(), Slot::One(idx));
+                        }
+                        Some(slot) => match slot {
+                            Slot::One(first) => *slot = Slot::Many(vec![*first, idx]),
+                            Slot::Many(v) => v.push(idx),
+                        },
+                    }
+                    line_ids.push(Some(id));
+                }
+                Err(problem) => {
+                    bad.push((i, problem));
+                    line_ids.push(None);
+                }
+            }
+        }
+        IdIndex { file, ids, bad, line_ids }
+    }
+
+    /// The line at a line index.
+    pub fn line(&self, idx: u32) -> Line<'a> {
+        self.file.lines[idx as usize]
+    }
+
+    /// Every line of a key, in file order (empty when absent).
+    pub fn lines_of(&self, id: &str) -> Vec<Line<'a>> {
+        match self.ids.get(id) {
+            None => Vec::new(),
+            Some(Slot::One(i)) => vec![self.line(*i)],
+            Some(Slot::Many(v)) => v.iter().map(|i| self.line(*i)).collect(),
+        }
+    }
+
+    /// Whether the key is on more than one line.
+    pub fn is_duplicated(&self, id: &str) -> bool {
+        matches!(self.ids.get(id), Some(Slot::Many(_)))
+    }
+
+    /// The key's line when it is on exactly one.
+    pub fn single(&self, id: &str) -> Option<Line<'a>> {
+        match self.ids.get(id) {
+            Some(Slot::One(i)) => Some(self.line(*i)),
+            _ => None,
+        }
+    }
+
+    /// Whether the records are in the order bd writes them (by kind, then key).
+    pub fn sorted_by_id(&self) -> bool {
+        let mut prev: Option<(u8, &str)> = None;
+        for id in self.line_ids.iter().flatten() {
+            let here = (kind_rank(id), id.as_ref());
+            if prev.is_some_and(|p| p > here) {
+                return false;
+            }
+            prev = Some(here);
+        }
+        true
+    }
+
+    /// Whether one of the lines without a key has exactly these bytes.
+    pub fn has_bad_line(&self, bytes: &[u8]) -> bool {
+        self.bad.iter().any(|(i, _)| self.file.lines[*i].bytes == bytes)
+    }
+
+    /// Issue ids (not header or memory keys) in file order of their first line, with the indexes
+    /// of all their lines.
+    pub fn issues_in_order(&self) -> impl Iterator<Item = (&Cow<'a, str>, &Slot)> {
+        self.line_ids.iter().enumerate().filter_map(move |(i, id)| {
+            let id = id.as_ref().filter(|id| !id.starts_with('\0'))?;
+            let slot = self.ids.get(id)?;
+            (slot.indexes()[0] as usize == i).then_some((id, slot))
+        })
+    }
+
+    /// Lines that are records of another kind than issues (bd 1.0's header, memories).
+    pub fn other_records(&self) -> usize {
+        self.line_ids.iter().flatten().filter(|id| id.starts_with('\0')).count()
+    }
+}
