@@ -12,5 +12,6 @@ mod managers;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
+mod queries;
 mod repair;
 mod sync;

@@ -9,41 +9,41 @@ use rusqlite::Connection;
 use crate::support::{bin, hermetic, run, shared_file};
 
 /// A directory with `.beads/issues.jsonl` and its cache at `cache.db`.
-struct Workspace {
+pub(crate) struct Workspace {
     dir: tempfile::TempDir,
 }
 
 impl Workspace {
-    fn new(content: &[u8]) -> Workspace {
+    pub(crate) fn new(content: &[u8]) -> Workspace {
         let dir = tempfile::tempdir().expect("tmp");
         std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
         std::fs::write(dir.path().join(".beads/issues.jsonl"), content).expect("write");
         Workspace { dir }
     }
 
-    fn file(&self) -> PathBuf {
+    pub(crate) fn file(&self) -> PathBuf {
         self.dir.path().join(".beads/issues.jsonl")
     }
 
-    fn db(&self) -> PathBuf {
+    pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("cache.db")
     }
 
-    fn read(&self) -> Vec<u8> {
+    pub(crate) fn read(&self) -> Vec<u8> {
         std::fs::read(self.file()).expect("read")
     }
 
-    fn sync(&self, args: &[&str]) -> Output {
+    pub(crate) fn sync(&self, args: &[&str]) -> Output {
         run(hermetic(bin("bd-sync")).current_dir(self.dir.path()).arg("--db").arg(self.db()).args(args))
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.sync(args);
         assert!(out.status.success(), "bd-sync {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn sql(&self, sql: &str) {
+    pub(crate) fn sql(&self, sql: &str) {
         let conn = Connection::open(self.db()).expect("open cache");
         conn.execute_batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     }

@@ -1,0 +1,227 @@
+//! What agents ask the cache on every step: `ready`, `blocked`, `show`, `status`, and the SQL edits
+//! they make between them. Real files, a real SQLite cache, the real binary.
+
+use crate::support::shared_file;
+use crate::sync::Workspace;
+
+/// A one-line issue with the given extra fields (JSON text without braces).
+fn issue(id: &str, extra: &str) -> String {
+    let sep = if extra.is_empty() { "" } else { "," };
+    format!(r#"{{"id":"{id}","title":"Title of {id}","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z"{sep}{extra}}}"#)
+}
+
+fn file(lines: &[String]) -> Vec<u8> {
+    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+}
+
+fn ids(ws: &Workspace, args: &[&str]) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(args)).expect("json");
+    v.as_array().expect("array").iter().map(|i| i["id"].as_str().expect("id").to_owned()).collect()
+}
+
+fn blocks(on: &str) -> String {
+    format!(r#""dependencies":[{{"depends_on_id":"{on}","type":"blocks"}}]"#)
+}
+
+fn child_of(parent: &str) -> String {
+    format!(r#""dependencies":[{{"depends_on_id":"{parent}","type":"parent-child"}}]"#)
+}
+
+#[test]
+fn cycles_of_blocks_and_of_parents_end_and_block_each_member() {
+    let ws = Workspace::new(&file(&[
+        issue("A", &blocks("B")),
+        issue("B", &blocks("A")),
+        issue("P", &child_of("Q")),
+        issue("Q", &format!(r#""dependencies":[{{"depends_on_id":"P","type":"parent-child"}},{{"depends_on_id":"A","type":"blocks"}}]"#)),
+        issue("R", ""),
+    ]));
+    assert_eq!(ids(&ws, &["ready", "--json"]), ["R"]);
+    assert_eq!(ids(&ws, &["blocked", "--json"]), ["A", "B", "P", "Q"]);
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(&["blocked", "--json"])).expect("json");
+    assert_eq!(v[2]["blocked_by"], serde_json::json!(["Q"]), "P is held up by its blocked parent");
+    assert_eq!(v[3]["blocked_by"], serde_json::json!(["A", "P"]), "Q by its blocker and its (cyclic) parent");
+}
+
+#[test]
+fn ready_leaves_out_what_bd_leaves_out_unless_asked() {
+    let ws = Workspace::new(&file(&[
+        issue("agent-1", r#""issue_type":"agent""#),
+        issue("convoy-1", r#""issue_type":"convoy""#),
+        issue("mol-1", r#""issue_type":"molecule""#),
+        issue("pin-1", r#""pinned":true"#),
+        issue("eph-1", r#""ephemeral":true"#),
+        issue("later-1", r#""defer_until":"2999-01-01T00:00:00Z""#),
+        issue("past-1", r#""defer_until":"2001-01-01T00:00:00Z""#),
+        issue("task-1", r#""issue_type":"task""#),
+        issue("wip-1", r#""issue_type":"task","status":"in_progress""#).replace(r#""status":"open","#, ""),
+    ]));
+    assert_eq!(ids(&ws, &["ready", "--json"]), ["past-1", "task-1"]);
+    assert_eq!(
+        ids(&ws, &["ready", "--json", "--all-types"]),
+        ["agent-1", "convoy-1", "eph-1", "later-1", "mol-1", "past-1", "pin-1", "task-1"]
+    );
+    assert_eq!(ids(&ws, &["ready", "--json", "--type", "agent"]), ["agent-1"], "--type shows a type left out by default");
+}
+
+#[test]
+fn filters_and_limit_narrow_both_lists() {
+    let ws = Workspace::new(&file(&[
+        issue("a", r#""priority":1,"assignee":"ann","labels":["ui"]"#).replace(r#""priority":2,"#, ""),
+        issue("b", r#""assignee":"bob","labels":["ui","db"]"#),
+        issue("c", r#""assignee":"ann""#),
+        issue("d", &format!(r#""assignee":"ann","labels":["ui"],{}"#, blocks("c"))),
+    ]));
+    assert_eq!(ids(&ws, &["ready", "--json"]), ["a", "b", "c"]);
+    assert_eq!(ids(&ws, &["ready", "--json", "--assignee", "ann"]), ["a", "c"]);
+    assert_eq!(ids(&ws, &["ready", "--json", "--label", "ui"]), ["a", "b"]);
+    assert_eq!(ids(&ws, &["ready", "--json", "--priority", "P2"]), ["b", "c"]);
+    assert_eq!(ids(&ws, &["ready", "--json", "--limit", "1"]), ["a"]);
+    assert_eq!(ids(&ws, &["blocked", "--json", "--label", "ui", "--assignee", "ann"]), ["d"]);
+    assert_eq!(ids(&ws, &["blocked", "--json", "--label", "db"]), Vec::<String>::new());
+    let bad = ws.sync(&["ready", "--priority", "high"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a priority"));
+}
+
+#[test]
+fn regression_ready_answered_from_a_stale_cache() {
+    let ws = Workspace::new(&file(&[issue("one", "")]));
+    ws.ok(&["import"]);
+    std::fs::write(ws.file(), file(&[issue("one", ""), issue("two", "")])).expect("write");
+    let out = ws.sync(&["ready", "--json"]);
+    assert!(out.status.success());
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(listed.as_array().expect("array").len(), 2, "the new issue is listed");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("imported"), "and the import is said on stderr");
+    // Never imported at all: the first query builds the cache.
+    let fresh = Workspace::new(&file(&[issue("x", "")]));
+    assert_eq!(ids(&fresh, &["blocked", "--json"]), Vec::<String>::new());
+    assert_eq!(ids(&fresh, &["ready", "--json"]), ["x"]);
+}
+
+#[test]
+fn regression_ready_on_a_broken_file_printed_the_stale_list() {
+    let ws = Workspace::new(&file(&[issue("one", "")]));
+    ws.ok(&["import"]);
+    std::fs::write(ws.file(), b"{\"id\":\"one\",\n").expect("write");
+    let out = ws.sync(&["ready"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no stale answer");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("issues.jsonl:1:"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn regression_status_on_a_fresh_clone_created_the_database() {
+    let ws = Workspace::new(&file(&[issue("one", "")]));
+    let out = ws.ok(&["status", "--json"]);
+    assert!(!ws.db().exists(), "status only looks");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["cache_exists"], false);
+    assert!(ws.ok(&["status"]).contains("none yet"));
+}
+
+#[test]
+fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
+    let ws = Workspace::new(&file(&[
+        issue("epic", ""),
+        issue("blocker", ""),
+        issue(
+            "task",
+            &format!(
+                r#""labels":["x"],"dependencies":[{{"depends_on_id":"blocker","type":"blocks"}},{{"depends_on_id":"epic","type":"parent-child"}}]"#
+            ),
+        ),
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
+    assert_eq!(v["issue"]["labels"], serde_json::json!(["x"]));
+    assert_eq!(v["blocked_by"], serde_json::json!(["blocker"]));
+    assert_eq!(v["dirty"], false);
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "epic", "--json"])).expect("json");
+    assert_eq!(v["children"], serde_json::json!(["task"]));
+    ws.sql("UPDATE issues SET title = 'Renamed in SQL' WHERE id = 'epic'");
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "epic", "--json"])).expect("json");
+    assert_eq!((v["issue"]["title"].as_str(), v["dirty"].as_bool()), (Some("Renamed in SQL"), Some(true)), "the edit, rendered");
+    let missing = ws.sync(&["show", "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no issue \"nope\""));
+}
+
+#[test]
+fn regression_an_sql_edit_lost_to_an_older_file_edit_under_newest() {
+    let ws = Workspace::new(&file(&[issue("one", r#""updated_at":"2025-01-01T00:00:00Z""#)]));
+    ws.ok(&["import"]);
+    // The agent edits the title through SQL now; a teammate's older edit of the same field
+    // (an hour after the base) arrives in the file.
+    ws.sql("UPDATE issues SET title = 'from the cache' WHERE id = 'one'");
+    let stamp: String = rusqlite::Connection::open(ws.db())
+        .expect("db")
+        .query_row("SELECT updated_at FROM issues WHERE id = 'one'", [], |r| r.get(0))
+        .expect("row");
+    assert!(stamp.as_str() > "2026-" && stamp.ends_with('Z') && stamp.len() == 20, "stamped now, in the file's style: {stamp}");
+    std::fs::write(ws.file(), file(&[issue("one", r#""updated_at":"2025-01-01T01:00:00Z""#).replace("Title of one", "from the file")]))
+        .expect("write");
+    let report: serde_json::Value = serde_json::from_str(&ws.ok(&["import", "--json"])).expect("json");
+    let conflict = &report["conflicts"][0];
+    assert_eq!((conflict["field"].as_str(), conflict["kept"].as_str()), (Some("title"), Some("ours")), "{report}");
+    ws.ok(&["export"]);
+    assert!(String::from_utf8(ws.read()).expect("utf8").contains("from the cache"));
+}
+
+#[test]
+fn an_update_that_sets_updated_at_keeps_it() {
+    let ws = Workspace::new(&file(&[issue("one", r#""updated_at":"2025-01-01T00:00:00.5Z""#)]));
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 't', updated_at = '2025-06-01T00:00:00.25Z' WHERE id = 'one'");
+    ws.sql("INSERT INTO labels (issue_id, label) VALUES ('one', 'l')");
+    let stamp: String = rusqlite::Connection::open(ws.db())
+        .expect("db")
+        .query_row("SELECT updated_at FROM issues WHERE id = 'one'", [], |r| r.get(0))
+        .expect("row");
+    assert!(stamp.as_str() > "2026-", "the label insert stamps the issue: {stamp}");
+    assert!(!stamp.ends_with("0Z"), "a trimmed-fraction file gets a trimmed stamp: {stamp}");
+}
+
+#[test]
+fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
+    let ws = Workspace::new(&file(&[issue("one", ""), issue("two", r#""pinned":true"#)]));
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'kept' WHERE id = 'one'");
+    // Turn the cache back into what version 1 wrote.
+    let conn = rusqlite::Connection::open(ws.db()).expect("db");
+    let v2: Vec<(String, String)> = conn
+        .prepare("SELECT type, name FROM sqlite_master WHERE (name LIKE '%bumps_updated_at' OR name LIKE '%stamps_updated_at' OR name IN ('issues_ready', 'issues_status', 'sql_edit_stamp'))")
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    assert_eq!(v2.len(), 13, "{v2:?}");
+    for (kind, name) in v2 {
+        conn.execute_batch(&format!("DROP {kind} {name}")).expect("drop");
+    }
+    conn.execute_batch("ALTER TABLE issues DROP COLUMN ready_exclusion; PRAGMA user_version = 1").expect("v1");
+    drop(conn);
+    assert!(ws.ok(&["status"]).contains("dirty   1"), "the edit survived the migration");
+    assert_eq!(ids(&ws, &["ready", "--json"]), ["one"], "the pinned issue's exclusion is derived from its line");
+    ws.ok(&["export"]);
+    assert!(String::from_utf8(ws.read()).expect("utf8").contains("\"kept\""));
+}
+
+#[test]
+fn regression_check_failed_the_healthy_real_beads_file() {
+    let Some(real) = shared_file("data/beads-real.jsonl") else {
+        eprintln!("skipped: ../shared/data/beads-real.jsonl is absent");
+        return;
+    };
+    let ws = Workspace::new(b"");
+    let out = ws.sync(&["check", real.to_str().expect("utf8"), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["errors"], 0);
+    assert!(v["external_references"].as_u64().expect("count") >= 40, "bd's external: links are counted, not dangling");
+    let dangling = v["findings"].as_array().expect("findings").iter().filter(|f| f["kind"] == "dangling-dependency").count();
+    assert_eq!(v["by_kind"]["dangling-dependency"], dangling);
+    assert!(v["findings"].as_array().expect("findings").iter().all(|f| !f["message"].as_str().expect("message").contains("external:")));
+    assert_eq!(ws.sync(&["check", real.to_str().expect("utf8"), "--strict"]).status.code(), Some(1), "--strict counts warnings");
+}
