@@ -1,6 +1,7 @@
 //! Cache benchmark: `bd-sync` cold import, no-op re-import, re-import after 1% of lines changed,
-//! and export after SQL edits to 1% of issues, on generated files. Each figure is the median wall
-//! time of the whole `bd-sync` process over the runs.
+//! export after SQL edits to 1% of issues, and the queries agents run on every step (`ready`,
+//! `ready --limit 10`, `blocked`, `check`) from a warm cache, on generated files. Each figure is
+//! the median wall time of the whole `bd-sync` process over the runs.
 //!
 //! `cargo bench --bench sync -- [--sizes 10k,100k] [--runs 5] [--data target/bench-data]`
 
@@ -38,6 +39,15 @@ fn time(cmd: &mut Command) -> Duration {
     t
 }
 
+/// Like [`time`], for commands whose exit code reports findings (`check`).
+fn time_any(cmd: &mut Command) -> Duration {
+    let start = Instant::now();
+    let out = cmd.output().expect("run bd-sync");
+    let t = start.elapsed();
+    assert!(out.status.code().is_some_and(|c| c < 2), "bd-sync failed: {}", String::from_utf8_lossy(&out.stderr));
+    t
+}
+
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
     v[v.len() / 2].as_secs_f64() * 1e3
@@ -63,12 +73,16 @@ fn main() {
     let runs: usize = arg("--runs", "5").parse().expect("--runs is a number");
     let data = PathBuf::from(arg("--data", "target/bench-data"));
     let bd_sync = env!("CARGO_BIN_EXE_bd-sync");
-    println!("{:<6} {:>9} {:>14} {:>14} {:>16} {:>12}", "size", "file MB", "cold import", "no-op import", "1% re-import", "export 1%");
+    println!(
+        "{:<6} {:>8} {:>12} {:>12} {:>12} {:>10} {:>9} {:>10} {:>9} {:>9}",
+        "size", "file MB", "cold import", "no-op import", "1% re-import", "export 1%", "ready", "ready -l10", "blocked", "check"
+    );
     for label in sizes.split(',') {
         let base = ensure_base(&data, label);
         let original = std::fs::read(&base).expect("read base");
         let dir = tempfile::tempdir().expect("tmp");
-        let file = dir.path().join("issues.jsonl");
+        std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
+        let file = dir.path().join(".beads/issues.jsonl");
         let db = dir.path().join("cache.db");
         let sync = |args: &[&str]| {
             let mut c = Command::new(bd_sync);
@@ -80,7 +94,13 @@ fn main() {
                 let _ = std::fs::remove_file(db.with_extension(ext));
             }
         };
+        let query = |args: &[&str]| {
+            let mut c = Command::new(bd_sync);
+            c.arg("--db").arg(&db).arg("-C").arg(dir.path()).args(args);
+            c
+        };
         let (mut cold, mut noop, mut changed, mut export) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut ready, mut ready10, mut blocked, mut check) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for run in 0..runs {
             std::fs::write(&file, &original).expect("write");
             remove_db();
@@ -93,16 +113,24 @@ fn main() {
                 conn.execute("UPDATE issues SET assignee = 'bench-' || rowid WHERE rowid % 100 = 0", []).expect("update");
             }
             export.push(time(&mut sync(&["export"])));
+            ready.push(time(&mut query(&["ready"])));
+            ready10.push(time(&mut query(&["ready", "--limit", "10"])));
+            blocked.push(time(&mut query(&["blocked"])));
+            check.push(time_any(&mut query(&["check"])));
         }
         let mb = original.len() as f64 / 1e6;
         println!(
-            "{:<6} {:>9.1} {:>11.0} ms {:>11.0} ms {:>13.0} ms {:>9.0} ms",
+            "{:<6} {:>8.1} {:>9.0} ms {:>9.0} ms {:>9.0} ms {:>7.0} ms {:>6.0} ms {:>7.0} ms {:>6.0} ms {:>6.0} ms",
             label,
             mb,
             median(cold),
             median(noop),
             median(changed),
-            median(export)
+            median(export),
+            median(ready),
+            median(ready10),
+            median(blocked),
+            median(check)
         );
     }
 }

@@ -180,3 +180,13 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     }
     Ok(if deliver(&ids) || !cli.strict { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -257,3 +257,14 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         append_only: cli.append,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_lines_are_consistent() {
+        super::Cli::command().debug_assert();
+        super::Repair::command().debug_assert();
+    }
+}

@@ -459,20 +459,24 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    let verb = if dry_run { "would be" } else { "" };
+    let changed = |a: &&install::Action| a.change != install::Change::Unchanged && a.change != install::Change::Absent;
+    let width = actions.iter().filter(changed).map(|a| a.what.chars().count()).max().unwrap_or(0);
     for a in actions {
         if let Some(w) = &a.warning {
             eprintln!("bd-sync: warning: {w}");
         }
-        if a.change != install::Change::Unchanged && a.change != install::Change::Absent {
-            println!("{:<20} {:<9} {verb} {}", a.what, format!("{:?}", a.change).to_lowercase(), a.path);
-        }
+    }
+    for a in actions.iter().filter(changed) {
+        let change = format!("{:?}", a.change).to_lowercase();
+        let change = if dry_run { format!("would be {change}") } else { change };
+        let path = if a.path == a.what { String::new() } else { format!("  {}", a.path) };
+        println!("{:<width$}  {change}{path}", a.what);
     }
     if actions.iter().all(|a| matches!(a.change, install::Change::Unchanged | install::Change::Absent)) {
         println!("nothing to change");
     }
     if let Some(r) = imported.filter(|r| !r.noop) {
-        println!("cache               imported {} issue(s)", r.added.len() + r.changed.len());
+        println!("{:<width$}  imported {} issue(s)", "cache", r.added.len() + r.changed.len());
     }
     Ok(())
 }
@@ -559,5 +563,15 @@ fn print_shown(shown: &query::Shown) {
         for line in d.lines() {
             println!("  {line}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
     }
 }

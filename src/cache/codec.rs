@@ -378,3 +378,117 @@ fn encode(value: &SqlValue, go_style: bool) -> Option<String> {
         SqlValue::Blob(b) => Some(json_string(&String::from_utf8_lossy(b), go_style)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use rusqlite::Connection;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::cache::{with_guard, Cache, OpenOptions, Paths};
+
+    fn cache(dir: &std::path::Path) -> Cache {
+        let paths = Paths { file: dir.join("issues.jsonl"), db: dir.join("cache.db") };
+        Cache::open(&paths, OpenOptions::write(std::time::Duration::from_secs(5))).expect("cache")
+    }
+
+    fn store(conn: &mut Connection, line: &str) {
+        with_guard(conn, |tx| {
+            let obj = RawObject::parse_str(line).expect("valid");
+            store_issue(tx, "x-1", line, crate::cache::line_hash(line.as_bytes()), &IssueRows::from_record(&obj), true)
+        })
+        .expect("store");
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![Just(String::new()), "[a-z <>&\"\\\\é\u{1F600}\n\t]{1,24}"]
+    }
+
+    prop_compose! {
+        fn record()(
+            title in text(),
+            status in prop_oneof![Just("open"), Just("closed"), Just("in_progress")],
+            priority in 0i64..5,
+            assignee in proptest::option::of("[a-z]{1,8}"),
+            labels in proptest::collection::btree_set("[a-z]{1,6}", 0..4),
+            deps in proptest::collection::vec(("[a-z]{1,4}-[0-9]{1,3}", prop_oneof![Just("blocks"), Just("related")]), 0..3),
+            comments in proptest::collection::vec(text(), 0..3),
+            unknown in proptest::option::of(text()),
+            keys_reversed in any::<bool>(),
+        ) -> String {
+            let mut fields: Vec<(&str, Value)> = vec![
+                ("id", json!("x-1")),
+                ("title", json!(title)),
+                ("status", json!(status)),
+                ("priority", json!(priority)),
+                ("created_at", json!("2025-01-01T00:00:00Z")),
+                ("updated_at", json!("2025-01-02T00:00:00.5Z")),
+            ];
+            if let Some(a) = assignee { fields.push(("assignee", json!(a))); }
+            if !labels.is_empty() { fields.push(("labels", json!(labels))); }
+            if !deps.is_empty() {
+                let mut seen = std::collections::BTreeSet::new();
+                let deps: Vec<Value> = deps.into_iter().filter(|d| seen.insert(d.clone()))
+                    .map(|(on, t)| json!({"issue_id": "x-1", "depends_on_id": on, "type": t})).collect();
+                fields.push(("dependencies", Value::Array(deps)));
+            }
+            if !comments.is_empty() {
+                let cs: Vec<Value> = comments.into_iter().enumerate()
+                    .map(|(i, t)| json!({"id": i + 1, "issue_id": "x-1", "author": "a", "text": t, "created_at": "2025-01-01T00:00:00Z"})).collect();
+                fields.push(("comments", Value::Array(cs)));
+            }
+            if let Some(u) = unknown { fields.push(("custom", json!({"note": u, "n": [1, 2.5, null]}))); }
+            if keys_reversed { fields[1..].reverse(); }
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("{}:{}", json!(k), v)).collect();
+            format!("{{{}}}", body.join(","))
+        }
+    }
+
+    /// An SQL edit and the field it changes, with the new value.
+    fn edit() -> impl Strategy<Value = (String, &'static str, Value)> {
+        prop_oneof![
+            "[a-zA-Z <é]{1,12}".prop_map(|t| (format!("UPDATE issues SET title = '{t}'"), "title", json!(t))),
+            (0i64..9).prop_map(|p| (format!("UPDATE issues SET priority = {p}"), "priority", json!(p))),
+            Just(("UPDATE issues SET assignee = 'zed'".to_owned(), "assignee", json!("zed"))),
+            Just(("UPDATE issues SET assignee = NULL".to_owned(), "assignee", Value::Null)),
+            Just(("UPDATE issues SET status = 'blocked'".to_owned(), "status", json!("blocked"))),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn a_stored_record_renders_back_byte_for_byte(line in record()) {
+            let dir = tempfile::tempdir().expect("tmp");
+            let mut cache = cache(dir.path());
+            store(&mut cache.conn, &line);
+            prop_assert_eq!(render_issue(&cache.conn, "x-1", false).expect("render"), Some(line));
+        }
+
+        #[test]
+        fn an_sql_edit_renders_into_exactly_the_changed_fields(line in record(), (sql, field, value) in edit()) {
+            let dir = tempfile::tempdir().expect("tmp");
+            let mut cache = cache(dir.path());
+            store(&mut cache.conn, &line);
+            cache.conn.execute_batch(&sql).expect("edit");
+            let rendered = render_issue(&cache.conn, "x-1", false).expect("render").expect("present");
+            let before: serde_json::Map<String, Value> = serde_json::from_str(&line).expect("json");
+            let after: serde_json::Map<String, Value> = serde_json::from_str(&rendered).expect("rendered json");
+            let changed_to = |v: &Value| if v.is_null() { None } else { Some(v.clone()) };
+            prop_assert_eq!(after.get(field).cloned(), changed_to(&value), "{}", rendered);
+            let same_value = before.get(field).cloned() == changed_to(&value);
+            for key in before.keys().chain(after.keys()) {
+                if key == field {
+                    continue;
+                }
+                if key == "updated_at" && !same_value {
+                    prop_assert_ne!(before.get(key), after.get(key), "an edit bumps updated_at");
+                    continue;
+                }
+                prop_assert_eq!(before.get(key), after.get(key), "{} changed: {}", key, rendered);
+            }
+        }
+    }
+}

@@ -35,10 +35,14 @@ END AS stamp;
 
 -- An SQL edit of an issue's columns, labels, dependencies or comments makes the issue newer, so
 -- the `newest` policy of a later three-way import prefers it over an older edit of the file. An
--- UPDATE that sets `updated_at` itself keeps its value.
+-- UPDATE that sets `updated_at` itself keeps its value; one that changes no value stamps nothing.
 CREATE TRIGGER issues_update_bumps_updated_at AFTER UPDATE OF title, status, priority, issue_type, assignee, owner,
     created_at, created_by, closed_at, close_reason, external_ref ON issues
     WHEN NOT EXISTS (SELECT 1 FROM sync_guard) AND NEW.updated_at IS OLD.updated_at
+     AND (NEW.title IS NOT OLD.title OR NEW.status IS NOT OLD.status OR NEW.priority IS NOT OLD.priority
+          OR NEW.issue_type IS NOT OLD.issue_type OR NEW.assignee IS NOT OLD.assignee OR NEW.owner IS NOT OLD.owner
+          OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by OR NEW.closed_at IS NOT OLD.closed_at
+          OR NEW.close_reason IS NOT OLD.close_reason OR NEW.external_ref IS NOT OLD.external_ref)
 BEGIN UPDATE issues SET updated_at = (SELECT stamp FROM sql_edit_stamp) WHERE id = NEW.id; END;
 -- An issue created through SQL without timestamps gets both (bd and br require them).
 CREATE TRIGGER issues_insert_stamps_updated_at AFTER INSERT ON issues

@@ -4,6 +4,7 @@
 mod support;
 
 mod br_roundtrip;
+mod cli;
 mod concurrency;
 mod crash;
 mod hook;

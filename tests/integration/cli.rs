@@ -1,0 +1,123 @@
+//! Every word the three CLIs print, pinned: the help of every command and subcommand, and
+//! transcripts of the commands people and agents run (status, check, ready, blocked, show, install,
+//! errors). A change of wording shows up in review as a snapshot diff (`cargo insta review`, or
+//! `INSTA_UPDATE=always cargo test` to rewrite them).
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{bin, hermetic, run};
+
+/// `$ command`, the exit code, stdout and stderr, with temporary paths replaced by `[TMP]`.
+fn transcript(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out: Output = run(hermetic(bin(program)).current_dir(dir).args(args).env("NO_COLOR", "1"));
+    let clean = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        text.replace(&real.display().to_string(), "[TMP]").replace(&dir.display().to_string(), "[TMP]")
+    };
+    format!(
+        "$ {program} {}\nexit {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        out.status.code().map(|c| c.to_string()).unwrap_or_else(|| "signal".into()),
+        clean(&out.stdout),
+        clean(&out.stderr)
+    )
+}
+
+/// The subcommand names listed under `Commands:` in a help text.
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn help_of_every_command() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut all = String::new();
+    for program in ["bd-sync", "bd-hook", "bd-merge"] {
+        let help = transcript(dir.path(), program, &["--help"]);
+        let mut subs = subcommands(&help);
+        if program == "bd-merge" {
+            // The driver is the top level; the repair commands are parsed apart.
+            subs = vec!["resolve".into(), "dedupe".into()];
+        }
+        all.push_str(&help);
+        for sub in subs {
+            all.push_str(&transcript(dir.path(), program, &[&sub, "--help"]));
+        }
+    }
+    insta::assert_snapshot!("help", all);
+}
+
+const ISSUES: &str = concat!(
+    r#"{"id":"bd-1","title":"Ship the release","status":"open","priority":1,"issue_type":"epic","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","labels":["release"]}"#,
+    "\n",
+    r#"{"id":"bd-2","title":"Write the notes","status":"open","priority":2,"issue_type":"task","assignee":"ann","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-1","type":"parent-child"}]}"#,
+    "\n",
+    r#"{"id":"bd-3","title":"Fix the flaky test","status":"in_progress","priority":0,"issue_type":"bug","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"bd-a-very-long-identifier-4","title":"Tag the build","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-03T00:00:00Z","updated_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"bd-3","type":"blocks"},{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"external:other:x-1","type":"blocks"},{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"bd-gone","type":"related"}]}"#,
+    "\n",
+    r#"{"id":"bd-5","title":"An agent bead","status":"open","priority":2,"issue_type":"agent","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+);
+
+#[test]
+fn transcripts_of_the_everyday_commands() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".beads")).expect("mkdir");
+    std::fs::write(d.join(".beads/issues.jsonl"), ISSUES).expect("write");
+    let db = d.join("cache.db");
+    let db = db.to_str().expect("utf8");
+    let mut all = String::new();
+    for args in [
+        vec!["status"],
+        vec!["ready"],
+        vec!["status"],
+        vec!["ready", "--limit", "1"],
+        vec!["ready", "--all-types"],
+        vec!["blocked"],
+        vec!["blocked", "--json"],
+        vec!["show", "bd-2"],
+        vec!["show", "bd-9"],
+        vec!["check"],
+        vec!["check", "--json"],
+        vec!["check", "--strict"],
+        vec!["import"],
+        vec!["export"],
+        vec!["ready", "--priority", "urgent"],
+        vec!["frobnicate"],
+    ] {
+        let mut full = vec!["--db", db];
+        full.extend(args);
+        all.push_str(&transcript(d, "bd-sync", &full).replace(db, "[DB]"));
+    }
+    std::fs::write(d.join(".beads/issues.jsonl"), "{\"id\":\"bd-1\",\n<<<<<<< ours\n").expect("write");
+    for args in [vec!["import"], vec!["check"], vec!["ready"]] {
+        let mut full = vec!["--db", db];
+        full.extend(args);
+        all.push_str(&transcript(d, "bd-sync", &full).replace(db, "[DB]"));
+    }
+    insta::assert_snapshot!("everyday", all);
+}
+
+#[test]
+fn transcript_of_install_check_and_uninstall() {
+    let repo = crate::support::TestRepo::new();
+    repo.commit_file(".beads/issues.jsonl", ISSUES.as_bytes(), "issues");
+    let d = repo.path();
+    let mut all = String::new();
+    for args in [vec!["install", "--dry-run"], vec!["install"], vec!["install"], vec!["check"], vec!["uninstall"], vec!["check"]] {
+        all.push_str(&transcript(d, "bd-sync", &args));
+    }
+    // Where the binaries live differs per machine.
+    let bins = crate::support::bin("bd-sync").parent().expect("dir").display().to_string();
+    insta::assert_snapshot!("install", all.replace(&bins, "[BIN]"));
+}
