@@ -33,7 +33,7 @@ fn cycles_of_blocks_and_of_parents_end_and_block_each_member() {
         issue("A", &blocks("B")),
         issue("B", &blocks("A")),
         issue("P", &child_of("Q")),
-        issue("Q", &format!(r#""dependencies":[{{"depends_on_id":"P","type":"parent-child"}},{{"depends_on_id":"A","type":"blocks"}}]"#)),
+        issue("Q", r#""dependencies":[{"depends_on_id":"P","type":"parent-child"},{"depends_on_id":"A","type":"blocks"}]"#),
         issue("R", ""),
     ]));
     assert_eq!(ids(&ws, &["ready", "--json"]), ["R"]);
@@ -128,9 +128,8 @@ fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
         issue("blocker", ""),
         issue(
             "task",
-            &format!(
-                r#""labels":["x"],"dependencies":[{{"depends_on_id":"blocker","type":"blocks"}},{{"depends_on_id":"epic","type":"parent-child"}}]"#
-            ),
+            r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#,
+        ),
         ),
     ]));
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
