@@ -130,7 +130,6 @@ fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
             "task",
             r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#,
         ),
-        ),
     ]));
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
     assert_eq!(v["issue"]["labels"], serde_json::json!(["x"]));
