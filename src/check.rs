@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::jsonl::Jsonl;
-use crate::record::{parse_json_str, record_id, split_array, LineProblem, RawObject};
+use crate::index::IdIndex;
+use crate::record::{parse_json_str, split_array, LineProblem, RawObject};
 
 /// Statuses seen in the wild; anything else is reported (never rejected).
 pub const KNOWN_STATUSES: &[&str] =
@@ -224,16 +224,15 @@ pub fn is_external_reference(target: &str) -> bool {
 
 /// Checks file content: the findings, and the number of external references left unchecked.
 pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
-    let file = Jsonl::split(content);
+    let index = IdIndex::new(content);
     let mut findings = Vec::new();
-    let mut lines_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut blocks: HashMap<String, Vec<String>> = HashMap::new();
     let mut deps: Vec<(String, String, String, usize)> = Vec::new();
     let mut handoffs: BTreeMap<String, Vec<String>> = BTreeMap::new();
     // comment id -> the (issue, line, comment without its id) that use it
     let mut comment_ids: BTreeMap<String, Vec<(String, usize, String)>> = BTreeMap::new();
     let mut highest_comment_id = 0i64;
-    for line in &file.lines {
+    for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
@@ -261,17 +260,16 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
                 ),
             ));
         }
-        let id = match record_id(line.bytes) {
-            Ok(id) => id,
+        let id = match key {
             // bd 1.0's header, memories and other record kinds: fine as they are.
-            Err(LineProblem::NotAnIssue) => continue,
-            Err(problem) => {
-                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.to_string()));
+            Some(key) if key.starts_with('\0') => continue,
+            Some(id) => id.to_string(),
+            None => {
+                let problem = index.bad.iter().find(|(i, _)| index.file.lines[*i].number == line.number).map(|(_, p)| p.to_string());
+                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.unwrap_or_default()));
                 continue;
             }
         };
-        let id = id.into_owned();
-        lines_of.entry(id.clone()).or_default().push(line.number);
         let text = |k: &str| obj.get(k).and_then(parse_json_str).map(|s| s.into_owned());
         let status = text("status");
         let has_closed_at = obj.get("closed_at").is_some_and(|v| v != "null");
@@ -334,8 +332,14 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             }
         }
     }
-    for (id, lines) in &lines_of {
-        if lines.len() > 1 {
+    let mut repeated: Vec<(&str, Vec<usize>)> = index
+        .issues_in_order()
+        .filter(|(_, slot)| slot.indexes().len() > 1)
+        .map(|(id, slot)| (id.as_ref(), slot.indexes().iter().map(|&i| index.line(i).number).collect()))
+        .collect();
+    repeated.sort();
+    for (id, lines) in &repeated {
+        {
             findings.push(Finding::new(
                 FindingKind::DuplicateId,
                 Some(id),
@@ -351,7 +355,7 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
     for (id, on, kind, line) in &deps {
         if is_external_reference(on) {
             external += 1;
-        } else if !lines_of.contains_key(on) {
+        } else if !index.ids.contains_key(on.as_str()) || on.starts_with('\0') {
             findings.push(Finding::new(
                 FindingKind::DanglingDependency,
                 Some(id),

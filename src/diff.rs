@@ -5,13 +5,12 @@
 //! that did not bump `updated_at` is still reported). Records are compared by their line bytes,
 //! keyed by id; an id on several lines is compared as the set of its lines.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
-use crate::jsonl::Jsonl;
-use crate::record::{record_id, LineProblem};
+use crate::index::IdIndex;
+use crate::record::LineProblem;
 
 /// A snapshot: the file's bytes, and each id with where its line(s) are in them. The bytes are
 /// held once (no copy per line), so snapshots of 100k-issue files stay cheap to take and keep.
@@ -41,32 +40,38 @@ impl Snapshot {
     /// Takes file content. With `validate`, every line must be a JSON object with a string id
     /// (lines byte-identical to `previous` are trusted); otherwise only the id is read.
     pub fn parse(content: Vec<u8>, validate: bool, previous: Option<&Snapshot>) -> Result<Snapshot, SnapshotError> {
-        let file = Jsonl::split(&content);
-        let mut records: FxHashMap<String, Vec<Range<usize>>> = FxHashMap::default();
-        records.reserve(file.lines.len());
-        let mut order = Vec::with_capacity(file.lines.len());
-        for line in &file.lines {
-            let id = match record_id(line.bytes) {
-                Ok(id) => id,
-                // Header and memory lines are not work items: nobody is notified about them.
-                Err(LineProblem::NotAnIssue) => continue,
-                Err(problem) => return Err(SnapshotError { line: line.number, problem }),
-            };
-            if validate && !previous.is_some_and(|p| p.lines(id.as_ref()).any(|l| l == line.bytes)) {
-                crate::record::RawObject::parse(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
-            }
-            let start = line.bytes.as_ptr() as usize - content.as_ptr() as usize;
-            let range = start..start + line.bytes.len();
-            let id: Cow<'_, str> = id;
-            match records.get_mut(id.as_ref()) {
-                Some(lines) => lines.push(range),
-                None => {
-                    order.push(id.to_string());
-                    records.insert(id.into_owned(), vec![range]);
+        let (records, order) = {
+            let index = IdIndex::new(&content);
+            // The first problem in line order: a line without an id, or (validating) an invalid record.
+            let mut first: Option<SnapshotError> =
+                index.bad.first().map(|(i, problem)| SnapshotError { line: index.file.lines[*i].number, problem: problem.clone() });
+            let mut records: FxHashMap<String, Vec<Range<usize>>> = FxHashMap::default();
+            records.reserve(index.ids.len());
+            let mut order = Vec::with_capacity(index.ids.len());
+            // Header and memory lines are not work items: nobody is notified about them.
+            for (id, slot) in index.issues_in_order() {
+                let mut ranges = Vec::with_capacity(slot.indexes().len());
+                for &i in slot.indexes() {
+                    let line = index.line(i);
+                    if validate
+                        && first.as_ref().is_none_or(|f| f.line > line.number)
+                        && !previous.is_some_and(|p| p.lines(id.as_ref()).any(|l| l == line.bytes))
+                    {
+                        if let Err(problem) = crate::record::RawObject::parse(line.bytes) {
+                            first = Some(SnapshotError { line: line.number, problem });
+                        }
+                    }
+                    let start = line.bytes.as_ptr() as usize - content.as_ptr() as usize;
+                    ranges.push(start..start + line.bytes.len());
                 }
+                order.push(id.to_string());
+                records.insert(id.to_string(), ranges);
             }
-        }
-        drop(file);
+            if let Some(e) = first {
+                return Err(e);
+            }
+            (records, order)
+        };
         Ok(Snapshot { content, records, order })
     }
 
