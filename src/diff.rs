@@ -76,7 +76,7 @@ impl Snapshot {
     }
 
     /// The bytes of an id's line(s), in file order (none for an unknown id).
-    fn lines<'s>(&'s self, id: &str) -> impl Iterator<Item = &'s [u8]> + 's {
+    pub fn lines<'s>(&'s self, id: &str) -> impl Iterator<Item = &'s [u8]> + 's {
         self.records.get(id).into_iter().flatten().map(|r| &self.content[r.clone()])
     }
 

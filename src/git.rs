@@ -74,9 +74,11 @@ pub struct Repo {
 impl Repo {
     /// Opens the repository containing `dir` as git would (`GIT_DIR` and friends honoured).
     pub fn discover(dir: &Path) -> Result<Repo> {
-        let repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
+        let mut repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
             .with_context(|| format!("opening the git repository at {}", dir.display()))?
             .to_thread_local();
+        // Successive versions of the issues file are deltas of each other: keep their bases.
+        repo.object_cache_size_if_unset(64 << 20);
         Ok(Repo { repo })
     }
 
@@ -99,6 +101,12 @@ impl Repo {
             }
         }
         Ok(Vec::new())
+    }
+
+    /// A blob's bytes by its full hex id.
+    pub fn blob(&self, hex: &str) -> Result<Vec<u8>> {
+        let id = gix::ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("{hex} is not an object id"))?;
+        Ok(self.repo.find_object(id).with_context(|| format!("reading blob {hex}"))?.detach().data)
     }
 
     /// Resolves a revision to a commit. `None` for the parent of a root commit (`X^`, `X~1`,

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+use beads_git::issue_diff;
 use beads_git::merge::driver::{self, Destination, DriverOptions, DriverOutcome};
 use beads_git::merge::{ConflictPolicy, Markers, MergeOptions};
 use clap::Parser;
@@ -48,10 +50,26 @@ struct Cli {
     append: bool,
 }
 
-/// Repair an issues file that was merged without bd-merge.
+/// Repair an issues file that was merged without bd-merge, or read what changed in one.
 #[derive(Parser, Debug)]
 #[command(name = "bd-merge", version)]
 enum Repair {
+    /// Show what changed in issues between two files, field by field: scalars old -> new, label,
+    /// dependency and comment additions and removals, a line diff of multi-line text.
+    /// Also git's external diff (`diff.<driver>.command`, 7 arguments). Exit 0, 2 on error.
+    Diff {
+        /// OLD NEW, or git's PATH OLD-FILE OLD-HEX OLD-MODE NEW-FILE NEW-HEX NEW-MODE.
+        #[arg(num_args = 2..=7, required = true, value_name = "FILES")]
+        files: Vec<PathBuf>,
+        /// Typed JSON on stdout (shapes in the README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print an issues file as one line per field, for git's `diff.beads.textconv` (what `bd-sync install` sets).
+    Textconv {
+        /// The file git converts.
+        file: PathBuf,
+    },
     /// Merge a conflicted issues file as the driver would have: from git's index stages during a
     /// conflicted merge, rebase, cherry-pick or stash pop, else from its conflict markers.
     /// Exit 0 merged cleanly or nothing to do, 1 conflicts left (or, with --check, work to do), 2 error.
@@ -92,6 +110,32 @@ fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
 fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
     match cmd {
+        Repair::Diff { files, json } => {
+            let (label, old, new) = match files.as_slice() {
+                [old, new] => (None, old, new),
+                [path, old, _, _, new, _, _] => (Some(path.display().to_string()), old, new),
+                _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
+            };
+            let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+            let changes = issue_diff::diff_files(read(old)?, read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+            if json {
+                let v = serde_json::json!({ "old": old.display().to_string(), "new": new.display().to_string(), "issues": changes });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                if let Some(label) = label.filter(|_| !changes.is_empty()) {
+                    println!("diff --beads a/{label} b/{label}");
+                }
+                let color =
+                    std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+                print!("{}", issue_diff::render(&changes, issue_diff::Style { color }));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Repair::Textconv { file } => {
+            let content = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            print!("{}", issue_diff::textconv(&content));
+            Ok(ExitCode::SUCCESS)
+        }
         Repair::Resolve { path, conflict, stage, check, quiet } => {
             let path = default_issues_file(path.as_ref())?;
             let options =
@@ -182,7 +226,7 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
 
 fn main() -> ExitCode {
     // `bd-merge resolve|dedupe ...`; anything else is the driver's BASE OURS THEIRS.
-    if matches!(std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()), Some("resolve" | "dedupe")) {
+    if matches!(std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()), Some("resolve" | "dedupe" | "diff" | "textconv")) {
         return match repair(Repair::parse()) {
             Ok(code) => code,
             Err(e) => {

@@ -125,6 +125,19 @@ enum Command {
         /// The issue id.
         id: String,
     },
+    /// What changed in issues, field by field: HEAD against the working file, REV against it, or A..B.
+    Diff {
+        /// `REV` (against the working file) or `A..B` [default: HEAD against the working file].
+        revs: Option<String>,
+    },
+    /// The commits that changed one issue, newest first, each with its field-level change.
+    Log {
+        /// The issue id.
+        id: String,
+        /// Which commits to look at, as `git log` takes them (`main..topic`, `-20`) [default: HEAD's history].
+        #[arg(allow_hyphen_values = true)]
+        range: Option<String>,
+    },
 }
 
 /// Filters of `ready` and `blocked`.
@@ -415,6 +428,41 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Diff { revs } => {
+            let file = paths(cli, None)?.file;
+            let file = std::path::absolute(&file).unwrap_or(file);
+            let report = beads_git::history::diff(&beads_git::history::DiffOptions { spec: revs.clone(), working_file: file })?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", beads_git::issue_diff::render(&report.issues, diff_style()));
+                if report.issues.is_empty() {
+                    eprintln!("bd-sync: no issue changed between {} and {}", report.old, report.new);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Log { id, range } => {
+            let dir = repo_dir(cli, None)?;
+            let entries = beads_git::history::log(&dir, id, range.as_deref())?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&entries)?);
+            } else {
+                for e in &entries {
+                    let short = &e.commit[..e.commit.len().min(12)];
+                    println!("commit {short}  {}  {} <{}>", e.date, e.author, e.email);
+                    println!("    {}", e.subject);
+                    for line in beads_git::issue_diff::render(std::slice::from_ref(&e.change), diff_style()).lines() {
+                        println!("  {line}");
+                    }
+                    println!();
+                }
+                if entries.is_empty() {
+                    eprintln!("bd-sync: no commit changed {id:?}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Show { id } => {
             let cache = open_fresh(cli)?;
             let Some(shown) = query::show(&cache, id)? else {
@@ -429,6 +477,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn diff_style() -> beads_git::issue_diff::Style {
+    beads_git::issue_diff::Style { color: color_stdout() }
 }
 
 /// Opens the cache for a query, importing a changed file first (and saying so on stderr).

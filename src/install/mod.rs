@@ -136,7 +136,14 @@ pub const ATTRIBUTE_LINES: &[&str] = &[
     ".beads/beads.jsonl merge=beads",
     ".beads/interactions.jsonl merge=beads-append",
     ".beads/deletions.jsonl merge=beads-append",
+    ".beads/issues.jsonl diff=beads",
+    ".beads/beads.jsonl diff=beads",
 ];
+
+/// The text conversion git runs to diff the issues files field by field (`diff.beads.textconv`).
+pub fn textconv_command(bin_dir: &Path) -> String {
+    format!("{} textconv", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
+}
 
 /// The merge driver command for git config.
 pub fn driver_command(bin_dir: &Path) -> String {
@@ -166,6 +173,12 @@ pub struct InstallState {
     /// The append-only driver was installed (state files of older versions lack it).
     #[serde(default)]
     pub append_driver_installed: bool,
+    /// `diff.beads.textconv` before it was first installed.
+    #[serde(default)]
+    pub previous_textconv: Option<String>,
+    /// The diff text conversion was installed (state files of older versions lack it).
+    #[serde(default)]
+    pub textconv_installed: bool,
     /// The attributes file we touched: `.gitattributes` (work tree) or `info/attributes` (git dir).
     pub attributes_file: Option<String>,
     /// Lines we appended to it.
@@ -393,13 +406,17 @@ fn install_driver(options: &InstallOptions, first_install: bool, state: &mut Ins
     let repo = &options.repo;
     let want_driver = driver_command(&options.bin_dir);
     let want_append = append_driver_command(&options.bin_dir);
+    let want_textconv = textconv_command(&options.bin_dir);
     let first_append = !state.append_driver_installed;
     state.append_driver_installed = true;
+    let first_textconv = !state.textconv_installed;
+    state.textconv_installed = true;
     for (key, want, previous, first) in [
         ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver, first_install),
         ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name, first_install),
         ("merge.beads-append.driver", want_append.as_str(), &mut state.previous_append_driver, first_append),
         ("merge.beads-append.name", "beads append-only log merge (bd-merge --append)", &mut state.previous_append_name, first_append),
+        ("diff.beads.textconv", want_textconv.as_str(), &mut state.previous_textconv, first_textconv),
     ] {
         let current = config_get(repo, key);
         if first {
@@ -671,6 +688,9 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
             ("merge.beads-append.name", &state.previous_append_name),
         ]);
     }
+    if state.textconv_installed {
+        keys.push(("diff.beads.textconv", &state.previous_textconv));
+    }
     for (key, previous) in keys {
         let change = match previous {
             Some(v) => {
@@ -701,6 +721,9 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads-append\\."]).is_err()
     {
         let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads-append"]);
+    }
+    if !dry_run && state.previous_textconv.is_none() && git(repo, &["config", "--local", "--get-regexp", "^diff\\.beads\\."]).is_err() {
+        let _ = git(repo, &["config", "--local", "--remove-section", "diff.beads"]);
     }
     if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
         let path = location.path(repo)?;

@@ -7,6 +7,7 @@ mod br_roundtrip;
 mod cli;
 mod concurrency;
 mod crash;
+mod history;
 mod hook;
 mod install;
 mod managers;

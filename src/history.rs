@@ -1,0 +1,219 @@
+//! Reading issue changes out of git: `bd-sync diff` (between revisions, or a revision and the
+//! working file) and `bd-sync log ID` (the commits that changed one issue, field by field).
+//!
+//! Which commits touched the issues file, and its blob before and after each, is asked of git
+//! (`git log --raw` over both file names: tree diffs only); each distinct blob is read once with
+//! gix, on every core, and the issue's line in it found by its `"id":"..."` text; a commit whose
+//! two lines differ is compared field by field with [`crate::issue_diff`]. A rename between `.beads/beads.jsonl` and
+//! `.beads/issues.jsonl` is followed: each revision is read under whichever name it has.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::diff::Snapshot;
+use crate::git::{Repo, ISSUES_PATHS};
+use crate::issue_diff::{self, IssueChange};
+use crate::record::record_id;
+
+/// What `bd-sync diff` compares.
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
+    /// `None`: HEAD against the working file; `REV`: REV against the working file; `A..B`: A
+    /// against B.
+    pub spec: Option<String>,
+    /// The working issues file.
+    pub working_file: std::path::PathBuf,
+}
+
+/// The two sides of a diff, as named in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    /// The old side (`HEAD`, a revision).
+    pub old: String,
+    /// The new side (a revision, or the working file's path).
+    pub new: String,
+    /// Each issue that differs.
+    pub issues: Vec<IssueChange>,
+}
+
+/// The field-level diff of the issues file between two revisions, or a revision and the working
+/// file, in the repository holding the working file.
+pub fn diff(options: &DiffOptions) -> Result<DiffReport> {
+    let dir = options.working_file.parent().unwrap_or(Path::new("."));
+    let repo = Repo::discover(dir)?;
+    let working = || std::fs::read(&options.working_file).with_context(|| format!("reading {}", options.working_file.display()));
+    let (old_name, new_name, old, new) = match options.spec.as_deref() {
+        None => ("HEAD".to_owned(), options.working_file.display().to_string(), repo.issues_at("HEAD", None)?, working()?),
+        Some(spec) => match spec.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (if a.is_empty() { "HEAD" } else { a }, if b.is_empty() { "HEAD" } else { b });
+                (a.to_owned(), b.to_owned(), repo.issues_at(a, None)?, repo.issues_at(b, None)?)
+            }
+            None => (spec.to_owned(), options.working_file.display().to_string(), repo.issues_at(spec, None)?, working()?),
+        },
+    };
+    let snapshot =
+        |bytes: Vec<u8>, name: &str| Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {name}: {e}"));
+    let issues = issue_diff::diff_snapshots(&snapshot(old, &old_name)?, &snapshot(new, &new_name)?);
+    Ok(DiffReport { old: old_name, new: new_name, issues })
+}
+
+/// One commit that changed the issue.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogEntry {
+    /// Full commit id.
+    pub commit: String,
+    /// Author name.
+    pub author: String,
+    /// Author email.
+    pub email: String,
+    /// Author date, strict ISO 8601.
+    pub date: String,
+    /// The commit's subject line.
+    pub subject: String,
+    /// What the commit did to the issue.
+    pub change: IssueChange,
+}
+
+/// The commits in `range` (default: HEAD's history) that changed issue `id`, newest first, each
+/// with its field-level change. Merge commits are not listed (the commits they bring are).
+///
+/// git lists the commits that touched either file name with the blob ids before and after
+/// (`git log --raw`: tree diffs only, fast); each distinct blob is then read once, on every core,
+/// and searched for the issue's line; a commit is listed when that line differs.
+pub fn log(dir: &Path, id: &str, range: Option<&str>) -> Result<Vec<LogEntry>> {
+    let mut args: Vec<String> = vec![
+        "log".into(),
+        "--format=%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s".into(),
+        "--raw".into(),
+        "--no-abbrev".into(),
+        "--no-renames".into(),
+    ];
+    args.extend(range.map(str::to_owned));
+    args.push("--".into());
+    // From the top of the tree wherever `dir` is (and in a bare repository).
+    args.extend(ISSUES_PATHS.iter().map(|p| format!(":(top){p}")));
+    let listing = crate::git::run(dir, &args)?;
+    let commits: Vec<Touch> = listing.split('\u{1e}').filter_map(Touch::parse).collect();
+    // In history order, so each thread walks neighbouring versions (whose pack deltas share bases).
+    let mut seen = std::collections::HashSet::new();
+    let blobs: Vec<&str> =
+        commits.iter().flat_map(|c| [c.new.as_deref(), c.old.as_deref()]).flatten().filter(|b| seen.insert(*b)).collect();
+    let lines = lines_in_blobs(dir, &blobs, id)?;
+    let line = |blob: &Option<String>| blob.as_deref().and_then(|b| lines.get(b)).and_then(|l| l.as_deref());
+    let mut out = Vec::new();
+    for c in &commits {
+        let Some(change) = issue_diff::diff_issue(id, line(&c.old), line(&c.new)) else { continue };
+        out.push(LogEntry {
+            commit: c.commit.clone(),
+            author: c.author.clone(),
+            email: c.email.clone(),
+            date: c.date.clone(),
+            subject: c.subject.clone(),
+            change,
+        });
+    }
+    Ok(out)
+}
+
+/// One commit of `git log --raw` over the issues files: the file's blob before and after (under
+/// either name; `None` where it did not exist).
+struct Touch {
+    commit: String,
+    author: String,
+    email: String,
+    date: String,
+    subject: String,
+    old: Option<String>,
+    new: Option<String>,
+}
+
+impl Touch {
+    fn parse(block: &str) -> Option<Touch> {
+        let mut lines = block.lines();
+        let head: Vec<&str> = lines.next()?.splitn(5, '\u{1f}').collect();
+        let [commit, author, email, date, subject] = head[..] else { return None };
+        let (mut old, mut new) = (None, None);
+        for raw in lines.filter(|l| l.starts_with(':')) {
+            // :100644 100644 <old> <new> M\tpath
+            let fields: Vec<&str> = raw.split_whitespace().collect();
+            let nonzero = |h: &&&str| h.bytes().any(|b| b != b'0');
+            if let Some(h) = fields.get(2).filter(nonzero) {
+                old.get_or_insert_with(|| h.to_string());
+            }
+            if let Some(h) = fields.get(3).filter(nonzero) {
+                new.get_or_insert_with(|| h.to_string());
+            }
+        }
+        Some(Touch {
+            commit: commit.to_owned(),
+            author: author.to_owned(),
+            email: email.to_owned(),
+            date: date.to_owned(),
+            subject: subject.to_owned(),
+            old,
+            new,
+        })
+    }
+}
+
+/// A blob's id and the issue's line in it (`None`: not there).
+type BlobLine = (String, Option<Vec<u8>>);
+
+/// The issue's line in each blob (`None`: not there), reading the blobs on every core.
+fn lines_in_blobs(dir: &Path, blobs: &[&str], id: &str) -> Result<std::collections::HashMap<String, Option<Vec<u8>>>> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+    let chunk = blobs.len().div_ceil(threads).max(1);
+    let parts: Vec<Result<Vec<BlobLine>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = blobs
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || -> Result<Vec<BlobLine>> {
+                    let repo = Repo::discover(dir)?;
+                    part.iter()
+                        .map(|hex| {
+                            let content = repo.blob(hex)?;
+                            Ok((hex.to_string(), line_of(&content, id).map(<[u8]>::to_vec)))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("reading blobs does not panic")).collect()
+    });
+    let mut out = std::collections::HashMap::with_capacity(blobs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+/// The first line of `content` whose record id is `id`, found by its `"id":"..."` text (then
+/// confirmed, so a mention elsewhere never counts).
+fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
+    let needle = serde_json::to_string(id).ok()?;
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    for at in finder.find_iter(content) {
+        let start = content[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let end = content[at..].iter().position(|&b| b == b'\n').map_or(content.len(), |i| at + i);
+        let line = &content[start..end];
+        if record_id(line).is_ok_and(|found| found == id) {
+            return Some(line);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_line_is_found_by_its_own_id_only() {
+        let content = b"{\"id\":\"a\",\"dependencies\":[{\"issue_id\":\"a\",\"depends_on_id\":\"b\"}]}\n{\"id\":\"b\",\"title\":\"B\"}\n";
+        assert_eq!(line_of(content, "b"), Some(&b"{\"id\":\"b\",\"title\":\"B\"}"[..]));
+        assert_eq!(line_of(content, "c"), None);
+    }
+}
