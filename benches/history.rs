@@ -93,11 +93,12 @@ fn main() {
     let (dir, watched) = build(&data, commits);
     eprintln!("repository ready in {:.1} s: {}", built.elapsed().as_secs_f64(), dir.display());
     let bd_sync = env!("CARGO_BIN_EXE_bd-sync");
+    let back = (commits - 1).min(100);
     let (mut log, mut diff, mut git_log) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..runs {
         let id = &watched[r % watched.len()];
         log.push(time(Command::new(bd_sync).current_dir(&dir).args(["log", id])));
-        diff.push(time(Command::new(bd_sync).current_dir(&dir).args(["diff", "HEAD~100..HEAD"])));
+        diff.push(time(Command::new(bd_sync).current_dir(&dir).args(["diff", &format!("HEAD~{}..HEAD", back)])));
         git_log.push(time(git(&dir).args(["log", "--oneline", &format!("-G\"id\":\"{id}\""), "--", ".beads"])));
     }
     let median = |mut v: Vec<Duration>| {
