@@ -29,8 +29,13 @@ fn parse_args() -> Args {
     args
 }
 
+/// `10k` -> 10,000; `1m` -> 1,000,000.
 fn label_to_n(label: &str) -> usize {
-    label.trim_end_matches('k').parse::<usize>().expect("sizes like 1k,10k,100k") * 1000
+    let (digits, unit) = match label.strip_suffix('m') {
+        Some(d) => (d, 1_000_000),
+        None => (label.trim_end_matches('k'), 1000),
+    };
+    digits.parse::<usize>().expect("sizes like 1k, 10k, 100k, 1m") * unit
 }
 
 fn ensure_data(dir: &Path, label: &str) {

@@ -9,6 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// `10k` -> 10,000; `1m` -> 1,000,000.
+fn issues_in(label: &str) -> usize {
+    let (digits, unit) = match label.strip_suffix('m') {
+        Some(d) => (d, 1_000_000),
+        None => (label.trim_end_matches('k'), 1000),
+    };
+    digits.parse::<usize>().expect("sizes like 1k, 10k, 100k, 1m") * unit
+}
+
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
@@ -17,7 +26,7 @@ fn arg(name: &str, default: &str) -> String {
 fn ensure_base(data: &Path, label: &str) -> PathBuf {
     let path = data.join(label).join("base.jsonl");
     if !path.exists() {
-        let n = label.trim_end_matches('k').parse::<usize>().expect("sizes like 10k") * 1000;
+        let n = issues_in(label);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
         let ok = Command::new("python3")
