@@ -224,3 +224,30 @@ fn regression_check_failed_the_healthy_real_beads_file() {
     assert!(v["findings"].as_array().expect("findings").iter().all(|f| !f["message"].as_str().expect("message").contains("external:")));
     assert_eq!(ws.sync(&["check", real.to_str().expect("utf8"), "--strict"]).status.code(), Some(1), "--strict counts warnings");
 }
+
+/// The fast path (blocked set in Rust, covering indexes) lists exactly what the plain recursive
+/// SQL views list, on a generated graph with gen.py's dependency mix (blocks, parent-child chains,
+/// related, discovered-from).
+#[test]
+fn the_fast_ready_and_blocked_lists_equal_the_sql_views() {
+    let Some(gen) = shared_file("bench/gen.py") else {
+        eprintln!("skipped: ../shared/bench/gen.py is absent");
+        return;
+    };
+    let ws = Workspace::new(b"");
+    let out = crate::support::run(
+        std::process::Command::new("python3").arg(gen).args(["base", "--n", "3000", "--seed", "7", "--out"]).arg(ws.file()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fast_ready = ids(&ws, &["ready", "--json", "--all-types"]);
+    let fast_blocked = ids(&ws, &["blocked", "--json"]);
+    let conn = rusqlite::Connection::open(ws.db()).expect("db");
+    let view = |sql: &str| -> Vec<String> {
+        conn.prepare(sql).expect("prepare").query_map([], |r| r.get(0)).expect("query").collect::<rusqlite::Result<_>>().expect("rows")
+    };
+    let slow_ready = view("SELECT id FROM ready_issues ORDER BY priority, created_at, id");
+    let slow_blocked = view("SELECT id FROM blocked_issues ORDER BY priority, created_at, id");
+    assert!(fast_ready.len() > 100 && fast_blocked.len() > 100, "{} ready, {} blocked", fast_ready.len(), fast_blocked.len());
+    assert_eq!(fast_ready, slow_ready);
+    assert_eq!(fast_blocked, slow_blocked);
+}
