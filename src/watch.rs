@@ -28,12 +28,15 @@ pub struct WatchOptions {
     pub debounce: Duration,
     /// How long the file may be missing before its ids count as deleted.
     pub missing_grace: Duration,
+    /// Told what a person watching should know (a half-written file, a watcher error, the
+    /// directory gone or back). The library never prints.
+    pub notice: fn(&str),
 }
 
 impl WatchOptions {
     /// Defaults: 50 ms debounce, 2 s grace for a missing file, events (no polling).
     pub fn new(dir: PathBuf) -> WatchOptions {
-        WatchOptions { dir, poll: None, debounce: Duration::from_millis(50), missing_grace: Duration::from_secs(2) }
+        WatchOptions { dir, poll: None, debounce: Duration::from_millis(50), missing_grace: Duration::from_secs(2), notice: |_| {} }
     }
 }
 
@@ -86,7 +89,7 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
     let mut current = match read_snapshot(&file, None) {
         Ok(s) => s.unwrap_or_default(),
         Err(e) => {
-            eprintln!("bd-hook: waiting for a complete file: {e}");
+            (options.notice)(&format!("waiting for a complete file: {e}"));
             Snapshot::default()
         }
     };
@@ -109,7 +112,7 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
                 // Report a failure once, not at every poll.
                 if e.to_string() != last_error {
                     last_error = e.to_string();
-                    eprintln!("bd-hook: watcher: {e}");
+                    (options.notice)(&format!("watcher: {e}"));
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -120,12 +123,12 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
             let now = dir_identity(&options.dir);
             if now != dir_id {
                 match now {
-                    None => eprintln!("bd-hook: {} was removed; watching for it to come back", options.dir.display()),
+                    None => (options.notice)(&format!("{} was removed; watching for it to come back", options.dir.display())),
                     Some(_) => {
                         let _ = watcher.unwatch(&options.dir);
                         match watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive) {
-                            Ok(()) => eprintln!("bd-hook: {} is back; watching it again", options.dir.display()),
-                            Err(e) => eprintln!("bd-hook: watching {} again: {e}", options.dir.display()),
+                            Ok(()) => (options.notice)(&format!("{} is back; watching it again", options.dir.display())),
+                            Err(e) => (options.notice)(&format!("watching {} again: {e}", options.dir.display())),
                         }
                         last_error.clear();
                     }

@@ -158,6 +158,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(dir) = &cli.watch {
         let stop = watch::stop_on_signals()?;
         let mut options = WatchOptions::new(watch::beads_dir(dir));
+        options.notice = |text| eprintln!("bd-hook: {text}");
         options.poll = cli.poll.map(Duration::from_millis);
         options.debounce = Duration::from_millis(cli.debounce);
         let mut failed = false;
