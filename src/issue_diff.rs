@@ -205,6 +205,17 @@ pub fn diff_snapshots(old: &Snapshot, new: &Snapshot) -> Vec<IssueChange> {
     ids.ids().iter().filter_map(|id| diff_issue(id, old.lines(id).next(), new.lines(id).next())).collect()
 }
 
+/// `bd-merge diff --json`: the two files and what differs.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileDiff {
+    /// The old file, as given.
+    pub old: String,
+    /// The new file, as given.
+    pub new: String,
+    /// Each issue that differs.
+    pub issues: Vec<IssueChange>,
+}
+
 /// Colours for the human report.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {

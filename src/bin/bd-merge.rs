@@ -119,8 +119,8 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
             let changes = issue_diff::diff_files(read(old)?, read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
             if json {
-                let v = serde_json::json!({ "old": old.display().to_string(), "new": new.display().to_string(), "issues": changes });
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
+                println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 if let Some(label) = label.filter(|_| !changes.is_empty()) {
                     println!("diff --beads a/{label} b/{label}");

@@ -121,3 +121,32 @@ fn transcript_of_install_check_and_uninstall() {
     let bins = crate::support::bin("bd-sync").parent().expect("dir").display().to_string();
     insta::assert_snapshot!("install", all.replace(&bins, "[BIN]"));
 }
+
+#[test]
+fn transcripts_of_bd_merge_and_bd_hook() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let base = ISSUES.lines().take(3).map(|l| format!("{l}\n")).collect::<String>();
+    let ours = base.replace(r#""status":"in_progress""#, r#""status":"closed","closed_at":"2025-02-01T00:00:00Z""#);
+    let theirs = base.replace(r#""assignee":"ann""#, r#""assignee":"bob""#);
+    for (name, content) in [("base.jsonl", &base), ("ours.jsonl", &ours), ("theirs.jsonl", &theirs)] {
+        std::fs::write(d.join(name), content).expect("write");
+    }
+    std::fs::write(d.join("broken.jsonl"), "{\"id\":\"bd-1\",\n").expect("write");
+    let mut all = String::new();
+    for (program, args) in [
+        ("bd-merge", vec!["diff", "base.jsonl", "ours.jsonl"]),
+        ("bd-merge", vec!["diff", "--json", "base.jsonl", "theirs.jsonl"]),
+        ("bd-merge", vec!["textconv", "ours.jsonl"]),
+        ("bd-merge", vec!["-o", "-", "base.jsonl", "ours.jsonl", "theirs.jsonl"]),
+        ("bd-merge", vec!["-o", "-", "base.jsonl", "broken.jsonl", "theirs.jsonl"]),
+        ("bd-merge", vec!["base.jsonl", "missing.jsonl", "theirs.jsonl"]),
+        ("bd-merge", vec!["diff", "base.jsonl"]),
+        ("bd-hook", vec!["--id", "bd-1", "--dry-run", "--url", "http://127.0.0.1:9"]),
+        ("bd-hook", vec!["--id", "bd-1", "--strict"]),
+        ("bd-hook", vec!["--url", "not a url", "--id", "bd-1", "--strict"]),
+    ] {
+        all.push_str(&transcript(d, program, &args));
+    }
+    insta::assert_snapshot!("merge_and_hook", all);
+}
