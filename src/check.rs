@@ -15,10 +15,9 @@ use crate::record::{parse_json_str, split_array, LineProblem, RawObject};
 pub const KNOWN_STATUSES: &[&str] =
     &["open", "in_progress", "blocked", "deferred", "closed", "tombstone", "hooked", "pinned", "not_ready", "deleted"];
 
-/// What kind of problem a finding is. Serialised as its kebab-case name (`"dangling-dependency"`);
-/// the names are stable, programs branch on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What kind of problem a finding is. Serialised as its [name](FindingKind::name)
+/// (`"dangling-dependency"`); the names are stable, programs branch on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FindingKind {
     /// An id on more than one line.
     DuplicateId,
@@ -117,6 +116,12 @@ impl FindingKind {
             ManagerConfigMissing => "manager-config-missing",
             ManagerHookMissing => "manager-hook-missing",
         }
+    }
+}
+
+impl Serialize for FindingKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -232,7 +237,7 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
     // comment id -> the (issue, line, comment without its id) that use it
     let mut comment_ids: BTreeMap<String, Vec<(String, usize, String)>> = BTreeMap::new();
     let mut highest_comment_id = 0i64;
-    for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
+    for (i, (line, key)) in index.file.lines.iter().zip(&index.line_ids).enumerate() {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
@@ -265,7 +270,8 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             Some(key) if key.starts_with('\0') => continue,
             Some(id) => id.to_string(),
             None => {
-                let problem = index.bad.iter().find(|(i, _)| index.file.lines[*i].number == line.number).map(|(_, p)| p.to_string());
+                // `bad` is in line order: the problem of line index `i` is found by bisection.
+                let problem = index.bad.binary_search_by_key(&i, |(j, _)| *j).map(|k| index.bad[k].1.to_string());
                 findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.unwrap_or_default()));
                 continue;
             }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::diff::Snapshot;
 use crate::git::{Repo, ISSUES_PATHS};
-use crate::issue_diff::{self, IssueChange};
+use crate::issue_diff::{self, FileDiff, IssueChange};
 use crate::record::record_id;
 
 /// What `bd-sync diff` compares.
@@ -27,42 +27,30 @@ pub struct DiffOptions {
     pub working_file: std::path::PathBuf,
 }
 
-/// The two sides of a diff, as named in the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct DiffReport {
-    /// The old side (`HEAD`, a revision).
-    pub old: String,
-    /// The new side (a revision, or the working file's path).
-    pub new: String,
-    /// Each issue that differs.
-    pub issues: Vec<IssueChange>,
-}
-
 /// The field-level diff of the issues file between two revisions, or a revision and the working
 /// file, in the repository holding the working file.
-pub fn diff(options: &DiffOptions) -> Result<DiffReport> {
+pub fn diff(options: &DiffOptions) -> Result<FileDiff> {
     let dir = options.working_file.parent().unwrap_or(Path::new("."));
     let repo = Repo::discover(dir)?;
     let working = || std::fs::read(&options.working_file).with_context(|| format!("reading {}", options.working_file.display()));
     let (old_name, new_name, old, new) = match options.spec.as_deref() {
         None => ("HEAD".to_owned(), options.working_file.display().to_string(), repo.issues_at("HEAD", None)?, working()?),
-        Some(spec) => match spec.split_once("..") {
-            Some((a, b)) => {
-                let (a, b) = (if a.is_empty() { "HEAD" } else { a }, if b.is_empty() { "HEAD" } else { b });
-                (a.to_owned(), b.to_owned(), repo.issues_at(a, None)?, repo.issues_at(b, None)?)
-            }
-            None => (spec.to_owned(), options.working_file.display().to_string(), repo.issues_at(spec, None)?, working()?),
-        },
+        Some(spec) if spec.contains("..") => {
+            let (a, b) = crate::hook::diff_range(spec);
+            let (old, new) = (repo.issues_at(&a, None)?, repo.issues_at(&b, None)?);
+            (a, b, old, new)
+        }
+        Some(rev) => (rev.to_owned(), options.working_file.display().to_string(), repo.issues_at(rev, None)?, working()?),
     };
     let snapshot =
         |bytes: Vec<u8>, name: &str| Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {name}: {e}"));
     let issues = issue_diff::diff_snapshots(&snapshot(old, &old_name)?, &snapshot(new, &new_name)?);
-    Ok(DiffReport { old: old_name, new: new_name, issues })
+    Ok(FileDiff { old: old_name, new: new_name, issues })
 }
 
-/// One commit that changed the issue.
+/// A commit, as `log` shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct LogEntry {
+pub struct CommitInfo {
     /// Full commit id.
     pub commit: String,
     /// Author name.
@@ -73,6 +61,14 @@ pub struct LogEntry {
     pub date: String,
     /// The commit's subject line.
     pub subject: String,
+}
+
+/// One commit that changed the issue.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogEntry {
+    /// The commit (its fields appear inline in the JSON).
+    #[serde(flatten)]
+    pub commit: CommitInfo,
     /// What the commit did to the issue.
     pub change: IssueChange,
 }
@@ -96,36 +92,21 @@ pub fn log(dir: &Path, id: &str, range: Option<&str>) -> Result<Vec<LogEntry>> {
     // From the top of the tree wherever `dir` is (and in a bare repository).
     args.extend(ISSUES_PATHS.iter().map(|p| format!(":(top){p}")));
     let listing = crate::git::run(dir, &args)?;
-    let commits: Vec<Touch> = listing.split('\u{1e}').filter_map(Touch::parse).collect();
+    let touches: Vec<Touch> = listing.split('\u{1e}').filter_map(Touch::parse).collect();
     // In history order, so each thread walks neighbouring versions (whose pack deltas share bases).
     let mut seen = std::collections::HashSet::new();
     let blobs: Vec<&str> =
-        commits.iter().flat_map(|c| [c.new.as_deref(), c.old.as_deref()]).flatten().filter(|b| seen.insert(*b)).collect();
+        touches.iter().flat_map(|t| [t.new.as_deref(), t.old.as_deref()]).flatten().filter(|b| seen.insert(*b)).collect();
     let lines = lines_in_blobs(dir, &blobs, id)?;
     let line = |blob: &Option<String>| blob.as_deref().and_then(|b| lines.get(b)).and_then(|l| l.as_deref());
-    let mut out = Vec::new();
-    for c in &commits {
-        let Some(change) = issue_diff::diff_issue(id, line(&c.old), line(&c.new)) else { continue };
-        out.push(LogEntry {
-            commit: c.commit.clone(),
-            author: c.author.clone(),
-            email: c.email.clone(),
-            date: c.date.clone(),
-            subject: c.subject.clone(),
-            change,
-        });
-    }
-    Ok(out)
+    let changes: Vec<Option<IssueChange>> = touches.iter().map(|t| issue_diff::diff_issue(id, line(&t.old), line(&t.new))).collect();
+    Ok(touches.into_iter().zip(changes).filter_map(|(t, change)| Some(LogEntry { commit: t.commit, change: change? })).collect())
 }
 
 /// One commit of `git log --raw` over the issues files: the file's blob before and after (under
 /// either name; `None` where it did not exist).
 struct Touch {
-    commit: String,
-    author: String,
-    email: String,
-    date: String,
-    subject: String,
+    commit: CommitInfo,
     old: Option<String>,
     new: Option<String>,
 }
@@ -147,15 +128,14 @@ impl Touch {
                 new.get_or_insert_with(|| h.to_string());
             }
         }
-        Some(Touch {
+        let commit = CommitInfo {
             commit: commit.to_owned(),
             author: author.to_owned(),
             email: email.to_owned(),
             date: date.to_owned(),
             subject: subject.to_owned(),
-            old,
-            new,
-        })
+        };
+        Some(Touch { commit, old, new })
     }
 }
 

@@ -224,6 +224,12 @@ pub struct Style {
 }
 
 impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stdout() -> Style {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        Style { color: terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) }
+    }
+
     fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")

@@ -125,9 +125,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                 if let Some(label) = label.filter(|_| !changes.is_empty()) {
                     println!("diff --beads a/{label} b/{label}");
                 }
-                let color =
-                    std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-                print!("{}", issue_diff::render(&changes, issue_diff::Style { color }));
+                print!("{}", issue_diff::render(&changes, issue_diff::Style::for_stdout()));
             }
             Ok(ExitCode::SUCCESS)
         }

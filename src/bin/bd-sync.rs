@@ -435,7 +435,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", beads_git::issue_diff::render(&report.issues, diff_style()));
+                print!("{}", beads_git::issue_diff::render(&report.issues, beads_git::issue_diff::Style::for_stdout()));
                 if report.issues.is_empty() {
                     eprintln!("bd-sync: no issue changed between {} and {}", report.old, report.new);
                 }
@@ -449,10 +449,13 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&entries)?);
             } else {
                 for e in &entries {
-                    let short = &e.commit[..e.commit.len().min(12)];
-                    println!("commit {short}  {}  {} <{}>", e.date, e.author, e.email);
-                    println!("    {}", e.subject);
-                    for line in beads_git::issue_diff::render(std::slice::from_ref(&e.change), diff_style()).lines() {
+                    let c = &e.commit;
+                    let short = &c.commit[..c.commit.len().min(12)];
+                    println!("commit {short}  {}  {} <{}>", c.date, c.author, c.email);
+                    println!("    {}", c.subject);
+                    for line in
+                        beads_git::issue_diff::render(std::slice::from_ref(&e.change), beads_git::issue_diff::Style::for_stdout()).lines()
+                    {
                         println!("  {line}");
                     }
                     println!();
@@ -477,10 +480,6 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn diff_style() -> beads_git::issue_diff::Style {
-    beads_git::issue_diff::Style { color: color_stdout() }
 }
 
 /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
@@ -533,10 +532,6 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
     Ok(())
 }
 
-fn color_stdout() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
 fn priority_label(p: &serde_json::Value) -> String {
     match p {
         serde_json::Value::Number(n) => format!("P{n}"),
@@ -546,7 +541,7 @@ fn priority_label(p: &serde_json::Value) -> String {
 }
 
 fn print_issues(list: &[query::IssueSummary]) {
-    let color = color_stdout();
+    let color = beads_git::issue_diff::Style::for_stdout().color;
     let id_width = list.iter().map(|i| i.id.chars().count()).max().unwrap_or(0);
     let status_width = list.iter().map(|i| i.status.as_deref().unwrap_or("-").chars().count()).max().unwrap_or(0);
     for i in list {

@@ -158,7 +158,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
 /// its stored line when clean, rendered when edited. Neither the cache's file, its binding nor
 /// its dirty set change. Returns the number of issues written.
 pub fn snapshot(cache: &Cache, path: &Path) -> Result<usize> {
-    let style = std::fs::read(&cache.paths.file).map(|c| crate::record::uses_go_escapes(&c)).unwrap_or(true);
+    let style = cache.go_style()?;
     let rows: Vec<(String, Option<String>, bool)> = {
         let mut st =
             cache.conn.prepare("SELECT i.id, i.raw, EXISTS (SELECT 1 FROM dirty d WHERE d.issue_id = i.id) FROM issues i ORDER BY i.id")?;

@@ -435,6 +435,7 @@ fn apply(
             tx.execute_batch(sql)?;
         }
         record_file_state(tx, &path, file.content_hash)?;
+        tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('go_escapes', ?1)", [file.go_style])?;
         if let Some(fraction) = file.fraction {
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('timestamp_fraction', ?1)", [fraction])?;
         }

@@ -192,7 +192,8 @@ impl Cache {
         if paths.db.exists() {
             let mut cache = Cache::open(paths, OpenOptions { write: false, ..options })?;
             cache.follow_binding()?;
-            if !stamp::file_changed_since_sync(&cache)? {
+            // A stat decides; a file that changed is read once, by the import.
+            if stamp::stamp_unchanged(&cache)? {
                 return Ok((cache, None));
             }
         }
@@ -209,6 +210,15 @@ impl Cache {
             self.paths.file = p;
         }
         Ok(())
+    }
+
+    /// Whether edits are rendered with Go's escapes (`\u003c` for `<`): what the import recorded
+    /// of the file, else read from the file itself.
+    pub fn go_style(&self) -> Result<bool> {
+        Ok(match self.meta("go_escapes")? {
+            Some(rusqlite::types::Value::Integer(i)) => i != 0,
+            _ => std::fs::read(&self.paths.file).map(|c| crate::record::uses_go_escapes(&c)).unwrap_or(true),
+        })
     }
 
     /// Reads a metadata value.

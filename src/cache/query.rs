@@ -10,11 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::OptionalExtension;
-use rustc_hash::{FxHashMap, FxHashSet};
-
 use anyhow::Result;
 use rusqlite::types::Value as SqlValue;
+use rusqlite::OptionalExtension;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use super::{stamp, Cache, SCHEMA_VERSION};
@@ -97,6 +96,11 @@ pub const NOT_WORK_TYPES: &[&str] = &["merge-request", "gate", "molecule", "mess
 /// Statuses whose issues never block anything (and are never listed as blocked).
 pub const DONE_STATUSES: &[&str] = &["closed", "tombstone", "deleted"];
 
+/// `'a', 'b'`: a list of SQL string literals for `IN (...)` (our constants, no quotes in them).
+fn sql_strings(values: &[&str]) -> String {
+    values.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+}
+
 /// Filters for `ready` and `blocked`.
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
@@ -156,11 +160,11 @@ impl Blocking {
     /// is not done is blocked, and so is every `parent-child` descendant of a blocked issue. A
     /// blocker that is not in the cache does not block (`check` reports it as dangling).
     pub fn compute(cache: &Cache) -> Result<Blocking> {
-        let placeholders = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        let done = sql_strings(DONE_STATUSES);
         let mut blockers: FxHashMap<String, Vec<String>> = FxHashMap::default();
         let mut st = cache.conn.prepare(&format!(
             "SELECT d.issue_id, d.depends_on_id FROM dependencies d JOIN issues b INDEXED BY issues_status ON b.id = d.depends_on_id \
-             WHERE d.type = 'blocks' AND coalesce(b.status, '') NOT IN ({placeholders})"
+             WHERE d.type = 'blocks' AND coalesce(b.status, '') NOT IN ({done})"
         ))?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
@@ -219,8 +223,7 @@ fn filter_sql(options: &ListOptions, ready: bool) -> String {
         clauses.push("i.priority = :priority".to_owned());
     }
     if ready && options.issue_type.is_none() && !options.all_types {
-        let types = NOT_WORK_TYPES.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
-        clauses.push(format!("coalesce(i.issue_type, '') NOT IN ({types})"));
+        clauses.push(format!("coalesce(i.issue_type, '') NOT IN ({})", sql_strings(NOT_WORK_TYPES)));
     }
     if ready && !options.all_types {
         // bd leaves out pinned and ephemeral issues and those deferred to a later time.
@@ -236,11 +239,10 @@ fn filter_sql(options: &ListOptions, ready: bool) -> String {
 fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSummary>> {
     let blocking = Blocking::compute(cache)?;
     blocking.load(cache)?;
-    let done = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
     let which = if ready {
         "FROM issues i WHERE i.status = 'open' AND i.id NOT IN (SELECT id FROM temp.blocked_now)".to_owned()
     } else {
-        format!("FROM temp.blocked_now b JOIN issues i ON i.id = b.id WHERE coalesce(i.status, '') NOT IN ({done})")
+        format!("FROM temp.blocked_now b JOIN issues i ON i.id = b.id WHERE coalesce(i.status, '') NOT IN ({})", sql_strings(DONE_STATUSES))
     };
     let limit = options.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     let sql = format!(
@@ -319,10 +321,7 @@ pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
     let Some((raw, dirty)) = row else { return Ok(None) };
     let line = match (raw, dirty) {
         (Some(raw), false) => raw,
-        _ => {
-            let go_style = std::fs::read(&cache.paths.file).map(|c| crate::record::uses_go_escapes(&c)).unwrap_or(true);
-            super::codec::render_issue(&cache.conn, id, go_style)?.unwrap_or_default()
-        }
+        _ => super::codec::render_issue(&cache.conn, id, cache.go_style()?)?.unwrap_or_default(),
     };
     let issue =
         serde_json::value::RawValue::from_string(line).map_err(|e| anyhow::anyhow!("the stored record of {id} is not JSON: {e}"))?;

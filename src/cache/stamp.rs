@@ -73,17 +73,32 @@ pub(crate) enum Freshness {
     Changed { content: Vec<u8>, hash: i64 },
 }
 
+/// The stamp and hash recorded for the cache's file (`None`: never synced with it).
+fn stored_for_file(cache: &Cache) -> Result<Option<(FileStamp, i64)>> {
+    let path = cache.paths.file.display().to_string();
+    Ok(stored_stamp(cache)?.filter(|(_, p, _)| *p == path).map(|(s, _, h)| (s, h)))
+}
+
+fn same_stamp(cache: &Cache, stored: Option<&(FileStamp, i64)>) -> bool {
+    stored.is_some_and(|(s, _)| *s == stamp(&cache.paths.file).unwrap_or(FileStamp { size: -1, mtime_ns: 0, inode: 0 }))
+}
+
+/// True when the file's size, inode and mtime are those of the last sync: a stat, no read.
+pub(crate) fn stamp_unchanged(cache: &Cache) -> Result<bool> {
+    Ok(same_stamp(cache, stored_for_file(cache)?.as_ref()))
+}
+
 /// Compares the file with the last sync: stat first, then the whole-file hash.
 pub(crate) fn freshness(cache: &Cache) -> Result<Freshness> {
     let path = &cache.paths.file;
-    let stored = stored_stamp(cache)?.filter(|(_, p, _)| *p == path.display().to_string());
-    if stored.as_ref().is_some_and(|(s, _, _)| *s == stamp(path).unwrap_or(FileStamp { size: -1, mtime_ns: 0, inode: 0 })) {
+    let stored = stored_for_file(cache)?;
+    if same_stamp(cache, stored.as_ref()) {
         return Ok(Freshness::SameStamp);
     }
     let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let hash = line_hash(&content);
     Ok(match stored {
-        Some((_, _, h)) if h == hash => Freshness::SameContent { content, hash },
+        Some((_, h)) if h == hash => Freshness::SameContent { content, hash },
         _ => Freshness::Changed { content, hash },
     })
 }

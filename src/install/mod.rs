@@ -708,22 +708,12 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         };
         actions.push(Action { what: key.into(), path: key.into(), change, warning: None });
     }
-    if !dry_run
-        && state.previous_driver.is_none()
-        && state.previous_name.is_none()
-        && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads\\."]).is_err()
-    {
-        let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads"]);
-    }
-    if !dry_run
-        && state.previous_append_driver.is_none()
-        && state.previous_append_name.is_none()
-        && git(repo, &["config", "--local", "--get-regexp", "^merge\\.beads-append\\."]).is_err()
-    {
-        let _ = git(repo, &["config", "--local", "--remove-section", "merge.beads-append"]);
-    }
-    if !dry_run && state.previous_textconv.is_none() && git(repo, &["config", "--local", "--get-regexp", "^diff\\.beads\\."]).is_err() {
-        let _ = git(repo, &["config", "--local", "--remove-section", "diff.beads"]);
+    // A section left with no key (every previous value was absent, so none was put back) goes too.
+    for section in ["merge.beads", "merge.beads-append", "diff.beads"] {
+        let keys = format!("^{}\\.", section.replace('.', "\\."));
+        if !dry_run && git(repo, &["config", "--local", "--get-regexp", &keys]).is_err() {
+            let _ = git(repo, &["config", "--local", "--remove-section", section]);
+        }
     }
     if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
         let path = location.path(repo)?;
