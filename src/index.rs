@@ -6,7 +6,8 @@
 //! key) and lets each borrow the lines without copying them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::jsonl::{Jsonl, Line};
 use crate::record::{kind_rank, record_key, LineProblem};
@@ -35,7 +36,7 @@ pub struct IdIndex<'a> {
     /// The file's lines and layout.
     pub file: Jsonl<'a>,
     /// Key -> its lines. Issues are keyed by id; other record kinds by a NUL-prefixed key.
-    pub ids: HashMap<Cow<'a, str>, Slot>,
+    pub ids: FxHashMap<Cow<'a, str>, Slot>,
     /// Lines without a usable key: (line index, problem).
     pub bad: Vec<(usize, LineProblem)>,
     /// Line index -> key, for lines with one.
@@ -46,7 +47,9 @@ impl<'a> IdIndex<'a> {
     /// Splits `content` into lines and indexes every record by its key.
     pub fn new(content: &'a [u8]) -> Self {
         let file = Jsonl::split(content);
-        let mut ids: HashMap<Cow<'a, str>, Slot> = HashMap::with_capacity(file.lines.len());
+        // FxHash: ids are short and the file is the user's own, so a DoS-resistant hash buys
+        // nothing (A/B in docs/performance.md).
+        let mut ids: FxHashMap<Cow<'a, str>, Slot> = FxHashMap::with_capacity_and_hasher(file.lines.len(), Default::default());
         let mut bad = Vec::new();
         let mut line_ids = Vec::with_capacity(file.lines.len());
         for (i, line) in file.lines.iter().enumerate() {

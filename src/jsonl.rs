@@ -55,35 +55,128 @@ impl<'a> Jsonl<'a> {
         let bom = content.starts_with(BOM);
         let body = if bom { &content[BOM.len()..] } else { content };
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        let mut crlf = None;
-        let mut start = 0;
-        let mut final_newline = body.is_empty();
-        for (index, end) in memchr::memchr_iter(b'\n', body).map(Some).chain(std::iter::once(None)).enumerate() {
-            let stop = end.unwrap_or(body.len());
-            if end.is_none() && start == body.len() {
-                final_newline = true;
-                break;
+        let (crlf, final_newline) = split_lines(body, 1, &mut lines);
+        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines }
+    }
+}
+
+/// Appends the non-blank lines of `body` to `lines`, numbering the first `first_number`. Returns
+/// whether the first line ended in `\r\n` (`None`: no line ended) and whether the last one ended
+/// with a newline.
+fn split_lines<'a>(body: &'a [u8], first_number: usize, lines: &mut Vec<Line<'a>>) -> (Option<bool>, bool) {
+    let mut crlf = None;
+    let mut start = 0;
+    let mut final_newline = body.is_empty();
+    for (index, end) in memchr::memchr_iter(b'\n', body).map(Some).chain(std::iter::once(None)).enumerate() {
+        let stop = end.unwrap_or(body.len());
+        if end.is_none() && start == body.len() {
+            final_newline = true;
+            break;
+        }
+        let number = first_number + index;
+        let mut line = &body[start..stop];
+        if end.is_some() {
+            let has_cr = line.last() == Some(&b'\r');
+            if crlf.is_none() {
+                crlf = Some(has_cr);
             }
-            let number = index + 1;
-            let mut line = &body[start..stop];
-            if end.is_some() {
-                let has_cr = line.last() == Some(&b'\r');
-                if crlf.is_none() {
-                    crlf = Some(has_cr);
-                }
-                if has_cr {
-                    line = &line[..line.len() - 1];
-                }
-            }
-            if !line.iter().all(|b| b.is_ascii_whitespace()) {
-                lines.push(Line { number, bytes: line });
-            }
-            start = stop + 1;
-            if end.is_none() {
-                final_newline = false;
+            if has_cr {
+                line = &line[..line.len() - 1];
             }
         }
-        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines }
+        if !line.iter().all(|b| b.is_ascii_whitespace()) {
+            lines.push(Line { number, bytes: line });
+        }
+        start = stop + 1;
+        if end.is_none() {
+            final_newline = false;
+        }
+    }
+    (crlf, final_newline)
+}
+
+/// One block of whole lines from [`LineBlocks`].
+pub struct Block<'a> {
+    /// The block's bytes as read from the file (a leading BOM included), for hashing.
+    pub bytes: &'a [u8],
+    /// Its non-blank lines, numbered as [`Jsonl::split`] numbers them in the whole file.
+    pub lines: Vec<Line<'a>>,
+}
+
+/// Reads a file as consecutive blocks of whole lines, so that a file of any size is processed in
+/// bounded memory: only one block (about `block_size` bytes, or one longer line) is held at a time.
+pub struct LineBlocks {
+    path: std::path::PathBuf,
+    file: fs::File,
+    buf: Vec<u8>,
+    block_size: usize,
+    /// `buf[..handed_out]` was the previous block; `buf[handed_out..filled]` is read but not yet given.
+    handed_out: usize,
+    filled: usize,
+    next_number: usize,
+    first: bool,
+    eof: bool,
+}
+
+impl LineBlocks {
+    /// Opens `path` for reading in blocks of about `block_size` bytes.
+    pub fn open(path: &Path, block_size: usize) -> Result<LineBlocks> {
+        let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let block_size = block_size.max(1);
+        Ok(LineBlocks {
+            path: path.to_owned(),
+            file,
+            buf: Vec::new(),
+            block_size,
+            handed_out: 0,
+            filled: 0,
+            next_number: 1,
+            first: true,
+            eof: false,
+        })
+    }
+
+    /// The next block, or `None` at the end of the file.
+    pub fn next_block(&mut self) -> Result<Option<Block<'_>>> {
+        self.buf.copy_within(self.handed_out..self.filled, 0);
+        self.filled -= self.handed_out;
+        self.handed_out = 0;
+        // Read until the buffer holds a block's worth ending in a newline, or the file ends.
+        let mut searched = 0;
+        let mut last_newline = None;
+        while !self.eof {
+            if self.filled >= self.block_size {
+                last_newline = memchr::memrchr(b'\n', &self.buf[searched..self.filled]).map(|i| searched + i);
+                searched = self.filled;
+                if last_newline.is_some() {
+                    break;
+                }
+            }
+            if self.buf.len() < self.filled + self.block_size {
+                self.buf.resize(self.filled + self.block_size, 0);
+            }
+            let n = std::io::Read::read(&mut self.file, &mut self.buf[self.filled..])
+                .with_context(|| format!("reading {}", self.path.display()))?;
+            if n == 0 {
+                self.eof = true;
+            }
+            self.filled += n;
+        }
+        let end = match last_newline {
+            Some(i) if !self.eof => i + 1,
+            _ => self.filled,
+        };
+        if end == 0 {
+            return Ok(None);
+        }
+        self.handed_out = end;
+        let bytes = &self.buf[..end];
+        let body = if self.first && bytes.starts_with(BOM) { &bytes[BOM.len()..] } else { bytes };
+        self.first = false;
+        let mut lines = Vec::with_capacity(body.len() / 512 + 1);
+        split_lines(body, self.next_number, &mut lines);
+        self.next_number += memchr::memchr_iter(b'\n', body).count();
+        Ok(Some(Block { bytes, lines }))
     }
 }
 
@@ -245,6 +338,31 @@ mod tests {
         let j = Jsonl::split(b"a\n\n  \nb\n");
         assert_eq!(j.lines.len(), 2, "blank lines are skipped");
         assert_eq!(j.lines[1], Line { number: 4, bytes: b"b" });
+    }
+
+    #[test]
+    fn blocks_number_and_cut_lines_as_the_whole_file_does() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("f.jsonl");
+        let mut content = b"\xEF\xBB\xBF".to_vec();
+        for i in 0..200 {
+            let line = if i % 7 == 3 { String::from("   ") } else { format!("{{\"id\":\"bd-{i}\",\"t\":\"{}\"}}", "x".repeat(i % 40)) };
+            content.extend_from_slice(line.as_bytes());
+            content.extend_from_slice(if i % 2 == 0 { b"\r\n" } else { b"\n" });
+        }
+        content.extend_from_slice(b"{\"id\":\"last\"}");
+        fs::write(&path, &content).expect("write");
+        let whole: Vec<(usize, Vec<u8>)> = Jsonl::split(&content).lines.iter().map(|l| (l.number, l.bytes.to_vec())).collect();
+        for block_size in [1, 7, 64, 1000, 1 << 20] {
+            let mut blocks = LineBlocks::open(&path, block_size).expect("open");
+            let (mut lines, mut bytes) = (Vec::new(), Vec::new());
+            while let Some(b) = blocks.next_block().expect("read") {
+                bytes.extend_from_slice(b.bytes);
+                lines.extend(b.lines.iter().map(|l| (l.number, l.bytes.to_vec())));
+            }
+            assert_eq!(lines, whole, "block size {block_size}");
+            assert_eq!(bytes, content, "block size {block_size}");
+        }
     }
 }
 

@@ -346,8 +346,13 @@ pub fn write_json_string(out: &mut String, value: &str, go_style: bool) {
 /// file already has them, or has no `<`, `>`, `&` at all (Go `bd` is the common writer); no when
 /// it holds those characters raw.
 pub fn uses_go_escapes(content: &[u8]) -> bool {
-    let go = [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(content, p).is_some());
-    go || memchr::memchr3(b'<', b'>', b'&', content).is_none()
+    has_go_escapes(content) || memchr::memchr3(b'<', b'>', b'&', content).is_none()
+}
+
+/// Whether `content` holds `\u003c`, `\u003e` or `\u0026` (half of [`uses_go_escapes`], for a
+/// file read in blocks of whole lines).
+pub fn has_go_escapes(content: &[u8]) -> bool {
+    [&b"\\u003c"[..], b"\\u003e", b"\\u0026"].iter().any(|p| memchr::memmem::find(content, p).is_some())
 }
 
 /// A JSON string literal for `value` (see [`write_json_string`]).

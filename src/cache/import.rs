@@ -10,16 +10,16 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rusqlite::{params, OptionalExtension, Transaction};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::codec::{self, store_issue, IssueRows};
 use super::stamp::{freshness, record_file_state, Freshness};
 use super::{line_hash, with_guard, Cache};
-use crate::index::IdIndex;
+use crate::jsonl::LineBlocks;
 use crate::merge::{self, ConflictPolicy, MergeOptions, Report};
-use crate::record::{LineProblem, RawObject};
+use crate::record::{record_key, LineProblem, RawObject};
 use crate::timestamp;
 
 /// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
@@ -148,74 +148,151 @@ impl std::fmt::Display for DirtySetChanged {
 
 impl std::error::Error for DirtySetChanged {}
 
+/// The file was rewritten between the two reads of one import.
+#[derive(Debug)]
+struct FileChanged;
+
+impl std::fmt::Display for FileChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the file changed while it was imported")
+    }
+}
+
+impl std::error::Error for FileChanged {}
+
 /// Imports the issues file into the cache.
 ///
-/// The plan (which rows are edited in the cache) is made before the write lock is taken, so an
-/// SQL edit may land in between; the write then finds the dirty set changed, rolls back, and the
-/// import starts over with the edit in view, so it is merged, never overwritten.
+/// The file is read twice, in blocks, so that its size never sets the memory used: a first pass
+/// finds each line's id and hash, which decides what changed; a second pass, inside the write
+/// transaction, decodes and stores the changed lines one block at a time. The plan (which rows are
+/// edited in the cache) is made before the write lock is taken, so an SQL edit may land in
+/// between; the write then finds the dirty set changed, rolls back, and the import starts over
+/// with the edit in view, so it is merged, never overwritten. A file rewritten between the two
+/// passes is caught the same way (every line read again must have the hash it had).
 pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
     for _ in 0..16 {
-        match import_once(cache, options) {
-            Err(e) if e.is::<DirtySetChanged>() => continue,
+        match import_once(cache, options, BLOCK_SIZE) {
+            Err(e) if e.is::<DirtySetChanged>() || e.is::<FileChanged>() => continue,
             other => return other,
         }
     }
-    anyhow::bail!("the cache kept being edited while importing (16 attempts); nothing was imported, try again")
+    anyhow::bail!("the cache or the file kept changing while importing (16 attempts); nothing was imported, try again")
 }
 
-fn import_once(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
-    let Some((content, content_hash)) = read_if_changed(cache, options.force)? else {
-        return Ok(ImportReport { noop: true, ..ImportReport::default() });
-    };
-    let display = cache.paths.file.display().to_string();
-    let index = IdIndex::new(&content);
-    let mut report = ImportReport { other_records: index.other_records(), ..ImportReport::default() };
-    let mut bad: Vec<BadLine> = index
-        .bad
-        .iter()
-        .map(|(i, problem)| {
-            let line = index.file.lines[*i];
-            BadLine { path: display.clone(), line: line.number, reason: problem.to_string(), excerpt: excerpt(line.bytes) }
-        })
-        .collect();
-    let state = CacheState::read(cache)?;
-    let plans = plan(&index, &state, options.force, &display, &mut report, &mut bad);
-    let rows = decode(&plans, options.progress, &display, &mut report, &mut bad);
-    bad.sort_by_key(|b| b.line);
-    if !bad.is_empty() && !options.skip_invalid {
-        return Err(InvalidFile(bad).into());
+/// Bytes read per block: large enough to keep both cores busy decoding, small next to the file.
+const BLOCK_SIZE: usize = 8 << 20;
+
+fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) -> Result<ImportReport> {
+    let path = cache.paths.file.clone();
+    match freshness(cache)? {
+        Freshness::SameStamp if !options.force => return Ok(ImportReport { noop: true, ..ImportReport::default() }),
+        Freshness::SameContent { hash } if !options.force => {
+            with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, hash))?;
+            return Ok(ImportReport { noop: true, ..ImportReport::default() });
+        }
+        _ => {}
     }
-    report.skipped = bad;
-    let in_file: FxHashSet<&str> = index.issues_in_order().map(|(id, _)| id.as_ref()).collect();
-    let go_style = crate::record::uses_go_escapes(&content);
-    let fraction = timestamp::fraction_style(rows.iter().flatten().filter_map(|r| match r.columns.get("updated_at") {
-        Some(rusqlite::types::Value::Text(t)) => Some(t.as_str()),
-        _ => None,
-    }));
-    apply(cache, &plans, &rows, &state, &in_file, Applied { content_hash, go_style, fraction, policy: options.policy }, &mut report)?;
+    let display = path.display().to_string();
+    let state = CacheState::read(cache)?;
+    let scan = Scan::read(&path, &display, block_size)?;
+    let mut report = ImportReport { other_records: scan.other_records, ..ImportReport::default() };
+    let mut bad = scan.bad.clone();
+    let plans = plan(&scan, &state, options.force, &mut report);
+    let progress = options.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(plans.len() as u64);
+        bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
+        bar
+    });
+    let write =
+        Write { path: &path, display: &display, scan: &scan, state: &state, plans, options, block_size, progress: progress.as_ref() };
+    let outcome = write.apply(cache, &mut report, &mut bad);
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    outcome?;
     report.added.sort();
     report.changed.sort();
     report.removed.sort();
+    report.repeated_keys.sort_unstable();
     Ok(report)
 }
 
-/// The file's bytes and hash, or `None` when it is the same as at the last sync (`force` reads it
-/// anyway). A file touched but unchanged gets its new stamp recorded.
-fn read_if_changed(cache: &mut Cache, force: bool) -> Result<Option<(Vec<u8>, i64)>> {
-    let path = cache.paths.file.clone();
-    Ok(match freshness(cache)? {
-        Freshness::SameStamp if !force => None,
-        Freshness::SameContent { hash, .. } if !force => {
-            with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, hash))?;
-            None
+/// One line as the first pass saw it.
+#[derive(Debug, Clone, Copy)]
+struct ScannedLine {
+    number: usize,
+    hash: i64,
+    utf8: bool,
+}
+
+/// What the first pass over the file learnt, without keeping the file: each issue id's lines
+/// with their hashes, the lines that have no id, and the facts the write records.
+struct Scan {
+    /// xxh3 of the whole file.
+    hash: i64,
+    /// Whether the file escapes `<`, `>` and `&` as Go does.
+    go_style: bool,
+    /// Issue ids in the order of their first line, with every line holding them.
+    issues: Vec<(Box<str>, Vec<ScannedLine>)>,
+    /// Id -> its position in `issues`.
+    positions: FxHashMap<Box<str>, u32>,
+    bad: Vec<BadLine>,
+    other_records: usize,
+}
+
+impl Scan {
+    fn read(path: &std::path::Path, display: &str, block_size: usize) -> Result<Scan> {
+        let mut blocks = LineBlocks::open(path, block_size)?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+        let (mut go_escapes, mut raw_specials) = (false, false);
+        let mut scan =
+            Scan { hash: 0, go_style: false, issues: Vec::new(), positions: FxHashMap::default(), bad: Vec::new(), other_records: 0 };
+        while let Some(block) = blocks.next_block()? {
+            hasher.update(block.bytes);
+            go_escapes = go_escapes || crate::record::has_go_escapes(block.bytes);
+            raw_specials = raw_specials || memchr::memchr3(b'<', b'>', b'&', block.bytes).is_some();
+            for line in &block.lines {
+                let key = match record_key(line.bytes) {
+                    Ok(key) => key.into_string_key(),
+                    Err(problem) => {
+                        scan.bad.push(BadLine {
+                            path: display.to_owned(),
+                            line: line.number,
+                            reason: problem.to_string(),
+                            excerpt: excerpt(line.bytes),
+                        });
+                        continue;
+                    }
+                };
+                if key.starts_with('\0') {
+                    scan.other_records += 1;
+                    continue;
+                }
+                let utf8 = std::str::from_utf8(line.bytes).is_ok();
+                if !utf8 {
+                    scan.bad.push(BadLine {
+                        path: display.to_owned(),
+                        line: line.number,
+                        reason: LineProblem::InvalidUtf8.to_string(),
+                        excerpt: excerpt(line.bytes),
+                    });
+                }
+                let seen = ScannedLine { number: line.number, hash: line_hash(line.bytes), utf8 };
+                match scan.positions.get(key.as_ref()) {
+                    Some(&at) => scan.issues[at as usize].1.push(seen),
+                    None => {
+                        let at = u32::try_from(scan.issues.len()).expect("fewer than 4 billion issues");
+                        let id: Box<str> = key.into();
+                        scan.positions.insert(id.clone(), at);
+                        scan.issues.push((id, vec![seen]));
+                    }
+                }
+            }
         }
-        Freshness::SameStamp => {
-            let content = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let hash = line_hash(&content);
-            Some((content, hash))
-        }
-        Freshness::SameContent { content, hash } | Freshness::Changed { content, hash } => Some((content, hash)),
-    })
+        scan.hash = hasher.digest() as i64;
+        scan.go_style = go_escapes || !raw_specials;
+        Ok(scan)
+    }
 }
 
 /// What the cache holds before an import: each issue's line hash (`None`: created through SQL and
@@ -233,188 +310,293 @@ impl CacheState {
         let dirty = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
         Ok(CacheState { hashes, dirty })
     }
-}
 
-/// Decides what each id in the file needs; only the lines of changed ids will be parsed.
-fn plan<'a>(
-    index: &'a IdIndex<'a>,
-    state: &CacheState,
-    force: bool,
-    display: &str,
-    report: &mut ImportReport,
-    bad: &mut Vec<BadLine>,
-) -> Vec<Plan<'a>> {
-    let mut plans = Vec::new();
-    for (id, slot) in index.issues_in_order() {
-        let mut copies: Vec<(usize, &str)> = Vec::with_capacity(1);
-        let mut invalid = false;
-        for &i in slot.indexes() {
-            let l = index.line(i);
-            match std::str::from_utf8(l.bytes) {
-                Ok(text) => copies.push((l.number, text)),
-                Err(_) => {
-                    bad.push(BadLine {
-                        path: display.to_owned(),
-                        line: l.number,
-                        reason: LineProblem::InvalidUtf8.to_string(),
-                        excerpt: excerpt(l.bytes),
-                    });
-                    invalid = true;
-                }
-            }
-        }
-        if invalid {
-            continue;
-        }
-        let primary = if copies.len() > 1 {
-            report.duplicate_ids.push(id.to_string());
-            latest_copy(&copies)
-        } else {
-            0
-        };
-        let (number, line) = copies[primary];
-        let duplicates: Vec<(usize, &str)> = copies.iter().enumerate().filter(|(k, _)| *k != primary).map(|(_, c)| *c).collect();
-        let hash = line_hash(line.as_bytes());
-        let stored_hash = state.hashes.get(id.as_ref());
-        let dirty = state.dirty.get(id.as_ref());
-        let in_sync =
-            stored_hash == Some(&Some(hash)) || dirty.is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash));
+    /// Whether the cache already holds a line with this hash for `id` (as its synced line, or as
+    /// the last synced line of an issue deleted through SQL).
+    fn in_sync(&self, id: &str, hash: i64) -> bool {
+        self.hashes.get(id) == Some(&Some(hash))
+            || self.dirty.get(id).is_some_and(|d| d.as_deref().is_some_and(|raw| line_hash(raw.as_bytes()) == hash))
+    }
+
+    fn action(&self, id: &str, hash: i64, force: bool) -> Option<Action> {
+        let dirty = self.dirty.contains_key(id);
+        let in_sync = self.in_sync(id, hash);
         // `--force` re-stores lines that look unchanged (to repair a cache), but reports only
         // the ids whose line really changed: what it prints feeds the notifier.
-        let action = if in_sync && (!force || dirty.is_some()) {
-            if duplicates.is_empty() {
-                continue;
-            }
-            Action::KeepDuplicates
-        } else if dirty.is_some() {
-            Action::Merge
+        if in_sync && (!force || dirty) {
+            None
+        } else if dirty {
+            Some(Action::Merge)
         } else {
-            Action::Store { is_new: stored_hash.is_none(), changed: !in_sync }
-        };
-        plans.push(Plan { id: id.as_ref(), number, line, duplicates, action });
+            Some(Action::Store { is_new: !self.hashes.contains_key(id), changed: !in_sync })
+        }
+    }
+}
+
+/// Decides what each id in the file needs; only the lines of changed ids will be read again and
+/// parsed. An id on several lines is decided in the second pass, which brings their texts.
+fn plan<'a>(scan: &'a Scan, state: &CacheState, force: bool, report: &mut ImportReport) -> Vec<Plan<'a>> {
+    let mut plans = Vec::new();
+    for (id, lines) in &scan.issues {
+        if lines.iter().any(|l| !l.utf8) {
+            continue; // listed as bad by the scan
+        }
+        if lines.len() > 1 {
+            report.duplicate_ids.push(id.to_string());
+            plans.push(Plan { id, line: lines[0], copies: Some(Vec::with_capacity(lines.len())), action: None });
+            continue;
+        }
+        if let Some(action) = state.action(id, lines[0].hash, force) {
+            plans.push(Plan { id, line: lines[0], copies: None, action: Some(action) });
+        }
     }
     plans
 }
 
-/// Parses and decodes the planned lines on every core, before anything is written, so a bad line
-/// leaves the cache untouched. `None` for plans that need no rows (and lines that failed).
-fn decode(plans: &[Plan<'_>], progress: bool, display: &str, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Vec<Option<IssueRows>> {
-    let progress = progress.then(|| {
-        let bar = indicatif::ProgressBar::new(plans.len() as u64);
-        bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
-        bar
-    });
-    let decoded: Vec<Option<Result<(IssueRows, bool), LineProblem>>> = parallel_map(
-        plans,
-        |p| match p.action {
-            Action::KeepDuplicates => None,
-            _ => Some(RawObject::parse_str(p.line).map(|obj| (IssueRows::from_record(&obj), !obj.repeated_keys().is_empty()))),
-        },
-        progress.as_ref(),
-    );
-    if let Some(bar) = &progress {
-        bar.finish_and_clear();
-    }
-    let mut rows = Vec::with_capacity(plans.len());
-    for (plan, d) in plans.iter().zip(decoded) {
-        rows.push(match d {
-            Some(Err(p)) => {
-                bad.push(BadLine {
-                    path: display.to_owned(),
-                    line: plan.number,
-                    reason: p.to_string(),
-                    excerpt: excerpt(plan.line.as_bytes()),
-                });
-                None
+/// A decoded line: its rows, and whether it repeats a key.
+type Decoded = Result<(IssueRows, bool), LineProblem>;
+
+fn decode_line(text: &str) -> Decoded {
+    RawObject::parse_str(text).map(|obj| (IssueRows::from_record(&obj), !obj.repeated_keys().is_empty()))
+}
+
+/// A planned line, read and decoded ahead of the write.
+struct DecodedLine {
+    plan: usize,
+    text: String,
+    decoded: Decoded,
+}
+
+/// The write of one import: the second pass over the file, inside one transaction.
+struct Write<'a> {
+    path: &'a std::path::Path,
+    display: &'a str,
+    scan: &'a Scan,
+    state: &'a CacheState,
+    plans: Vec<Plan<'a>>,
+    options: &'a ImportOptions,
+    block_size: usize,
+    progress: Option<&'a indicatif::ProgressBar>,
+}
+
+/// What the write accumulates across blocks.
+struct Written<'r> {
+    report: &'r mut ImportReport,
+    bad: &'r mut Vec<BadLine>,
+    /// The first `updated_at` values stored, to learn the file's timestamp style.
+    stamps: Vec<String>,
+}
+
+impl Write<'_> {
+    /// Streams the file again and writes the plans in one transaction, with the triggers
+    /// silenced. Fails with [`DirtySetChanged`] or [`FileChanged`] (writing nothing) if an SQL
+    /// edit landed or the file changed since the plan; with [`InvalidFile`] (writing nothing) if
+    /// a line is bad and `skip_invalid` is off.
+    fn apply(mut self, cache: &mut Cache, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Result<()> {
+        // A cold import into an empty cache writes every page once instead of through the WAL and
+        // a checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
+        let cold = self.state.hashes.is_empty() && self.plans.len() > 10_000;
+        if cold {
+            let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
+        }
+        cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
+        let merge_options = MergeOptions { policy: self.options.policy.into(), ..MergeOptions::default() };
+        let mut written = Written { report, bad, stamps: Vec::new() };
+        let result = with_guard(&mut cache.conn, |tx| {
+            let now: Vec<String> = {
+                let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            if now.len() != self.state.dirty.len() || now.iter().any(|id| !self.state.dirty.contains_key(id)) {
+                return Err(DirtySetChanged.into());
             }
-            Some(Ok((r, repeats_a_key))) => {
-                if repeats_a_key {
-                    report.repeated_keys.push(plan.number);
-                }
-                Some(r)
+            // Into an empty cache, building each index once at the end (a sort) beats keeping it
+            // up to date row by row.
+            let indexes: Vec<(String, String)> = if cold {
+                let mut st = tx.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            } else {
+                Vec::new()
+            };
+            for (name, _) in &indexes {
+                tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
             }
-            None => None,
+            tx.execute("DELETE FROM duplicate_lines", [])?;
+            self.stream(tx, &merge_options, &mut written)?;
+            self.settle_duplicates(tx, &merge_options, &mut written)?;
+            if !written.bad.is_empty() && !self.options.skip_invalid {
+                written.bad.sort_by_key(|b| b.line);
+                return Err(InvalidFile(std::mem::take(written.bad)).into());
+            }
+            self.remove_missing(tx, written.report)?;
+            for (_, sql) in &indexes {
+                tx.execute_batch(sql)?;
+            }
+            record_file_state(tx, self.path, self.scan.hash)?;
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('go_escapes', ?1)", [self.scan.go_style])?;
+            if let Some(fraction) = timestamp::fraction_style(written.stamps.iter().map(String::as_str)) {
+                tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('timestamp_fraction', ?1)", [fraction])?;
+            }
+            Ok(())
         });
-    }
-    report.repeated_keys.sort_unstable();
-    rows
-}
-
-/// Facts of the file that the write needs.
-struct Applied {
-    content_hash: i64,
-    go_style: bool,
-    fraction: Option<i64>,
-    policy: SyncPolicy,
-}
-
-/// Writes the plans in one transaction, with the triggers silenced; fails with
-/// [`DirtySetChanged`] (and writes nothing) if an SQL edit landed since `state` was read.
-fn apply(
-    cache: &mut Cache,
-    plans: &[Plan<'_>],
-    rows: &[Option<IssueRows>],
-    state: &CacheState,
-    in_file: &FxHashSet<&str>,
-    file: Applied,
-    report: &mut ImportReport,
-) -> Result<()> {
-    let path = cache.paths.file.clone();
-    // A cold import into an empty cache writes every page once instead of through the WAL and a
-    // checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
-    let cold = state.hashes.is_empty() && plans.len() > 10_000;
-    if cold {
-        let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
-    }
-    cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
-    let merge_options = MergeOptions { policy: file.policy.into(), ..MergeOptions::default() };
-    let result = with_guard(&mut cache.conn, |tx| {
-        let now: Vec<String> = {
-            let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
-            let rows = st.query_map([], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        if now.len() != state.dirty.len() || now.iter().any(|id| !state.dirty.contains_key(id)) {
-            return Err(DirtySetChanged.into());
+        if cold {
+            let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL");
         }
-        // Into an empty cache, building each index once at the end (a sort) beats keeping it
-        // up to date row by row.
-        let indexes: Vec<(String, String)> = if cold {
-            let mut st = tx.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")?;
-            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        } else {
-            Vec::new()
-        };
-        for (name, _) in &indexes {
-            tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
-        }
-        tx.execute("DELETE FROM duplicate_lines", [])?;
-        let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
-        for (plan, rows) in plans.iter().zip(rows) {
-            for (n, raw) in &plan.duplicates {
-                dup.execute(params![plan.id, *n as i64, raw])?;
-            }
-            let Some(rows) = rows else { continue }; // kept duplicates, or skipped as invalid
-            match plan.action {
-                Action::KeepDuplicates => {}
-                Action::Store { is_new, changed } => {
-                    store_issue(tx, plan.id, plan.line, line_hash(plan.line.as_bytes()), rows, is_new)?;
-                    if is_new {
-                        report.added.push(plan.id.to_owned())
-                    } else if changed {
-                        report.changed.push(plan.id.to_owned())
+        written.bad.sort_by_key(|b| b.line);
+        written.report.skipped = std::mem::take(written.bad);
+        result
+    }
+
+    /// The second pass: reads the file block by block, decodes the planned lines of each block on
+    /// every core, and stores them; lines of ids on several lines are kept for
+    /// [`Write::settle_duplicates`].
+    fn stream(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
+        // Line number -> (plan, the line's hash in the first pass).
+        let needed: FxHashMap<usize, (usize, i64)> = self
+            .plans
+            .iter()
+            .enumerate()
+            .flat_map(|(k, p)| {
+                let lines: &[ScannedLine] = if p.copies.is_some() {
+                    &self.scan.issues[self.scan.positions[p.id] as usize].1
+                } else {
+                    std::slice::from_ref(&p.line)
+                };
+                lines.iter().map(move |l| (l.number, (k, l.hash)))
+            })
+            .collect();
+        let (path, scan_hash, plans, block_size) = (self.path, self.scan.hash, &self.plans, self.block_size);
+        // A reader thread reads, checks and decodes the next block while this one writes: the
+        // SQLite writes are the longer half, so decoding costs no wall time.
+        let copies = std::thread::scope(|s| -> Result<Vec<(usize, usize, String)>> {
+            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<DecodedLine>>(2);
+            let reader = s.spawn(move || -> Result<Vec<(usize, usize, String)>> {
+                let mut copies = Vec::new();
+                let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+                let mut blocks = LineBlocks::open(path, block_size)?;
+                while let Some(block) = blocks.next_block()? {
+                    hasher.update(block.bytes);
+                    let mut batch = Vec::new();
+                    for line in &block.lines {
+                        let Some(&(plan, hash)) = needed.get(&line.number) else { continue };
+                        if line_hash(line.bytes) != hash {
+                            return Err(FileChanged.into());
+                        }
+                        let text = std::str::from_utf8(line.bytes).map_err(|_| FileChanged)?;
+                        if plans[plan].copies.is_some() {
+                            copies.push((plan, line.number, text.to_owned()));
+                        } else {
+                            batch.push(DecodedLine { plan, decoded: decode_line(text), text: text.to_owned() });
+                        }
+                    }
+                    if send.send(batch).is_err() {
+                        return Ok(copies); // the writer stopped on an error of its own
                     }
                 }
-                Action::Merge => merge_dirty(tx, plan.id, plan.line, file.go_style, &merge_options, &state.dirty, report)?,
+                if hasher.digest() as i64 != scan_hash {
+                    return Err(FileChanged.into());
+                }
+                Ok(copies)
+            });
+            for batch in receive {
+                let count = batch.len() as u64;
+                for line in batch {
+                    let plan = &plans[line.plan];
+                    let action = plan.action.as_ref().expect("single-line plans are decided in the first pass");
+                    self.store(tx, plan.id, plan.line.number, &line.text, action, line.decoded, merge_options, written)?;
+                }
+                if let Some(bar) = self.progress {
+                    bar.inc(count);
+                }
+            }
+            reader.join().expect("reading the file does not panic")
+        })?;
+        for (plan, number, text) in copies {
+            self.plans[plan].copies.get_or_insert_with(Vec::new).push((number, text));
+        }
+        Ok(())
+    }
+
+    /// Ids on several lines: the copy with the latest `updated_at` is the issue, the others are
+    /// kept verbatim in `duplicate_lines`.
+    fn settle_duplicates(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
+        let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
+        for plan in &self.plans {
+            let Some(copies) = &plan.copies else { continue };
+            let texts: Vec<(usize, &str)> = copies.iter().map(|(n, t)| (*n, t.as_str())).collect();
+            let primary = latest_copy(&texts);
+            for (k, (n, raw)) in texts.iter().enumerate() {
+                if k != primary {
+                    dup.execute(params![plan.id, *n as i64, raw])?;
+                }
+            }
+            let (number, text) = texts[primary];
+            if let Some(action) = self.state.action(plan.id, line_hash(text.as_bytes()), self.options.force) {
+                self.store(tx, plan.id, number, text, &action, decode_line(text), merge_options, written)?;
             }
         }
-        for (id, hash) in &state.hashes {
-            if in_file.contains(id.as_str()) || hash.is_none() {
+        Ok(())
+    }
+
+    /// Stores one decoded line according to its plan.
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &self,
+        tx: &Transaction<'_>,
+        id: &str,
+        number: usize,
+        text: &str,
+        action: &Action,
+        decoded: Decoded,
+        merge_options: &MergeOptions,
+        written: &mut Written<'_>,
+    ) -> Result<()> {
+        let (rows, repeats_a_key) = match decoded {
+            Ok(d) => d,
+            Err(p) => {
+                written.bad.push(BadLine {
+                    path: self.display.to_owned(),
+                    line: number,
+                    reason: p.to_string(),
+                    excerpt: excerpt(text.as_bytes()),
+                });
+                return Ok(());
+            }
+        };
+        if repeats_a_key {
+            written.report.repeated_keys.push(number);
+        }
+        if written.stamps.len() < 256 {
+            if let Some(rusqlite::types::Value::Text(t)) = rows.columns.get("updated_at") {
+                written.stamps.push(t.clone());
+            }
+        }
+        if !written.bad.is_empty() && !self.options.skip_invalid {
+            return Ok(()); // the import will be refused: keep decoding only to list every bad line
+        }
+        match action {
+            Action::Store { is_new, changed } => {
+                store_issue(tx, id, text, line_hash(text.as_bytes()), &rows, *is_new)?;
+                if *is_new {
+                    written.report.added.push(id.to_owned())
+                } else if *changed {
+                    written.report.changed.push(id.to_owned())
+                }
+            }
+            Action::Merge => merge_dirty(tx, id, text, self.scan.go_style, merge_options, &self.state.dirty, written.report)?,
+        }
+        Ok(())
+    }
+
+    /// Removes the issues that left the file (unless edited in the cache: the edit wins).
+    fn remove_missing(&self, tx: &Transaction<'_>, report: &mut ImportReport) -> Result<()> {
+        for (id, hash) in &self.state.hashes {
+            if self.scan.positions.contains_key(id.as_str()) || hash.is_none() {
                 continue;
             }
-            if state.dirty.contains_key(id) {
-                // Edited in the cache, deleted from the file: the edit wins (it is exported back).
+            if self.state.dirty.contains_key(id) {
                 report.conflicts.push(Report {
                     id: id.clone(),
                     resolution: merge::Resolution {
@@ -431,34 +613,22 @@ fn apply(
             codec::remove_children(tx, id)?;
             report.removed.push(id.clone());
         }
-        for (_, sql) in &indexes {
-            tx.execute_batch(sql)?;
-        }
-        record_file_state(tx, &path, file.content_hash)?;
-        tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('go_escapes', ?1)", [file.go_style])?;
-        if let Some(fraction) = file.fraction {
-            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('timestamp_fraction', ?1)", [fraction])?;
-        }
         Ok(())
-    });
-    if cold {
-        let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL");
     }
-    result
 }
 
 enum Action {
     Store { is_new: bool, changed: bool },
     Merge,
-    KeepDuplicates,
 }
 
+/// What to do with one id. An id on one line is decided in the first pass (`action`); one on
+/// several lines gathers the copies' texts in the second (`copies`) and is decided then.
 struct Plan<'a> {
     id: &'a str,
-    number: usize,
-    line: &'a str,
-    duplicates: Vec<(usize, &'a str)>,
-    action: Action,
+    line: ScannedLine,
+    copies: Option<Vec<(usize, String)>>,
+    action: Option<Action>,
 }
 
 /// Index of the copy with the latest `updated_at` (the first on ties).
@@ -481,41 +651,6 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
         }
     }
     best
-}
-
-/// Maps `items` on two threads (the machines we target have two cores), keeping order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync, progress: Option<&indicatif::ProgressBar>) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
-    if items.len() < 256 || threads == 1 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| {
-                let f = &f;
-                s.spawn(move || {
-                    let out = part
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| {
-                            if let Some(bar) = progress.filter(|_| i > 0 && i % 4096 == 0) {
-                                bar.inc(4096);
-                            }
-                            f(x)
-                        })
-                        .collect::<Vec<R>>();
-                    // What the loop did not count: the last (partial) block of 4096.
-                    if let Some(bar) = progress {
-                        bar.inc(((part.len().max(1) - 1) % 4096 + 1) as u64);
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("decoding does not panic")).collect()
-    })
 }
 
 /// Three-way merge of an issue edited through SQL whose line also changed in the file.
@@ -565,4 +700,113 @@ fn merge_dirty(
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
     report.merged.push(id.to_owned());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{OpenOptions, Paths};
+    use std::time::Duration;
+
+    fn open(dir: &std::path::Path, name: &str) -> Cache {
+        let paths = Paths { file: dir.join("issues.jsonl"), db: dir.join(name) };
+        Cache::open(&paths, OpenOptions { write: true, timeout: Duration::from_secs(5), notice: |_| {} }).expect("open the cache")
+    }
+
+    /// Every row the cache holds, as text, in a fixed order.
+    fn dump(cache: &Cache) -> Vec<String> {
+        let mut out = Vec::new();
+        for sql in [
+            "SELECT id, title, status, priority, issue_type, assignee, updated_at, raw, line_hash, ready_exclusion FROM issues ORDER BY id",
+            "SELECT issue_id, label, position FROM labels ORDER BY issue_id, label",
+            "SELECT issue_id, depends_on_id, type, created_at, position, raw FROM dependencies ORDER BY issue_id, depends_on_id, type",
+            "SELECT issue_id, comment_id, text, position, raw FROM comments ORDER BY issue_id, position",
+            "SELECT issue_id, line, raw FROM duplicate_lines ORDER BY line",
+            "SELECT key, value FROM meta WHERE key IN ('go_escapes', 'timestamp_fraction', 'file_hash') ORDER BY key",
+        ] {
+            let mut st = cache.conn.prepare(sql).expect("valid SQL");
+            let n = st.column_count();
+            let rows = st
+                .query_map([], |r| {
+                    (0..n).map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}"))).collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .expect("query");
+            out.extend(rows.map(|r| r.expect("row").join("|")));
+        }
+        out
+    }
+
+    /// Lines that cross every block boundary a small block makes: a BOM, CRLF, blank lines, an
+    /// id on two distant lines (the later copy is newer), bd 1.0's header, a bad line, a repeated
+    /// key, labels, dependencies and comments.
+    fn awkward_file() -> Vec<u8> {
+        let mut f = b"\xEF\xBB\xBF{\"_schema\":1,\"kind\":\"header\"}\r\n".to_vec();
+        for i in 0..40 {
+            let line = format!(
+                r#"{{"id":"bd-{i:02}","title":"T{i} <&>","status":"open","priority":{},"updated_at":"2025-01-0{}T00:00:00.{}Z","labels":["b","a{i}"],"dependencies":[{{"issue_id":"bd-{i:02}","depends_on_id":"bd-{:02}","type":"blocks"}}],"comments":[{{"id":{i},"text":"c{i}"}}]}}"#,
+                i % 5,
+                1 + i % 8,
+                100 + i,
+                (i + 1) % 40
+            );
+            f.extend_from_slice(line.as_bytes());
+            f.extend_from_slice(b"\r\n");
+            if i % 9 == 0 {
+                f.extend_from_slice(b"   \r\n");
+            }
+        }
+        f.extend_from_slice(br#"{"id":"bd-03","title":"newer copy","updated_at":"2026-01-01T00:00:00Z"}"#);
+        f.extend_from_slice(b"\r\n{\"id\": broken\r\n");
+        f.extend_from_slice(br#"{"id":"bd-99","title":"one","title":"two"}"#);
+        f
+    }
+
+    #[test]
+    fn blocks_of_any_size_import_the_same_rows_and_report() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("issues.jsonl"), awkward_file()).expect("write");
+        let options = ImportOptions { skip_invalid: true, ..ImportOptions::default() };
+        let mut seen = None;
+        for (k, block) in [BLOCK_SIZE, 1, 64, 333].into_iter().enumerate() {
+            let mut cache = open(dir.path(), &format!("c{k}.db"));
+            let report = import_once(&mut cache, &options, block).expect("import");
+            assert_eq!(report.added.len(), 41, "block size {block}");
+            assert_eq!(report.duplicate_ids, ["bd-03"]);
+            assert_eq!(report.skipped.iter().map(|b| b.line).collect::<Vec<_>>(), [48]);
+            assert_eq!(report.repeated_keys, [49]);
+            assert_eq!(report.other_records, 1);
+            let rows = dump(&cache);
+            assert!(rows.iter().any(|r| r.contains("newer copy")), "the newer copy is the issue");
+            let summary = (format!("{:?}", (&report.added, &report.skipped, &report.repeated_keys)), rows);
+            match &seen {
+                None => seen = Some(summary),
+                Some(first) => assert_eq!(&summary, first, "block size {block}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_rewritten_between_the_two_reads_is_caught() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("issues.jsonl");
+        std::fs::write(&file, awkward_file()).expect("write");
+        let mut cache = open(dir.path(), "c.db");
+        let options = ImportOptions { skip_invalid: true, ..ImportOptions::default() };
+        let display = file.display().to_string();
+        let state = CacheState::read(&cache).expect("state");
+        let scan = Scan::read(&file, &display, 64).expect("scan");
+        let mut report = ImportReport::default();
+        let plans = plan(&scan, &state, false, &mut report);
+        std::fs::write(&file, String::from_utf8_lossy(&awkward_file()).replace("T7 ", "T7 edited ")).expect("rewrite");
+        let write =
+            Write { path: &file, display: &display, scan: &scan, state: &state, plans, options: &options, block_size: 64, progress: None };
+        let err = write.apply(&mut cache, &mut report, &mut Vec::new()).expect_err("the second read sees other bytes");
+        assert!(err.is::<FileChanged>(), "{err:#}");
+        assert_eq!(cache.conn.query_row("SELECT count(*) FROM issues", [], |r| r.get::<_, i64>(0)).expect("count"), 0, "nothing written");
+        // The public entry point starts over and imports what the file now says.
+        let report = import(&mut cache, &options).expect("import");
+        assert_eq!(report.added.len(), 41);
+        let title: String = cache.conn.query_row("SELECT title FROM issues WHERE id = 'bd-07'", [], |r| r.get(0)).expect("row");
+        assert_eq!(title, "T7 edited <&>");
+    }
 }

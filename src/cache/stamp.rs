@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rusqlite::{params, Transaction};
 
-use super::{line_hash, Cache};
+use super::Cache;
 
 /// The file facts kept in `meta` to tell whether it changed.
 #[derive(Debug, PartialEq, Eq)]
@@ -68,9 +68,9 @@ pub(crate) enum Freshness {
     /// Same path, size, inode and mtime: not even read.
     SameStamp,
     /// Touched, but the same bytes (its hash matches).
-    SameContent { content: Vec<u8>, hash: i64 },
+    SameContent { hash: i64 },
     /// Different bytes, another file, or never synced.
-    Changed { content: Vec<u8>, hash: i64 },
+    Changed,
 }
 
 /// The stamp and hash recorded for the cache's file (`None`: never synced with it).
@@ -95,15 +95,26 @@ pub(crate) fn freshness(cache: &Cache) -> Result<Freshness> {
     if same_stamp(cache, stored.as_ref()) {
         return Ok(Freshness::SameStamp);
     }
-    let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let hash = line_hash(&content);
-    Ok(match stored {
-        Some((_, h)) if h == hash => Freshness::SameContent { content, hash },
-        _ => Freshness::Changed { content, hash },
-    })
+    let Some((_, stored_hash)) = stored else { return Ok(Freshness::Changed) };
+    let hash = file_hash(path)?;
+    Ok(if hash == stored_hash { Freshness::SameContent { hash } } else { Freshness::Changed })
+}
+
+/// xxh3 of a whole file, read in blocks (never held at once).
+fn file_hash(path: &Path) -> Result<i64> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+    let mut buf = vec![0; 1 << 20];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(hasher.digest() as i64);
+        }
+        hasher.update(&buf[..n]);
+    }
 }
 
 /// True when the file differs from what the cache last synced with.
 pub fn file_changed_since_sync(cache: &Cache) -> Result<bool> {
-    Ok(matches!(freshness(cache)?, Freshness::Changed { .. }))
+    Ok(matches!(freshness(cache)?, Freshness::Changed))
 }

@@ -282,13 +282,13 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
     };
     let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
-    let mut done: HashMap<&str, ()> = HashMap::new();
+    let mut done: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
     for (i, id) in o.line_ids.iter().enumerate() {
         match id {
             None => items.push((last_key.clone(), Out::Line(Cow::Borrowed(o.file.lines[i].bytes)))),
             Some(id) => {
                 last_key = id.clone();
-                if o.is_duplicated(id) && done.insert(id.as_ref(), ()).is_some() {
+                if o.is_duplicated(id) && !done.insert(id.as_ref()) {
                     continue;
                 }
                 for out in m.merge_id(id)? {
@@ -298,7 +298,7 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         }
     }
     for id in t.line_ids.iter().flatten() {
-        if o.ids.contains_key(id) || (t.is_duplicated(id) && done.insert(id.as_ref(), ()).is_some()) {
+        if o.ids.contains_key(id) || (t.is_duplicated(id) && !done.insert(id.as_ref())) {
             continue;
         }
         for out in m.merge_id(id)? {
