@@ -12,7 +12,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+/// The UTF-8 byte order mark.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// How a file ends its lines and starts its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,8 @@ pub struct LineBlocks {
     next_number: usize,
     first: bool,
     eof: bool,
+    layout: Layout,
+    crlf: Option<bool>,
 }
 
 impl LineBlocks {
@@ -133,6 +136,8 @@ impl LineBlocks {
             next_number: 1,
             first: true,
             eof: false,
+            layout: Layout::default(),
+            crlf: None,
         })
     }
 
@@ -171,12 +176,25 @@ impl LineBlocks {
         }
         self.handed_out = end;
         let bytes = &self.buf[..end];
-        let body = if self.first && bytes.starts_with(BOM) { &bytes[BOM.len()..] } else { bytes };
+        let bom = self.first && bytes.starts_with(BOM);
+        let body = if bom { &bytes[BOM.len()..] } else { bytes };
+        if self.first {
+            self.layout.bom = bom;
+        }
         self.first = false;
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        split_lines(body, self.next_number, &mut lines);
+        let (crlf, _) = split_lines(body, self.next_number, &mut lines);
+        self.crlf = self.crlf.or(crlf);
+        self.layout.crlf = self.crlf.unwrap_or(false);
+        self.layout.final_newline = body.last().is_none_or(|&b| b == b'\n');
         self.next_number += memchr::memchr_iter(b'\n', body).count();
         Ok(Some(Block { bytes, lines }))
+    }
+
+    /// The layout of what was read so far: the whole file's, as [`Jsonl::split`] reports it,
+    /// once [`LineBlocks::next_block`] has returned `None`.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 }
 
@@ -361,6 +379,7 @@ mod tests {
                 lines.extend(b.lines.iter().map(|l| (l.number, l.bytes.to_vec())));
             }
             assert_eq!(lines, whole, "block size {block_size}");
+            assert_eq!(blocks.layout(), Jsonl::split(&content).layout, "block size {block_size}");
             assert_eq!(bytes, content, "block size {block_size}");
         }
     }

@@ -7,14 +7,14 @@
 //! escape style. The file is replaced atomically, and not at all when the bytes would not change.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::codec::{self, render_issue};
-use super::{import, line_hash, stamp, with_guard, Cache};
-use crate::jsonl::{self, Jsonl, Layout};
+use super::{import, stamp, with_guard, Cache};
+use crate::jsonl::{self, Layout};
 use crate::record::{kind_rank, record_key, Key};
 
 /// What an export did.
@@ -46,66 +46,34 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
         rows.collect::<rusqlite::Result<_>>()?
     };
     let path = cache.paths.file.clone();
-    let content = match std::fs::read(&path) {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+    let exists = match std::fs::metadata(&path) {
+        Ok(m) => m.len() > 0,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    if dirty.is_empty() && !content.is_empty() {
+    if dirty.is_empty() && exists {
         report.unchanged = true;
         return Ok(report);
     }
-    let style = crate::record::uses_go_escapes(&content);
-    let mut rendered: HashMap<String, Option<String>> = HashMap::with_capacity(dirty.len());
+    let style = cache.go_style()?;
+    let mut rendered: FxHashMap<String, Option<String>> = FxHashMap::default();
     for id in &dirty {
         rendered.insert(id.clone(), render_issue(&cache.conn, id, style)?);
     }
-    let file = Jsonl::split(&content);
-    let layout = if content.is_empty() { Layout::default() } else { file.layout };
-    // (id, line) in file order; clean lines borrowed from the file as they are.
-    let mut out: Vec<(Cow<'_, str>, &[u8])> = Vec::with_capacity(file.lines.len() + rendered.len());
-    let mut sorted = true;
-    let mut seen_dirty: HashSet<&str> = HashSet::new();
-    // The bytes change only if a replaced line differs, or a line is removed or added.
-    let mut changed = false;
-    for line in &file.lines {
-        // Issues by id; bd 1.0's header and memory lines by their kind's place (never matched
-        // against the dirty set, which holds issue ids only).
-        let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
-        if out.last().is_some_and(|(prev, _)| (kind_rank(prev), prev.as_ref()) > (kind_rank(&id), id.as_ref())) {
-            sorted = false;
-        }
-        match rendered.get_key_value(id.as_ref()) {
-            Some((key, r)) if seen_dirty.insert(key.as_str()) => match r {
-                Some(text) => {
-                    changed |= text.as_bytes() != line.bytes;
-                    out.push((id, text.as_bytes()));
-                }
-                None => changed = true,
-            },
-            _ => out.push((id, line.bytes)),
-        }
-    }
-    let mut new_ids: Vec<&String> = rendered.keys().filter(|id| !seen_dirty.contains(id.as_str())).collect();
-    new_ids.sort();
-    let mut added = Vec::new();
-    for id in new_ids {
-        if let Some(Some(text)) = rendered.get(id) {
-            added.push((Cow::Borrowed(id.as_str()), text.as_bytes()));
-        }
-    }
-    let unchanged = !changed && added.is_empty();
-    if sorted && !added.is_empty() {
-        // Place new ids in id order within the sorted file.
-        out.extend(added);
-        out.sort_by(|a, b| (kind_rank(&a.0), &a.0).cmp(&(kind_rank(&b.0), &b.0)));
-    } else {
-        out.extend(added);
-    }
+    // The file is read twice in blocks, never held whole: once to learn what would change, once
+    // to write it.
+    let survey = Survey::read(&path, &rendered)?;
+    let mut added: Vec<(&str, &str)> = rendered
+        .iter()
+        .filter(|(id, _)| !survey.seen_dirty.contains(id.as_str()))
+        .filter_map(|(id, r)| r.as_deref().map(|text| (id.as_str(), text)))
+        .collect();
+    added.sort_unstable();
+    let unchanged = !survey.changed && added.is_empty();
     for (id, r) in &rendered {
         match r {
             Some(_) => report.written.push(id.clone()),
-            None if seen_dirty.contains(id.as_str()) => report.removed.push(id.clone()),
+            None if survey.seen_dirty.contains(id.as_str()) => report.removed.push(id.clone()),
             None => {}
         }
     }
@@ -119,23 +87,38 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
     with_guard(&mut cache.conn, |tx| {
         let new_hash = if unchanged {
             report.unchanged = true;
-            line_hash(&content)
+            survey.hash
         } else {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
+            // Staging may fail after the rename: a hard link keeps the old file to put back.
+            let backup = if stage && exists { Some(keep_old_file(&path)?) } else { None };
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-            jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
+            let written = jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
                 let mut w = HashingWriter { inner: w, hasher: &mut hasher };
-                jsonl::write_lines(&mut w, layout, out.iter().map(|(_, l)| *l))
-            })?;
+                rewrite(&path, &survey, &rendered, &added, &mut w)
+            });
+            if let Err(e) = written {
+                if let Some(backup) = &backup {
+                    let _ = std::fs::remove_file(backup);
+                }
+                return Err(e);
+            }
             if stage {
                 if let Err(e) = crate::git::stage(&path) {
-                    jsonl::write_atomic(&path, &content).with_context(|| format!("putting {} back", path.display()))?;
+                    match &backup {
+                        Some(backup) => std::fs::rename(backup, &path),
+                        None => std::fs::remove_file(&path),
+                    }
+                    .with_context(|| format!("putting {} back", path.display()))?;
                     return Err(
                         e.context(format!("staging {} failed; the file was put back and the edits stay in the cache", path.display()))
                     );
                 }
+            }
+            if let Some(backup) = &backup {
+                let _ = std::fs::remove_file(backup);
             }
             hasher.digest() as i64
         };
@@ -152,6 +135,159 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
         Ok(())
     })?;
     Ok(report)
+}
+
+/// Bytes read per block when exporting.
+const BLOCK_SIZE: usize = 8 << 20;
+
+/// What the first read of the file learnt: whether the export changes any byte, whether the
+/// file is in bd's order, its layout and hash, and which dirty ids it holds.
+struct Survey {
+    sorted: bool,
+    changed: bool,
+    seen_dirty: FxHashSet<String>,
+    layout: Layout,
+    hash: i64,
+    /// The file was absent or empty (a new file gets the default layout).
+    empty: bool,
+}
+
+impl Survey {
+    fn read(path: &Path, rendered: &FxHashMap<String, Option<String>>) -> Result<Survey> {
+        let mut survey =
+            Survey { sorted: true, changed: false, seen_dirty: FxHashSet::default(), layout: Layout::default(), hash: 0, empty: true };
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut blocks = match jsonl::LineBlocks::open(path, BLOCK_SIZE) {
+            Ok(b) => b,
+            Err(_) if !path.exists() => {
+                survey.hash = hasher.digest() as i64;
+                return Ok(survey);
+            }
+            Err(e) => return Err(e),
+        };
+        let mut prev: Option<String> = None;
+        while let Some(block) = blocks.next_block()? {
+            hasher.update(block.bytes);
+            survey.empty = false;
+            for line in &block.lines {
+                // Issues by id; bd 1.0's header and memory lines by their kind's place (never
+                // matched against the dirty set, which holds issue ids only).
+                let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
+                if prev.as_deref().is_some_and(|p| (kind_rank(p), p) > (kind_rank(&id), id.as_ref())) {
+                    survey.sorted = false;
+                }
+                if let Some((key, r)) = rendered.get_key_value(id.as_ref()) {
+                    if survey.seen_dirty.insert(key.clone()) {
+                        survey.changed |= r.as_ref().is_none_or(|text| text.as_bytes() != line.bytes);
+                    }
+                }
+                match &mut prev {
+                    Some(p) => {
+                        p.clear();
+                        p.push_str(&id);
+                    }
+                    None => prev = Some(id.into_owned()),
+                }
+            }
+        }
+        survey.layout = if survey.empty { Layout::default() } else { blocks.layout() };
+        survey.hash = hasher.digest() as i64;
+        Ok(survey)
+    }
+}
+
+/// The second read: copies the file to `w` with each dirty issue's line replaced by its rendering
+/// (or dropped), and the new issues in id order when the file is sorted (at the end otherwise).
+fn rewrite(
+    path: &Path,
+    survey: &Survey,
+    rendered: &FxHashMap<String, Option<String>>,
+    added: &[(&str, &str)],
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let layout = survey.layout;
+    let mut out = LineWriter { w, layout, first: true };
+    if layout.bom {
+        out.w.write_all(jsonl::BOM)?;
+    }
+    let mut pending = added.iter().peekable();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    if !survey.empty {
+        let mut blocks = jsonl::LineBlocks::open(path, BLOCK_SIZE).map_err(std::io::Error::other)?;
+        while let Some(block) = blocks.next_block().map_err(std::io::Error::other)? {
+            hasher.update(block.bytes);
+            for line in &block.lines {
+                let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
+                if survey.sorted {
+                    while let Some((_, text)) = pending.next_if(|(n, _)| (kind_rank(n), *n) < (kind_rank(&id), id.as_ref())) {
+                        out.line(text.as_bytes())?;
+                    }
+                }
+                match rendered.get_key_value(id.as_ref()) {
+                    Some((key, r)) if seen.insert(key.as_str()) => {
+                        if let Some(text) = r {
+                            out.line(text.as_bytes())?;
+                        }
+                    }
+                    _ => out.line(line.bytes)?,
+                }
+            }
+        }
+    }
+    if hasher.digest() as i64 != survey.hash {
+        return Err(std::io::Error::other("the file changed while it was exported; nothing was written, run the export again"));
+    }
+    for (_, text) in pending {
+        out.line(text.as_bytes())?;
+    }
+    if layout.final_newline && !out.first {
+        out.w.write_all(out.eol())?;
+    }
+    Ok(())
+}
+
+/// Writes lines with a layout's line endings: an ending between lines; the caller adds the final one.
+struct LineWriter<'w> {
+    w: &'w mut dyn std::io::Write,
+    layout: Layout,
+    first: bool,
+}
+
+impl LineWriter<'_> {
+    fn eol(&self) -> &'static [u8] {
+        if self.layout.crlf {
+            b"\r\n"
+        } else {
+            b"\n"
+        }
+    }
+
+    fn line(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if !self.first {
+            self.w.write_all(self.eol())?;
+        }
+        self.first = false;
+        self.w.write_all(bytes)
+    }
+}
+
+/// Hard-links the file to a temporary name beside it, to put it back if staging fails.
+fn keep_old_file(path: &Path) -> Result<std::path::PathBuf> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let backup = dir.join(format!("{}old.tmp", jsonl::temp_files::prefix()));
+    let _ = std::fs::remove_file(&backup);
+    match std::fs::hard_link(path, &backup) {
+        Ok(()) => Ok(backup),
+        // A file system without hard links: a copy.
+        Err(_) => {
+            std::fs::copy(path, &backup).with_context(|| format!("keeping a copy of {}", path.display()))?;
+            Ok(backup)
+        }
+    }
 }
 
 /// Writes the cache as a whole issues file to `path` (bd's `export -o`): every issue in id order,

@@ -168,7 +168,12 @@ fn regression_an_sql_edit_lost_to_an_older_file_edit_under_newest() {
 
 #[test]
 fn an_update_that_sets_updated_at_keeps_it() {
-    let ws = Workspace::new(&file(&[issue("one", r#""updated_at":"2025-01-01T00:00:00.5Z""#)]));
+    // Two fraction widths: a writer that trims trailing zeros (one width alone would read as a
+    // fixed one-digit style, whose stamp ends in 0 one time in ten).
+    let ws = Workspace::new(&file(&[
+        issue("one", r#""updated_at":"2025-01-01T00:00:00.5Z""#),
+        issue("two", r#""updated_at":"2025-01-01T00:00:00.25Z""#),
+    ]));
     ws.ok(&["import"]);
     ws.sql("UPDATE issues SET title = 't', updated_at = '2025-06-01T00:00:00.25Z' WHERE id = 'one'");
     ws.sql("INSERT INTO labels (issue_id, label) VALUES ('one', 'l')");
