@@ -5,52 +5,42 @@
 //! Also the cost of the installed hooks on `git commit` in a 10k-issue repository (no notify
 //! server configured), against the same repository without them.
 //!
-//! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--commit-size 10k]`
+//! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--commit-size 10k] [--data target/bench-data]`
 
+mod common;
 #[path = "../tests/integration/support.rs"]
 mod support;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{arg, median_ms as median};
 use support::{bin, hermetic, CaptureServer, Reply, TestRepo};
 
-fn arg(name: &str, default: &str) -> String {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
-}
-
-/// A repository whose first commit holds `n` generated issues; returns it and the issues file.
-fn repo_with_generated_issues(n: usize, seed: u32) -> (TestRepo, std::path::PathBuf) {
+/// A repository whose first commit holds `n` issues: `--data DIR`'s `<size>/base.jsonl` when it
+/// exists (the other benchmarks' files), else gen.py's file for `seed`; returns it and the file.
+fn repo_with_generated_issues(label: &str, seed: u32) -> (TestRepo, std::path::PathBuf) {
     let repo = TestRepo::new();
-    let gen = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
     let file = repo.path().join(".beads/issues.jsonl");
-    std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
-    let ok = Command::new("python3")
-        .arg(&gen)
-        .args(["base", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out"])
-        .arg(&file)
-        .status()
-        .expect("python3");
-    assert!(ok.success(), "gen.py failed");
+    let cached = std::path::PathBuf::from(arg("--data", "target/bench-data")).join(label).join("base.jsonl");
+    if cached.exists() {
+        std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+        std::fs::copy(&cached, &file).expect("copy the cached base");
+    } else {
+        common::gen_base(&file, common::issues_in(label), seed);
+    }
     repo.git(&["add", "."]);
     repo.git(&["commit", "-q", "-m", "base"]);
     (repo, file)
 }
 
-fn median(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e3
-}
-
 fn main() {
     let size = arg("--size", "100k");
     let writes: usize = arg("--writes", "50").parse().expect("--writes is a number");
-    let n = size.trim_end_matches('k').parse::<usize>().expect("--size like 100k") * 1000;
 
     // 1. --from-diff between two revisions.
-    let (repo, base) = repo_with_generated_issues(n, 3);
+    let (repo, base) = repo_with_generated_issues(&size, 3);
     let text = std::fs::read_to_string(&base).expect("read");
     let edited: String = text
         .lines()
@@ -122,10 +112,10 @@ fn main() {
     );
 
     // 4. What the hooks add to a commit.
-    let commit_n = arg("--commit-size", "10k").trim_end_matches('k').parse::<usize>().expect("--commit-size like 10k") * 1000;
+    let commit_size = arg("--commit-size", "10k");
     let mut medians = Vec::new();
     for installed in [false, true] {
-        let (repo, file) = repo_with_generated_issues(commit_n, 5);
+        let (repo, file) = repo_with_generated_issues(&commit_size, 5);
         if installed {
             let out = hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]).output().expect("install");
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -149,7 +139,7 @@ fn main() {
         medians.push((median(unrelated), median(issue_edit)));
     }
     println!(
-        "git commit, {commit_n} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms",
+        "git commit, {commit_size} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms",
         medians[0].0, medians[0].1, medians[1].0, medians[1].1, medians[1].0 - medians[0].0, medians[1].1 - medians[0].1
     );
 }

@@ -1,65 +1,33 @@
 //! Cache benchmark: `bd-sync` cold import, no-op re-import, re-import after 1% of lines changed,
 //! export after SQL edits to 1% of issues, and the queries agents run on every step (`ready`,
 //! `ready --limit 10`, `blocked`, `check`) from a warm cache, on generated files. Each figure is
-//! the median wall time of the whole `bd-sync` process over the runs.
+//! the median wall time of the whole `bd-sync` process over the runs; a second line gives the
+//! peak RSS of each (the largest over the runs, read by `wait4`).
 //!
 //! `cargo bench --bench sync -- [--sizes 10k,100k] [--runs 5] [--data target/bench-data]`
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// `10k` -> 10,000; `1m` -> 1,000,000.
-fn issues_in(label: &str) -> usize {
-    let (digits, unit) = match label.strip_suffix('m') {
-        Some(d) => (d, 1_000_000),
-        None => (label.trim_end_matches('k'), 1000),
-    };
-    digits.parse::<usize>().expect("sizes like 1k, 10k, 100k, 1m") * unit
-}
-
-fn arg(name: &str, default: &str) -> String {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_owned())
-}
+use common::{arg, measure, median_ms};
 
 fn ensure_base(data: &Path, label: &str) -> PathBuf {
     let path = data.join(label).join("base.jsonl");
     if !path.exists() {
-        let n = issues_in(label);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen.py");
-        let ok = Command::new("python3")
-            .arg(gen)
-            .args(["base", "--n", &n.to_string(), "--seed", "1", "--out"])
-            .arg(&path)
-            .status()
-            .expect("python3");
-        assert!(ok.success(), "gen.py failed");
+        common::gen_base(&path, common::issues_in(label), 1);
     }
     path
 }
 
-fn time(cmd: &mut Command) -> Duration {
-    let start = Instant::now();
-    let out = cmd.output().expect("run bd-sync");
-    let t = start.elapsed();
-    assert!(out.status.success(), "bd-sync failed: {}", String::from_utf8_lossy(&out.stderr));
-    t
-}
-
-/// Like [`time`], for commands whose exit code reports findings (`check`).
-fn time_any(cmd: &mut Command) -> Duration {
-    let start = Instant::now();
-    let out = cmd.output().expect("run bd-sync");
-    let t = start.elapsed();
-    assert!(out.status.code().is_some_and(|c| c < 2), "bd-sync failed: {}", String::from_utf8_lossy(&out.stderr));
-    t
-}
-
-fn median(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e3
+/// Runs a command that must succeed (exit 0, or below 2 with `findings_ok`: `check` reports
+/// findings by its exit code); returns its wall time and peak RSS (KiB).
+fn run(cmd: &mut Command, findings_ok: bool) -> (Duration, i64) {
+    let m = measure(cmd.stdout(std::process::Stdio::null()));
+    assert!(m.code == 0 || (findings_ok && m.code == 1), "bd-sync failed with exit {}", m.code);
+    (m.wall, m.rss_kib)
 }
 
 /// Every 100th line gets a different title (toggled by `flip`).
@@ -108,38 +76,41 @@ fn main() {
             c.arg("--db").arg(&db).arg("-C").arg(dir.path()).args(args);
             c
         };
-        let (mut cold, mut noop, mut changed, mut export) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut ready, mut ready10, mut blocked, mut check) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for run in 0..runs {
+        // Measures, in column order: cold import, no-op import, 1% re-import, export 1%, ready,
+        // ready -l10, blocked, check.
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); 8];
+        let mut rss = [0i64; 8];
+        let mut record = |k: usize, (t, r): (Duration, i64)| {
+            times[k].push(t);
+            rss[k] = rss[k].max(r);
+        };
+        for run_index in 0..runs {
             std::fs::write(&file, &original).expect("write");
             remove_db();
-            cold.push(time(&mut sync(&["import"])));
-            noop.push(time(&mut sync(&["import"])));
-            std::fs::write(&file, one_percent_changed(&original, run % 2 == 0)).expect("write");
-            changed.push(time(&mut sync(&["import"])));
+            record(0, run(&mut sync(&["import"]), false));
+            record(1, run(&mut sync(&["import"]), false));
+            std::fs::write(&file, one_percent_changed(&original, run_index % 2 == 0)).expect("write");
+            record(2, run(&mut sync(&["import"]), false));
             {
                 let conn = rusqlite::Connection::open(&db).expect("open");
                 conn.execute("UPDATE issues SET assignee = 'bench-' || rowid WHERE rowid % 100 = 0", []).expect("update");
             }
-            export.push(time(&mut sync(&["export"])));
-            ready.push(time(&mut query(&["ready"])));
-            ready10.push(time(&mut query(&["ready", "--limit", "10"])));
-            blocked.push(time(&mut query(&["blocked"])));
-            check.push(time_any(&mut query(&["check"])));
+            record(3, run(&mut sync(&["export"]), false));
+            record(4, run(&mut query(&["ready"]), false));
+            record(5, run(&mut query(&["ready", "--limit", "10"]), false));
+            record(6, run(&mut query(&["blocked"]), false));
+            record(7, run(&mut query(&["check"]), true));
         }
         let mb = original.len() as f64 / 1e6;
+        let t: Vec<f64> = times.into_iter().map(median_ms).collect();
         println!(
             "{:<6} {:>8.1} {:>9.0} ms {:>9.0} ms {:>9.0} ms {:>7.0} ms {:>6.0} ms {:>7.0} ms {:>6.0} ms {:>6.0} ms",
-            label,
-            mb,
-            median(cold),
-            median(noop),
-            median(changed),
-            median(export),
-            median(ready),
-            median(ready10),
-            median(blocked),
-            median(check)
+            label, mb, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
+        );
+        let m: Vec<f64> = rss.iter().map(|k| *k as f64 / 1024.0).collect();
+        println!(
+            "{:<6} {:>8} {:>9.0} MB {:>9.0} MB {:>9.0} MB {:>7.0} MB {:>6.0} MB {:>7.0} MB {:>6.0} MB {:>6.0} MB",
+            "  RSS", "", m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
         );
     }
 }

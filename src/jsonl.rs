@@ -314,7 +314,7 @@ pub fn read(path: &Path) -> Result<Content> {
     let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
     if meta.is_file() && meta.len() >= 1 << 20 {
         // SAFETY: the mapping is read-only; see the caller contract above.
-        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+        if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
             return Ok(Content::Mapped(map));
         }
     }

@@ -395,9 +395,13 @@ impl Write<'_> {
     fn apply(mut self, cache: &mut Cache, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Result<()> {
         // A cold import into an empty cache writes every page once instead of through the WAL and
         // a checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
-        let cold = self.state.hashes.is_empty() && self.plans.len() > 10_000;
+        // It also skips the fsync at commit (at 1M issues, 2.2 GB at the disk's 280 MB/s: 8 s):
+        // an empty cache holds no SQL edits, so everything it is about to hold is in the file,
+        // and a cache damaged by a power cut is rebuilt from the file (`import --force`, or
+        // remove it).
+        let cold = self.state.hashes.is_empty() && self.state.dirty.is_empty() && self.plans.len() > 10_000;
         if cold {
-            let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE");
+            let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF");
         }
         cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
         let merge_options = MergeOptions { policy: self.options.policy.into(), ..MergeOptions::default() };
@@ -442,7 +446,7 @@ impl Write<'_> {
             Ok(())
         });
         if cold {
-            let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL");
+            let _ = cache.conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
         }
         written.bad.sort_by_key(|b| b.line);
         written.report.skipped = std::mem::take(written.bad);
