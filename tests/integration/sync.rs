@@ -98,6 +98,33 @@ fn round_trip_of_a_generated_file_is_byte_identical() {
     round_trip_is_byte_identical(&generated(500));
 }
 
+/// The streamed export (the file copied block by block, dirty lines replaced, new ids merged in
+/// order) must write exactly what the straightforward path writes: every issue of the cache in
+/// id order, rendered when dirty (`export OTHER`, a snapshot of the cache).
+#[test]
+fn the_streamed_export_equals_a_snapshot_of_the_cache() {
+    if shared_file("bench/gen.py").is_none() {
+        eprintln!("skipped: ../shared/bench/gen.py not present");
+        return;
+    }
+    let ws = Workspace::new(&generated(2000));
+    ws.ok(&["import"]);
+    ws.sql(
+        "UPDATE issues SET title = 'edited ' || id WHERE rowid % 50 = 0;
+         INSERT INTO labels (issue_id, label) SELECT id, 'added' FROM issues WHERE rowid % 70 = 1;
+         DELETE FROM issues WHERE rowid % 400 = 7;
+         INSERT INTO issues (id, title, status, priority) VALUES ('bd-0000', 'first of all', 'open', 1);
+         INSERT INTO issues (id, title, status, priority) VALUES ('bd-m-new', 'in the middle', 'open', 2);
+         INSERT INTO issues (id, title, status, priority) VALUES ('bd-zzzzzzzz', 'last of all', 'open', 3);",
+    );
+    let snapshot = ws.dir.path().join("snapshot.jsonl");
+    ws.ok(&["export", snapshot.to_str().expect("utf8")]);
+    ws.ok(&["export"]);
+    let (exported, expected) = (ws.read(), std::fs::read(&snapshot).expect("snapshot"));
+    assert!(exported == expected, "streamed export differs from the snapshot:\n{}", crate::support::diff(&expected, &exported));
+    assert!(String::from_utf8_lossy(&exported).contains("in the middle"));
+}
+
 #[test]
 fn round_trip_of_go_escapes_and_mixed_offsets_is_byte_identical() {
     let content = concat!(
