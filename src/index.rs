@@ -56,14 +56,17 @@ impl<'a> IdIndex<'a> {
             match record_key(line.bytes).map(crate::record::Key::into_string_key) {
                 Ok(id) => {
                     let idx = u32::try_from(i).expect("fewer than 4 billion lines");
-                    match ids.get_mut(&id) {
-                        None => {
-                            ids.insert(id.clone(), Slot::One(idx));
+                    match ids.entry(id.clone()) {
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(Slot::One(idx));
                         }
-                        Some(slot) => match slot {
-                            Slot::One(first) => *slot = Slot::Many(vec![*first, idx]),
-                            Slot::Many(v) => v.push(idx),
-                        },
+                        std::collections::hash_map::Entry::Occupied(mut o) => {
+                            let slot = o.get_mut();
+                            match slot {
+                                Slot::One(first) => *slot = Slot::Many(vec![*first, idx]),
+                                Slot::Many(v) => v.push(idx),
+                            }
+                        }
                     }
                     line_ids.push(Some(id));
                 }

@@ -20,7 +20,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::index::IdIndex;
+use crate::index::{IdIndex, Slot};
 use crate::jsonl::{self, Jsonl, Layout, Line};
 use crate::record::{key_label, kind_rank, render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
@@ -233,6 +233,12 @@ fn parse(input: Input, line: Line<'_>) -> Result<Parsed<'_>, Unmergeable> {
     Ok(Parsed { bytes: line.bytes, obj, value })
 }
 
+/// Checks that a line is a valid record, without building its value (a record only one side
+/// changed is kept as it is).
+fn validate(input: Input, line: Line<'_>) -> Result<(), Unmergeable> {
+    RawObject::parse(line.bytes).map(|_| ()).map_err(|problem| Unmergeable { input, line: line.number, problem })
+}
+
 /// What the merge writes for one id.
 enum Out<'a> {
     Line(Cow<'a, [u8]>),
@@ -398,28 +404,34 @@ struct Merger<'m, 'a> {
 
 impl<'m, 'a> Merger<'m, 'a> {
     fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
-        if self.b.is_duplicated(id) || self.o.is_duplicated(id) || self.t.is_duplicated(id) {
+        // One lookup per input: is the id there, on one line or on several.
+        let slots = [self.b.ids.get(id), self.o.ids.get(id), self.t.ids.get(id)];
+        if slots.iter().any(|s| matches!(s, Some(Slot::Many(_)))) {
             return self.merge_duplicates(id);
         }
-        let (b, o, t) = (self.b.single(id), self.o.single(id), self.t.single(id));
+        let line = |file: &Indexed<'a>, slot: Option<&Slot>| slot.map(|s| file.line(s.indexes()[0]));
+        let (b, o, t) = (line(self.b, slots[0]), line(self.o, slots[1]), line(self.t, slots[2]));
         let bytes = |l: Option<Line<'a>>| l.map(|l| l.bytes);
-        if bytes(o) != bytes(b) || bytes(t) != bytes(b) {
+        // Each comparison of whole lines once: most records are the same in all three.
+        let (ours_is_base, theirs_is_base) = (bytes(o) == bytes(b), bytes(t) == bytes(b));
+        if !ours_is_base || !theirs_is_base {
             self.touched.push(id.to_owned());
         }
         let keep = |line: Line<'a>| Ok(vec![Out::Line(Cow::Borrowed(line.bytes))]);
         match (b, o, t) {
+            (Some(_), Some(x), Some(_)) if ours_is_base && theirs_is_base => keep(x),
             (_, Some(x), Some(y)) if x.bytes == y.bytes => {
                 if b.is_none_or(|b| b.bytes != x.bytes) {
-                    parse(Input::Ours, x)?;
+                    validate(Input::Ours, x)?;
                 }
                 keep(x)
             }
             (None, Some(x), None) => {
-                parse(Input::Ours, x)?;
+                validate(Input::Ours, x)?;
                 keep(x)
             }
             (None, None, Some(y)) => {
-                parse(Input::Theirs, y)?;
+                validate(Input::Theirs, y)?;
                 keep(y)
             }
             (None, Some(x), Some(y)) => {
@@ -433,11 +445,11 @@ impl<'m, 'a> Merger<'m, 'a> {
             (Some(b), Some(x), None) => self.deleted_on_one_side(id, b, x, Side::Ours),
             (Some(b), None, Some(y)) => self.deleted_on_one_side(id, b, y, Side::Theirs),
             (Some(b), Some(x), Some(y)) => {
-                if y.bytes == b.bytes {
-                    parse(Input::Ours, x)?;
+                if theirs_is_base {
+                    validate(Input::Ours, x)?;
                     return keep(x);
                 }
-                if x.bytes == b.bytes {
+                if ours_is_base {
                     // Theirs may only have re-formatted it (another writer): then the record is
                     // unchanged, and an unchanged record keeps ours' bytes (SPEC §3 "Equal").
                     let (pb, py) = (parse(Input::Base, b)?, parse(Input::Theirs, y)?);
