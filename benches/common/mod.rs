@@ -47,6 +47,14 @@ pub struct Measured {
 
 /// Runs a command to completion (stdin and stderr closed) and measures it.
 pub fn measure(cmd: &mut Command) -> Measured {
+    // A child started by posix_spawn shares our address space until it execs, and Linux then
+    // records our *peak* RSS as the start of its own: a bench that once read a 1 GB file would
+    // report 1 GB for every command. An empty pre_exec hook makes std fork instead, and a forked
+    // child starts from our current RSS, which is small while we measure.
+    // SAFETY: the hook does nothing, so it is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, || Ok(()));
+    }
     let start = Instant::now();
     // Reaped by wait4 below (which also reports the peak RSS), not by Child::wait.
     #[allow(clippy::zombie_processes)]
