@@ -17,8 +17,13 @@ use crate::record::LineProblem;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     content: Vec<u8>,
-    records: FxHashMap<String, Vec<Range<usize>>>,
-    order: Vec<String>,
+    /// Every issue line's byte range, grouped by id, ids in the order of their first line.
+    ranges: Vec<Range<usize>>,
+    /// Id -> its lines: `ranges[start..start + count]`.
+    records: FxHashMap<Box<str>, (u32, u32)>,
+    /// The ids' spans in `ranges`, in the order of their first line (the id is read back from
+    /// the line: one string per id, not two).
+    order: Vec<(u32, u32)>,
 }
 
 /// A line that kept a snapshot from being taken.
@@ -40,17 +45,18 @@ impl Snapshot {
     /// Takes file content. With `validate`, every line must be a JSON object with a string id
     /// (lines byte-identical to `previous` are trusted); otherwise only the id is read.
     pub fn parse(content: Vec<u8>, validate: bool, previous: Option<&Snapshot>) -> Result<Snapshot, SnapshotError> {
-        let (records, order) = {
+        let (ranges, records, order) = {
             let index = IdIndex::new(&content);
             // The first problem in line order: a line without an id, or (validating) an invalid record.
             let mut first: Option<SnapshotError> =
                 index.bad.first().map(|(i, problem)| SnapshotError { line: index.file.lines[*i].number, problem: problem.clone() });
-            let mut records: FxHashMap<String, Vec<Range<usize>>> = FxHashMap::default();
+            let mut ranges = Vec::with_capacity(index.file.lines.len());
+            let mut records: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
             records.reserve(index.ids.len());
             let mut order = Vec::with_capacity(index.ids.len());
             // Header and memory lines are not work items: nobody is notified about them.
             for (id, slot) in index.issues_in_order() {
-                let mut ranges = Vec::with_capacity(slot.indexes().len());
+                let start = u32::try_from(ranges.len()).expect("fewer than 4 billion lines");
                 for &i in slot.indexes() {
                     let line = index.line(i);
                     if validate
@@ -61,23 +67,31 @@ impl Snapshot {
                             first = Some(SnapshotError { line: line.number, problem });
                         }
                     }
-                    let start = line.bytes.as_ptr() as usize - content.as_ptr() as usize;
-                    ranges.push(start..start + line.bytes.len());
+                    let at = line.bytes.as_ptr() as usize - content.as_ptr() as usize;
+                    ranges.push(at..at + line.bytes.len());
                 }
-                order.push(id.to_string());
-                records.insert(id.to_string(), ranges);
+                let span = (start, slot.indexes().len() as u32);
+                records.insert(id.as_ref().into(), span);
+                order.push(span);
             }
             if let Some(e) = first {
                 return Err(e);
             }
-            (records, order)
+            (ranges, records, order)
         };
-        Ok(Snapshot { content, records, order })
+        Ok(Snapshot { content, ranges, records, order })
     }
 
     /// The bytes of an id's line(s), in file order (none for an unknown id).
     pub fn lines<'s>(&'s self, id: &str) -> impl Iterator<Item = &'s [u8]> + 's {
-        self.records.get(id).into_iter().flatten().map(|r| &self.content[r.clone()])
+        let span = self.records.get(id).map(|&(start, count)| start as usize..(start + count) as usize).unwrap_or(0..0);
+        self.ranges[span].iter().map(|r| &self.content[r.clone()])
+    }
+
+    /// The id of the record whose lines are `span`.
+    fn id_of(&self, span: (u32, u32)) -> std::borrow::Cow<'_, str> {
+        let line = &self.content[self.ranges[span.0 as usize].clone()];
+        crate::record::record_id(line).expect("a snapshot holds issue lines only")
     }
 
     /// True when there are no records.
@@ -117,16 +131,18 @@ impl Changes {
 /// Compares two snapshots.
 pub fn changes(old: &Snapshot, new: &Snapshot) -> Changes {
     let mut c = Changes::default();
-    for id in &new.order {
-        match old.records.get(id) {
-            None => c.added.push(id.clone()),
-            Some(_) if !old.lines(id).eq(new.lines(id)) => c.modified.push(id.clone()),
+    for &span in &new.order {
+        let id = new.id_of(span);
+        match old.records.get(id.as_ref()) {
+            None => c.added.push(id.into_owned()),
+            Some(_) if !old.lines(&id).eq(new.lines(&id)) => c.modified.push(id.into_owned()),
             Some(_) => {}
         }
     }
-    for id in &old.order {
-        if !new.records.contains_key(id) {
-            c.deleted.push(id.clone());
+    for &span in &old.order {
+        let id = old.id_of(span);
+        if !new.records.contains_key(id.as_ref()) {
+            c.deleted.push(id.into_owned());
         }
     }
     c
