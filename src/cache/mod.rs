@@ -24,10 +24,12 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 const SCHEMA: &str = include_str!("schema.sql");
 /// What version 2 adds to version 1 (run alone, it migrates a version-1 cache).
 const SCHEMA_V2: &str = include_str!("schema_v2.sql");
+/// What version 3 adds to version 2 (an index); run alone, it migrates a version-2 cache.
+const SCHEMA_V3: &str = include_str!("schema_v3.sql");
 
 /// Where the issues file and its cache live.
 #[derive(Debug, Clone)]
@@ -145,10 +147,13 @@ impl Cache {
         if version == SCHEMA_VERSION {
             return Ok(());
         }
-        if version == 1 {
-            // Additive: an index, a view and triggers; rows and unexported edits stay.
+        if version == 1 || version == 2 {
+            // Additive: indexes, a view and triggers; rows and unexported edits stay.
             let tx = self.conn.transaction()?;
-            tx.execute_batch(SCHEMA_V2).context("migrating the cache to schema version 2")?;
+            if version == 1 {
+                tx.execute_batch(SCHEMA_V2).context("migrating the cache to schema version 2")?;
+            }
+            tx.execute_batch(SCHEMA_V3).context("migrating the cache to schema version 3")?;
             tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
             tx.commit()?;
             return Ok(());
@@ -180,6 +185,7 @@ impl Cache {
         let tx = self.conn.transaction()?;
         tx.execute_batch(SCHEMA).context("creating the cache schema")?;
         tx.execute_batch(SCHEMA_V2).context("creating the cache schema")?;
+        tx.execute_batch(SCHEMA_V3).context("creating the cache schema")?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         tx.commit()?;
         Ok(())

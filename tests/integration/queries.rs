@@ -194,13 +194,13 @@ fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
     // Turn the cache back into what version 1 wrote.
     let conn = rusqlite::Connection::open(ws.db()).expect("db");
     let v2: Vec<(String, String)> = conn
-        .prepare("SELECT type, name FROM sqlite_master WHERE (name LIKE '%bumps_updated_at' OR name LIKE '%stamps_updated_at' OR name IN ('issues_ready', 'issues_status', 'sql_edit_stamp'))")
+        .prepare("SELECT type, name FROM sqlite_master WHERE (name LIKE '%bumps_updated_at' OR name LIKE '%stamps_updated_at' OR name IN ('issues_ready', 'issues_status', 'sql_edit_stamp', 'dependencies_by_type'))")
         .expect("prepare")
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
-    assert_eq!(v2.len(), 13, "{v2:?}");
+    assert_eq!(v2.len(), 14, "{v2:?}");
     for (kind, name) in v2 {
         conn.execute_batch(&format!("DROP {kind} {name}")).expect("drop");
     }
@@ -210,6 +210,23 @@ fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
     assert_eq!(ids(&ws, &["ready", "--json"]), ["one"], "the pinned issue's exclusion is derived from its line");
     ws.ok(&["export"]);
     assert!(String::from_utf8(ws.read()).expect("utf8").contains("\"kept\""));
+}
+
+#[test]
+fn a_version_2_cache_gains_the_dependency_index_and_keeps_its_edits() {
+    let ws = Workspace::new(&file(&[
+        issue("one", ""),
+        issue("two", r#""dependencies":[{"issue_id":"two","depends_on_id":"one","type":"blocks"}]"#),
+    ]));
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'kept' WHERE id = 'one'; DROP INDEX dependencies_by_type; PRAGMA user_version = 2;");
+    assert_eq!(ids(&ws, &["blocked", "--json"]), ["two"]);
+    let conn = rusqlite::Connection::open(ws.db()).expect("db");
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("version");
+    let index: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'dependencies_by_type'", [], |r| r.get(0)).expect("index");
+    assert_eq!((version, index), (3, 1));
+    assert!(ws.ok(&["status"]).contains("dirty   1"), "the edit survived the migration");
 }
 
 #[test]
