@@ -4,8 +4,9 @@
 //! hash) is a no-op. Otherwise only lines whose hash changed are parsed; ids gone from the file are
 //! removed. An issue edited through SQL and also changed in the file is merged three-way (base:
 //! the line as last synced; ours: the cache; theirs: the file) with the merge engine, and stays
-//! dirty for the next export. Any malformed line aborts the whole import before anything is
-//! written, unless `skip_invalid` is set.
+//! dirty for the next export. Any malformed line aborts the whole import and its transaction is
+//! rolled back, so nothing is written, unless `skip_invalid` is set. The file is read in blocks
+//! and never held whole, so memory does not grow with its size.
 
 use std::collections::HashMap;
 use std::fmt;
