@@ -46,9 +46,10 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
         rows.collect::<rusqlite::Result<_>>()?
     };
     let path = cache.paths.file.clone();
-    let exists = match std::fs::metadata(&path) {
-        Ok(m) => m.len() > 0,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+    // Present at all (an empty file is put back as it was if staging fails), and with content.
+    let (present, exists) = match std::fs::metadata(&path) {
+        Ok(m) => (true, m.len() > 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, false),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     if dirty.is_empty() && exists {
@@ -93,7 +94,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
                 std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
             // Staging may fail after the rename: a hard link keeps the old file to put back.
-            let backup = if stage && exists { Some(keep_old_file(&path)?) } else { None };
+            let backup = if stage && present { Some(keep_old_file(&path)?) } else { None };
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             let written = jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
                 let mut w = HashingWriter { inner: w, hasher: &mut hasher };
