@@ -195,9 +195,9 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
     }
     let display = path.display().to_string();
     let state = CacheState::read(cache)?;
-    let scan = Scan::read(&path, &display, block_size)?;
+    let mut scan = Scan::read(&path, &display, block_size)?;
     let mut report = ImportReport { other_records: scan.other_records, ..ImportReport::default() };
-    let mut bad = scan.bad.clone();
+    let mut bad = std::mem::take(&mut scan.bad);
     let plans = plan(&scan, &state, options.force, &mut report);
     let progress = options.progress.then(|| {
         let bar = indicatif::ProgressBar::new(plans.len() as u64);

@@ -194,7 +194,7 @@ impl Blocking {
         Ok(Blocking { blockers })
     }
 
-    /// Puts the blocked ids in `temp.blocked_now` for the list queries.
+    /// Puts the blocked ids in `temp.blocked_now` for the `blocked` list (`ready` filters by hash).
     fn load(&self, cache: &Cache) -> Result<()> {
         cache.conn.execute_batch(
             "CREATE TEMP TABLE IF NOT EXISTS blocked_now (id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.blocked_now",
