@@ -64,6 +64,12 @@ pub enum FindingKind {
     ManagerConfigMissing,
     /// A hook manager has not installed one of our hook types.
     ManagerHookMissing,
+    /// A hook written for another interpreter (Python, Node, ...) that does not call our hook
+    /// entry point: our POSIX sh block cannot go in it.
+    HookForeignInterpreter,
+    /// A hook file that is a symbolic link out of the repository (or to something that is not
+    /// a regular file): install does not edit it.
+    HookSymlinkOutside,
 }
 
 impl FindingKind {
@@ -74,8 +80,17 @@ impl FindingKind {
             // Data that tools refuse, mangle or never merge.
             ConflictMarker | MalformedLine | DuplicateCommentId | DependencyCycle => Severity::Error,
             // An installation that silently line-merges or skips our hooks.
-            DriverMissing | DriverPlaceholders | AttributeMissing | HookMissing | HookOutdated | HookNotExecutable | HookUnreachable
-            | ManagerConfigMissing | ManagerHookMissing => Severity::Error,
+            DriverMissing
+            | DriverPlaceholders
+            | AttributeMissing
+            | HookMissing
+            | HookOutdated
+            | HookNotExecutable
+            | HookUnreachable
+            | ManagerConfigMissing
+            | ManagerHookMissing
+            | HookForeignInterpreter
+            | HookSymlinkOutside => Severity::Error,
             // Worth fixing, and every tool copes: real, healthy files have them.
             DuplicateId
             | DanglingDependency
@@ -115,6 +130,8 @@ impl FindingKind {
             HookUnreachable => "hook-unreachable",
             ManagerConfigMissing => "manager-config-missing",
             ManagerHookMissing => "manager-hook-missing",
+            HookForeignInterpreter => "hook-foreign-interpreter",
+            HookSymlinkOutside => "hook-symlink-outside",
         }
     }
 }

@@ -58,9 +58,41 @@ pub fn conflict_style_shows_base() -> bool {
 }
 
 /// The git directory of the repository containing `dir` (as `git rev-parse --git-dir`, honouring
-/// `GIT_DIR`), absolute; `None` outside a repository.
+/// `GIT_DIR`), absolute; `None` outside a repository or when git refuses it.
 pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
     run(dir, &["rev-parse", "--absolute-git-dir"]).ok().map(std::path::PathBuf::from)
+}
+
+/// Like [`git_dir`], but git refusing a repository that is there (its "dubious ownership" check,
+/// as in a container's bind mount) is an error naming the fix, not "no repository": callers must
+/// not fall back to keeping files in the work tree of a repository they were refused.
+/// `Ok(None)` outside a repository, or when git is not installed.
+pub fn git_dir_checked(dir: &Path) -> Result<Option<std::path::PathBuf>> {
+    let Ok(out) = Command::new("git").args(["rev-parse", "--absolute-git-dir"]).current_dir(dir).stdin(Stdio::null()).output() else {
+        return Ok(None);
+    };
+    if out.status.success() {
+        return Ok(Some(std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("dubious ownership") {
+        let top = stderr
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("git config --global --add safe.directory "))
+            .map(str::to_owned)
+            .unwrap_or_else(|| dir.display().to_string());
+        bail!(
+            "git refuses the repository at {} (dubious ownership: it belongs to another user), so beads-git will not \
+             use it either, nor fall back to keeping its cache in the work tree. If you trust it, run: \
+             git config --global --add safe.directory {}",
+            crate::record::printable(&top, 4096),
+            crate::record::printable(&top, 4096)
+        );
+    }
+    if stderr.contains("not a git repository") {
+        return Ok(None);
+    }
+    bail!("git rev-parse failed in {}: {}", dir.display(), crate::record::printable(stderr.trim(), 4096))
 }
 
 /// Candidate paths of the issues file inside a tree, newest name first.

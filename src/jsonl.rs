@@ -122,11 +122,20 @@ pub struct LineBlocks {
 }
 
 impl LineBlocks {
-    /// Opens `path` for reading in blocks of about `block_size` bytes.
+    /// Opens `path` for reading in blocks of about `block_size` bytes. It must be a regular
+    /// file: a symlink, FIFO or device is refused by name (see [`crate::safe_fs`]).
     pub fn open(path: &Path, block_size: usize) -> Result<LineBlocks> {
-        let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let file = crate::safe_fs::open_regular(path)?
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ok(LineBlocks::from_file(file, path, block_size))
+    }
+
+    /// Reads an already open file (from its current offset) in blocks of about `block_size`
+    /// bytes; `path` names it in errors.
+    pub fn from_file(file: fs::File, path: &Path, block_size: usize) -> LineBlocks {
         let block_size = block_size.max(1);
-        Ok(LineBlocks {
+        LineBlocks {
             path: path.to_owned(),
             file,
             buf: Vec::new(),
@@ -138,7 +147,7 @@ impl LineBlocks {
             eof: false,
             layout: Layout::default(),
             crlf: None,
-        })
+        }
     }
 
     /// The next block, or `None` at the end of the file.
@@ -267,6 +276,46 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
     }
     tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
     Ok(())
+}
+
+/// Writes a new version of `path` through a temporary file beside it, and moves it in place only
+/// if the file at `path` is still the version `expected` (`None`: no file) that the content was
+/// made from (see [`crate::safe_fs::replace_if_unchanged`]). Returns the identity of the file
+/// written, or `None` when another writer replaced or changed the file meanwhile (then nothing
+/// was changed). The file's permissions are kept; the write is fsynced.
+pub fn write_atomic_if_unchanged(
+    path: &Path,
+    expected: Option<crate::safe_fs::Identity>,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<Option<crate::safe_fs::Identity>> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    temp_files::sweep(dir);
+    temp_files::ignore_in_git(dir);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_files::prefix())
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        produce(&mut w).and_then(|()| w.flush()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?
+        }
+        _ => set_new_file_mode(tmp.path())?,
+    }
+    tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
+    let written = crate::safe_fs::Identity::of(&tmp.as_file().metadata().with_context(|| format!("reading {}", tmp.path().display()))?);
+    let tmp = tmp.into_temp_path();
+    match crate::safe_fs::replace_if_unchanged(&tmp, path, expected).with_context(|| format!("replacing {}", path.display()))? {
+        crate::safe_fs::Replaced::Done => Ok(Some(written)),
+        crate::safe_fs::Replaced::Raced => Ok(None),
+    }
 }
 
 #[cfg(unix)]

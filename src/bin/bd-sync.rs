@@ -215,7 +215,19 @@ fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
 fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache, Option<PathBuf>)> {
     let paths = paths(cli, file)?;
     let mut cache = Cache::open(&paths, OpenOptions::write(Duration::from_secs(timeout)).with_notice(notice))?;
-    let Some(explicit) = file.map(|_| paths.file.clone()) else { return Ok((cache, None)) };
+    let Some(explicit) = file.map(|_| paths.file.clone()) else {
+        // No FILE: the file the cache is bound to (after `--rebind`, not the one found from
+        // here), as the queries do; never a silent re-binding to another file.
+        cache.follow_binding()?;
+        if !same_file(&cache.paths.file, &paths.file) {
+            notice(&format!(
+                "the cache is bound to {} (by --rebind), not {}; using the bound file",
+                cache.paths.file.display(),
+                paths.file.display()
+            ));
+        }
+        return Ok((cache, None));
+    };
     let bound = match cache.bound_file()? {
         Some(p) => Some(p),
         None => beads_git::cache::find_issues_file(&repo_dir(cli, None)?).ok(),
@@ -352,7 +364,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             }
             print_actions(cli, &actions, *dry_run, imported.as_ref())?;
-            Ok(ExitCode::SUCCESS)
+            Ok(refusal_exit(&actions))
         }
         Command::Hook { hook, args } => {
             // Fail-open: a hook must never fail the git operation it runs in.
@@ -372,7 +384,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             let repo = repo_dir(cli, repo.as_ref())?;
             let actions = install::uninstall(&repo, *dry_run)?;
             print_actions(cli, &actions, *dry_run, None)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(refusal_exit(&actions))
         }
         Command::Status => {
             let s = query::status_of(&paths(cli, None)?, Duration::from_secs(10))?;
@@ -501,6 +513,15 @@ fn repo_dir(cli: &Cli, repo: Option<&PathBuf>) -> Result<PathBuf> {
     match (repo, &cli.repo) {
         (Some(r), _) | (None, Some(r)) => Ok(r.clone()),
         (None, None) => std::env::current_dir().context("finding the current directory"),
+    }
+}
+
+/// Exit 1 when install or uninstall left a file alone that the user must see to by hand.
+fn refusal_exit(actions: &[install::Action]) -> ExitCode {
+    if actions.iter().any(|a| a.change == install::Change::Refused) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

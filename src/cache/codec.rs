@@ -271,19 +271,12 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
         }
     }
 
-    // Labels: the stored order for labels still present, then new ones; sorted if it was sorted.
-    let old_labels: Vec<String> = string_array(&obj, "labels");
-    let mut labels: Vec<String> = {
+    let labels: Vec<String> = {
         let mut st = conn.prepare_cached("SELECT label FROM labels WHERE issue_id = ?1 ORDER BY position, rowid")?;
         let rows = st.query_map([id], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    if labels != old_labels {
-        if old_labels.windows(2).all(|w| w[0] <= w[1]) {
-            labels.sort();
-        }
-        let text =
-            (!labels.is_empty()).then(|| format!("[{}]", labels.iter().map(|l| json_string(l, go_style)).collect::<Vec<_>>().join(comma)));
+    if let Some(text) = patched_labels(&obj, &labels, comma, go_style) {
         set(&mut entries, "labels", text, go_style);
     }
 
@@ -307,6 +300,44 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
     patch_array(&mut entries, &obj, "comments", comments, comma, go_style);
 
     Ok(Some(render_entries(&entries, colon, comma)))
+}
+
+/// The `labels` array after the cache's label rows (`labels`) changed, patched element by element
+/// so that what the edit did not touch keeps its text: elements that are not strings, and every
+/// repeat of a label still present, stay where they are; labels removed go; labels added follow
+/// (in id order when the array was sorted). `None` when the labels did not change; `Some(None)`
+/// when the array becomes empty (the key is left out).
+fn patched_labels(obj: &RawObject<'_>, labels: &[String], comma: &str, go_style: bool) -> Option<Option<String>> {
+    let old: Vec<&str> = obj.get("labels").and_then(split_array).unwrap_or_default();
+    let old_strings: Vec<Option<std::borrow::Cow<'_, str>>> = old.iter().map(|e| parse_json_str(e)).collect();
+    let present = |l: &str| old_strings.iter().any(|s| s.as_deref() == Some(l));
+    let kept: Vec<&str> =
+        old.iter().zip(&old_strings).filter(|(_, s)| s.as_deref().is_none_or(|s| labels.iter().any(|l| l == s))).map(|(e, _)| *e).collect();
+    let mut added: Vec<&String> = labels.iter().filter(|l| !present(l)).collect();
+    added.dedup();
+    if kept.len() == old.len() && added.is_empty() {
+        return None;
+    }
+    let strings: Vec<&str> = old_strings.iter().flatten().map(|s| s.as_ref()).collect();
+    let sorted = old_strings.iter().all(Option::is_some) && strings.windows(2).all(|w| w[0] <= w[1]);
+    let mut elements: Vec<String> = kept.iter().map(|e| e.to_string()).collect();
+    if sorted {
+        let mut all: Vec<String> = kept.iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect();
+        all.extend(added.iter().map(|l| l.to_string()));
+        all.sort();
+        // Keep the kept elements' own text (escapes) for labels already there.
+        elements = all
+            .iter()
+            .map(|l| {
+                kept.iter()
+                    .find(|e| parse_json_str(e).as_deref() == Some(l.as_str()))
+                    .map_or_else(|| json_string(l, go_style), |e| e.to_string())
+            })
+            .collect();
+    } else {
+        elements.extend(added.iter().map(|l| json_string(l, go_style)));
+    }
+    Some((!elements.is_empty()).then(|| format!("[{}]", elements.join(comma))))
 }
 
 /// The JSON texts of an issue's dependencies or comments: each row's stored element text, or for
@@ -352,13 +383,14 @@ fn object(fields: &[(&str, SqlValue)], colon: &str, comma: &str, go_style: bool)
 
 /// Replaces (in place), adds (where the record's writer puts the key), or (with `None`) removes
 /// an entry.
+///
+/// A record that repeats a key is read by its last occurrence (as bd does), so that is the one
+/// replaced; removing a key removes every occurrence (an earlier one would otherwise come back).
 fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: bool) {
-    let pos = entries.iter().position(|e| e.key == key);
+    let pos = entries.iter().rposition(|e| e.key == key);
     match (pos, raw) {
         (Some(i), Some(raw)) => entries[i].raw_value = std::borrow::Cow::Owned(raw),
-        (Some(i), None) => {
-            entries.remove(i);
-        }
+        (Some(_), None) => entries.retain(|e| e.key != key),
         (None, Some(raw)) => {
             let keys: Vec<&str> = entries.iter().map(|e| e.key.as_ref()).collect();
             let at = crate::merge::writer::insert_position(&keys, key);

@@ -16,6 +16,7 @@ use super::codec::{self, render_issue};
 use super::{import, stamp, with_guard, Cache};
 use crate::jsonl::{self, Layout};
 use crate::record::{kind_rank, record_key, Key};
+use crate::safe_fs::Identity;
 
 /// What an export did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -30,14 +31,45 @@ pub struct ExportReport {
     pub import: Option<import::ImportReport>,
 }
 
+/// How many times export starts over when another writer replaces the file under it.
+const ATTEMPTS: usize = 8;
+
 /// Exports the cache's edits to the issues file; with `stage`, `git add`s it when it changed
 /// (both or neither: a failed stage puts the old file back and keeps the edits dirty).
+///
+/// Another writer (br, bd) may rename a new file over the issues file at any moment. Export reads
+/// one descriptor and replaces the file only if the path still holds the version it read (see
+/// [`crate::safe_fs::replace_if_unchanged`]); otherwise it imports the new version (merging it
+/// with the cache's edits) and starts over, so it never exits 0 having replaced another writer's
+/// change.
 pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport> {
+    let mut imported = None;
+    for _ in 0..ATTEMPTS {
+        if let Some(mut report) = export_once(cache, options, stage, &mut imported)? {
+            report.import = imported;
+            return Ok(report);
+        }
+    }
+    anyhow::bail!(
+        "{} kept being replaced by another writer while it was exported ({ATTEMPTS} attempts); nothing was written and \
+         the edits stay in the cache: run the export again when the other writer is done",
+        cache.paths.file.display()
+    )
+}
+
+/// One attempt; `None` when another writer replaced the file (nothing was written).
+fn export_once(
+    cache: &mut Cache,
+    options: &import::ImportOptions,
+    stage: bool,
+    imported: &mut Option<import::ImportReport>,
+) -> Result<Option<ExportReport>> {
     let mut report = ExportReport::default();
-    if cache.paths.file.exists() {
-        let imported = import::import(cache, options)?;
-        if !imported.noop {
-            report.import = Some(imported);
+    let path = cache.paths.file.clone();
+    if std::fs::symlink_metadata(&path).is_ok() {
+        let now = import::import(cache, options)?;
+        if !now.noop {
+            *imported = Some(now);
         }
     }
     let dirty: Vec<String> = {
@@ -45,16 +77,24 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
         let rows = st.query_map([], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let path = cache.paths.file.clone();
-    // Present at all (an empty file is put back as it was if staging fails), and with content.
-    let (present, exists) = match std::fs::metadata(&path) {
-        Ok(m) => (true, m.len() > 0),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, false),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    // The version imported is the version rewritten: one descriptor, checked against the stamp
+    // the import recorded.
+    let file = crate::safe_fs::open_regular(&path)?;
+    let read = match &file {
+        Some(f) => {
+            let id = Identity::of(&f.metadata().with_context(|| format!("reading {}", path.display()))?);
+            if !stamp::is_recorded(cache, id)? {
+                return Ok(None); // replaced since the import: import it first
+            }
+            Some(id)
+        }
+        None => None,
     };
+    // Present at all (an empty file is put back as it was if staging fails), and with content.
+    let (present, exists) = (read.is_some(), read.is_some_and(|id| id.size > 0));
     if dirty.is_empty() && exists {
         report.unchanged = true;
-        return Ok(report);
+        return Ok(Some(report));
     }
     let style = cache.go_style()?;
     let mut rendered: FxHashMap<String, Option<String>> = FxHashMap::default();
@@ -63,7 +103,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
     }
     // The file is read twice in blocks, never held whole: once to learn what would change, once
     // to write it.
-    let survey = Survey::read(&path, &rendered)?;
+    let survey = Survey::read(file.as_ref(), &path, &rendered)?;
     let mut added: Vec<(&str, &str)> = rendered
         .iter()
         .filter(|(id, _)| !survey.seen_dirty.contains(id.as_str()))
@@ -85,10 +125,13 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
     // lock, so one edited meanwhile (it no longer renders as written) stays dirty, whatever its state.
     // The file is replaced (and staged, when asked) inside the transaction; if staging fails the old
     // file is put back and the transaction rolls back, so the cache still holds every edit.
-    with_guard(&mut cache.conn, |tx| {
-        let new_hash = if unchanged {
+    let done = with_guard(&mut cache.conn, |tx| {
+        let (identity, new_hash) = if unchanged {
             report.unchanged = true;
-            survey.hash
+            match read {
+                Some(id) => (id, survey.hash),
+                None => return Ok(true),
+            }
         } else {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -96,16 +139,22 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
             // Staging may fail after the rename: a hard link keeps the old file to put back.
             let backup = if stage && present { Some(keep_old_file(&path)?) } else { None };
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-            let written = jsonl::write_atomic_with(&path, jsonl::Durability::Fsync, |w| {
+            let written = jsonl::write_atomic_if_unchanged(&path, read, |w| {
                 let mut w = HashingWriter { inner: w, hasher: &mut hasher };
-                rewrite(&path, &survey, &rendered, &added, &mut w)
+                rewrite(file.as_ref(), &path, &survey, &rendered, &added, &mut w)
             });
-            if let Err(e) = written {
-                if let Some(backup) = &backup {
-                    let _ = std::fs::remove_file(backup);
+            let identity = match written {
+                Ok(Some(identity)) => identity,
+                other => {
+                    if let Some(backup) = &backup {
+                        let _ = std::fs::remove_file(backup);
+                    }
+                    match other {
+                        Err(e) => return Err(e),
+                        _ => return Ok(false), // another writer's file is in place: start over
+                    }
                 }
-                return Err(e);
-            }
+            };
             if stage {
                 if let Err(e) = crate::git::stage(&path) {
                     match &backup {
@@ -121,7 +170,7 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
             if let Some(backup) = &backup {
                 let _ = std::fs::remove_file(backup);
             }
-            hasher.digest() as i64
+            (identity, hasher.digest() as i64)
         };
         for (id, r) in &rendered {
             if render_issue(tx, id, style)? != *r {
@@ -132,10 +181,17 @@ pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -
             }
             tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
         }
-        stamp::record_file_state(tx, &path, new_hash)?;
-        Ok(())
+        stamp::record_file_state(tx, &path, identity, new_hash)?;
+        Ok(true)
     })?;
-    Ok(report)
+    Ok(done.then_some(report))
+}
+
+/// A second descriptor on the file read, positioned at its start.
+fn reread(file: &std::fs::File, path: &Path) -> Result<std::fs::File> {
+    let mut f = file.try_clone().with_context(|| format!("reading {}", path.display()))?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).with_context(|| format!("reading {}", path.display()))?;
+    Ok(f)
 }
 
 /// Bytes read per block when exporting.
@@ -154,18 +210,15 @@ struct Survey {
 }
 
 impl Survey {
-    fn read(path: &Path, rendered: &FxHashMap<String, Option<String>>) -> Result<Survey> {
+    fn read(file: Option<&std::fs::File>, path: &Path, rendered: &FxHashMap<String, Option<String>>) -> Result<Survey> {
         let mut survey =
             Survey { sorted: true, changed: false, seen_dirty: FxHashSet::default(), layout: Layout::default(), hash: 0, empty: true };
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        let mut blocks = match jsonl::LineBlocks::open(path, BLOCK_SIZE) {
-            Ok(b) => b,
-            Err(_) if !path.exists() => {
-                survey.hash = hasher.digest() as i64;
-                return Ok(survey);
-            }
-            Err(e) => return Err(e),
+        let Some(file) = file else {
+            survey.hash = hasher.digest() as i64;
+            return Ok(survey);
         };
+        let mut blocks = jsonl::LineBlocks::from_file(reread(file, path)?, path, BLOCK_SIZE);
         let mut prev: Option<String> = None;
         while let Some(block) = blocks.next_block()? {
             hasher.update(block.bytes);
@@ -200,6 +253,7 @@ impl Survey {
 /// The second read: copies the file to `w` with each dirty issue's line replaced by its rendering
 /// (or dropped), and the new issues in id order when the file is sorted (at the end otherwise).
 fn rewrite(
+    file: Option<&std::fs::File>,
     path: &Path,
     survey: &Survey,
     rendered: &FxHashMap<String, Option<String>>,
@@ -214,8 +268,8 @@ fn rewrite(
     let mut pending = added.iter().peekable();
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    if !survey.empty {
-        let mut blocks = jsonl::LineBlocks::open(path, BLOCK_SIZE).map_err(std::io::Error::other)?;
+    if let (false, Some(file)) = (survey.empty, file) {
+        let mut blocks = jsonl::LineBlocks::from_file(reread(file, path).map_err(std::io::Error::other)?, path, BLOCK_SIZE);
         while let Some(block) = blocks.next_block().map_err(std::io::Error::other)? {
             hasher.update(block.bytes);
             for line in &block.lines {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
 use rustc_hash::FxHashMap;
 
@@ -21,6 +21,7 @@ use super::{line_hash, with_guard, Cache};
 use crate::jsonl::LineBlocks;
 use crate::merge::{self, ConflictPolicy, MergeOptions, Report};
 use crate::record::{record_key, LineProblem, RawObject};
+use crate::safe_fs::Identity;
 use crate::timestamp;
 
 /// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
@@ -187,15 +188,22 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
     let path = cache.paths.file.clone();
     match freshness(cache)? {
         Freshness::SameStamp if !options.force => return Ok(ImportReport { noop: true, ..ImportReport::default() }),
-        Freshness::SameContent { hash } if !options.force => {
-            with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, hash))?;
+        Freshness::SameContent { hash, identity } if !options.force => {
+            with_guard(&mut cache.conn, |tx| record_file_state(tx, &path, identity, hash))?;
             return Ok(ImportReport { noop: true, ..ImportReport::default() });
         }
         _ => {}
     }
     let display = path.display().to_string();
     let state = CacheState::read(cache)?;
-    let mut scan = Scan::read(&path, &display, block_size)?;
+    // Both passes read this one descriptor, and the version recorded as synced is the one it
+    // opened: another writer renaming a new file over the path meanwhile is seen by the next
+    // look at the path, never mistaken for what was read.
+    let file = crate::safe_fs::open_regular(&path)?
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        .with_context(|| format!("reading {display}"))?;
+    let opened = Identity::of(&file.metadata().with_context(|| format!("reading {display}"))?);
+    let mut scan = Scan::read(file.try_clone().with_context(|| format!("reading {display}"))?, &path, &display, block_size)?;
     let mut report = ImportReport { other_records: scan.other_records, ..ImportReport::default() };
     let mut bad = std::mem::take(&mut scan.bad);
     let plans = plan(&scan, &state, options.force, &mut report);
@@ -204,8 +212,18 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         bar.set_style(indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} issues").expect("valid template"));
         bar
     });
-    let write =
-        Write { path: &path, display: &display, scan: &scan, state: &state, plans, options, block_size, progress: progress.as_ref() };
+    let write = Write {
+        path: &path,
+        file: &file,
+        opened,
+        display: &display,
+        scan: &scan,
+        state: &state,
+        plans,
+        options,
+        block_size,
+        progress: progress.as_ref(),
+    };
     let outcome = write.apply(cache, &mut report, &mut bad);
     if let Some(bar) = &progress {
         bar.finish_and_clear();
@@ -242,8 +260,8 @@ struct Scan {
 }
 
 impl Scan {
-    fn read(path: &std::path::Path, display: &str, block_size: usize) -> Result<Scan> {
-        let mut blocks = LineBlocks::open(path, block_size)?;
+    fn read(file: std::fs::File, path: &std::path::Path, display: &str, block_size: usize) -> Result<Scan> {
+        let mut blocks = LineBlocks::from_file(file, path, block_size);
         let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
         let (mut go_escapes, mut raw_specials) = (false, false);
         let mut scan =
@@ -371,6 +389,10 @@ struct DecodedLine {
 /// The write of one import: the second pass over the file, inside one transaction.
 struct Write<'a> {
     path: &'a std::path::Path,
+    /// The descriptor the first pass read, read again from its start by the second.
+    file: &'a std::fs::File,
+    /// The version of the file it opened.
+    opened: Identity,
     display: &'a str,
     scan: &'a Scan,
     state: &'a CacheState,
@@ -439,7 +461,11 @@ impl Write<'_> {
             for (_, sql) in &indexes {
                 tx.execute_batch(sql)?;
             }
-            record_file_state(tx, self.path, self.scan.hash)?;
+            // An in-place write during the reads (same inode, new size or time) is caught here.
+            if Identity::of(&self.file.metadata()?) != self.opened {
+                return Err(FileChanged.into());
+            }
+            record_file_state(tx, self.path, self.opened, self.scan.hash)?;
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('go_escapes', ?1)", [self.scan.go_style])?;
             if let Some(fraction) = timestamp::fraction_style(written.stamps.iter().map(String::as_str)) {
                 tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('timestamp_fraction', ?1)", [fraction])?;
@@ -473,6 +499,8 @@ impl Write<'_> {
             })
             .collect();
         let (path, scan_hash, plans, block_size) = (self.path, self.scan.hash, &self.plans, self.block_size);
+        let mut file = self.file.try_clone()?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
         // A reader thread reads, checks and decodes the next block while this one writes: the
         // SQLite writes are the longer half, so decoding costs no wall time.
         let copies = std::thread::scope(|s| -> Result<Vec<(usize, usize, String)>> {
@@ -480,7 +508,7 @@ impl Write<'_> {
             let reader = s.spawn(move || -> Result<Vec<(usize, usize, String)>> {
                 let mut copies = Vec::new();
                 let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
-                let mut blocks = LineBlocks::open(path, block_size)?;
+                let mut blocks = LineBlocks::from_file(file, path, block_size);
                 while let Some(block) = blocks.next_block()? {
                     hasher.update(block.bytes);
                     let mut batch = Vec::new();
@@ -799,12 +827,24 @@ mod tests {
         let options = ImportOptions { skip_invalid: true, ..ImportOptions::default() };
         let display = file.display().to_string();
         let state = CacheState::read(&cache).expect("state");
-        let scan = Scan::read(&file, &display, 64).expect("scan");
+        let opened_file = std::fs::File::open(&file).expect("open");
+        let opened = Identity::of(&opened_file.metadata().expect("stat"));
+        let scan = Scan::read(opened_file.try_clone().expect("dup"), &file, &display, 64).expect("scan");
         let mut report = ImportReport::default();
         let plans = plan(&scan, &state, false, &mut report);
         std::fs::write(&file, String::from_utf8_lossy(&awkward_file()).replace("T7 ", "T7 edited ")).expect("rewrite");
-        let write =
-            Write { path: &file, display: &display, scan: &scan, state: &state, plans, options: &options, block_size: 64, progress: None };
+        let write = Write {
+            path: &file,
+            file: &opened_file,
+            opened,
+            display: &display,
+            scan: &scan,
+            state: &state,
+            plans,
+            options: &options,
+            block_size: 64,
+            progress: None,
+        };
         let err = write.apply(&mut cache, &mut report, &mut Vec::new()).expect_err("the second read sees other bytes");
         assert!(err.is::<FileChanged>(), "{err:#}");
         assert_eq!(cache.conn.query_row("SELECT count(*) FROM issues", [], |r| r.get::<_, i64>(0)).expect("count"), 0, "nothing written");

@@ -51,7 +51,7 @@ impl Paths {
         };
         let db = match db {
             Some(d) => d.to_path_buf(),
-            None => match crate::git::git_dir(start) {
+            None => match crate::git::git_dir_checked(start)? {
                 Some(git_dir) => git_dir.join("beads").join("cache.db"),
                 None => file.parent().unwrap_or(Path::new(".")).join("cache.db"),
             },
@@ -115,8 +115,17 @@ impl OpenOptions {
 impl Cache {
     /// Opens (creating or migrating as needed) the cache at `paths.db`.
     pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache> {
-        if let Some(dir) = paths.db.parent() {
+        if let Some(dir) = paths.db.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // The cache's own directory (`.git/beads`, or `.beads` outside a repository) must
+            // not be a link that sends the database elsewhere.
+            crate::safe_fs::refuse_symlink(dir)?;
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        // Never through a link or into a FIFO: the database, its WAL and shared-memory files,
+        // and the lock (a cache in `.beads/` is in a work tree a clone controls).
+        for ext in ["db", "db-wal", "db-shm", "db-journal"] {
+            // (the lock is opened with O_NOFOLLOW below)
+            crate::safe_fs::refuse_non_regular(&paths.db.with_file_name(sidecar_name(&paths.db, ext)))?;
         }
         refuse_foreign_file(&paths.db)?;
         let lock = if options.write { Some(take_lock(&paths.db, options.timeout, options.notice)?) } else { None };
@@ -247,13 +256,23 @@ impl Cache {
     }
 }
 
+/// The file name of the database (`ext` = "db") or of one of its side files (`db-wal`, ...),
+/// whatever the database's own extension.
+fn sidecar_name(db: &Path, ext: &str) -> std::ffi::OsString {
+    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    if let Some(suffix) = ext.strip_prefix("db") {
+        name.push(suffix);
+    }
+    name
+}
+
 /// The header every SQLite database file starts with.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
 
 /// `--db` may name any path: never open (and so never "repair" or replace) a file that is not a
 /// SQLite database. A missing or empty file is fine (SQLite creates the database in it).
 fn refuse_foreign_file(db: &Path) -> Result<()> {
-    let Ok(mut file) = fs::File::open(db) else { return Ok(()) };
+    let Some(mut file) = crate::safe_fs::open_regular(db)? else { return Ok(()) };
     let mut head = [0u8; 16];
     let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
     if n == 0 || head[..n] == *SQLITE_HEADER {
@@ -276,7 +295,13 @@ fn unused_path(path: &Path) -> PathBuf {
 }
 
 fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
-    let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags).with_context(|| format!("opening {}", path.display()))?;
     conn.busy_timeout(timeout)?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536;")
         .with_context(|| format!("opening {}", path.display()))?;
@@ -310,12 +335,7 @@ fn is_corrupt(e: &anyhow::Error) -> bool {
 
 fn take_lock(db: &Path, timeout: Duration, notice: fn(&str)) -> Result<fs::File> {
     let path = db.with_extension("db.lock");
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
+    let file = crate::safe_fs::open_for_update(&path).with_context(|| format!("opening the lock {}", path.display()))?;
     let start = Instant::now();
     let mut told = false;
     loop {
@@ -352,8 +372,10 @@ fn holder_description() -> String {
 
 /// Who holds the lock, as its holder wrote it.
 fn lock_holder(path: &Path) -> String {
-    match fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() => text.trim().to_owned(),
+    match crate::safe_fs::read_regular(path, 4096) {
+        Ok(Some(text)) if !String::from_utf8_lossy(&text).trim().is_empty() => {
+            crate::record::printable(String::from_utf8_lossy(&text).trim(), 400)
+        }
         _ => "another process".to_owned(),
     }
 }

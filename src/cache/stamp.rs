@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Transaction};
 
 use super::Cache;
+use crate::safe_fs::Identity;
 
 /// The file facts kept in `meta` to tell whether it changed.
 #[derive(Debug, PartialEq, Eq)]
@@ -20,15 +21,15 @@ struct FileStamp {
     inode: i64,
 }
 
-fn stamp(path: &Path) -> Result<FileStamp> {
-    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    let mtime_ns =
-        meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos() as i64).unwrap_or(0);
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta) as i64;
-    #[cfg(not(unix))]
-    let inode = 0;
-    Ok(FileStamp { size: meta.len() as i64, mtime_ns, inode })
+impl FileStamp {
+    fn of(id: Identity) -> FileStamp {
+        FileStamp { size: id.size as i64, mtime_ns: id.mtime_ns, inode: id.ino as i64 }
+    }
+}
+
+/// The stamp of the file at `path` now, by `lstat` (a link is not followed).
+fn stamp(path: &Path) -> Option<FileStamp> {
+    Identity::at(path).map(FileStamp::of)
 }
 
 fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
@@ -49,9 +50,11 @@ fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
     Ok(Some((FileStamp { size, mtime_ns, inode }, path, hash)))
 }
 
-/// Records the file's current state as "in sync".
-pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content_hash: i64) -> Result<()> {
-    let s = stamp(path)?;
+/// Records, as "in sync", the version of the file that was read or written: `identity` comes
+/// from the descriptor that read or wrote the bytes hashed as `content_hash`, never from a later
+/// look at the path (another writer may have renamed a new file over it since).
+pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, identity: Identity, content_hash: i64) -> Result<()> {
+    let s = FileStamp::of(identity);
     let mut st = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
     st.execute(params!["file_path", path.display().to_string()])?;
     st.execute(params!["file_size", s.size])?;
@@ -67,8 +70,8 @@ pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, content_hash:
 pub(crate) enum Freshness {
     /// Same path, size, inode and mtime: not even read.
     SameStamp,
-    /// Touched, but the same bytes (its hash matches).
-    SameContent { hash: i64 },
+    /// Touched, but the same bytes (its hash matches); `identity` is the version hashed.
+    SameContent { hash: i64, identity: Identity },
     /// Different bytes, another file, or never synced.
     Changed,
 }
@@ -80,7 +83,7 @@ fn stored_for_file(cache: &Cache) -> Result<Option<(FileStamp, i64)>> {
 }
 
 fn same_stamp(cache: &Cache, stored: Option<&(FileStamp, i64)>) -> bool {
-    stored.is_some_and(|(s, _)| *s == stamp(&cache.paths.file).unwrap_or(FileStamp { size: -1, mtime_ns: 0, inode: 0 }))
+    stored.is_some_and(|(s, _)| Some(s) == stamp(&cache.paths.file).as_ref())
 }
 
 /// True when the file's size, inode and mtime are those of the last sync: a stat, no read.
@@ -96,22 +99,33 @@ pub(crate) fn freshness(cache: &Cache) -> Result<Freshness> {
         return Ok(Freshness::SameStamp);
     }
     let Some((_, stored_hash)) = stored else { return Ok(Freshness::Changed) };
-    let hash = file_hash(path)?;
-    Ok(if hash == stored_hash { Freshness::SameContent { hash } } else { Freshness::Changed })
+    Ok(match file_hash(path)? {
+        Some((hash, identity)) if hash == stored_hash => Freshness::SameContent { hash, identity },
+        _ => Freshness::Changed,
+    })
 }
 
-/// xxh3 of a whole file, read in blocks (never held at once).
-fn file_hash(path: &Path) -> Result<i64> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+/// xxh3 of a whole file, read in blocks (never held at once), with the identity of the version
+/// read; `None` when the file changed while it was read (or is gone).
+fn file_hash(path: &Path) -> Result<Option<(i64, Identity)>> {
+    let Some(mut file) = crate::safe_fs::open_regular(path)? else { return Ok(None) };
+    let before = Identity::of(&file.metadata().with_context(|| format!("reading {}", path.display()))?);
     let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
     let mut buf = vec![0; 1 << 20];
     loop {
         let n = std::io::Read::read(&mut file, &mut buf).with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
-            return Ok(hasher.digest() as i64);
+            break;
         }
         hasher.update(&buf[..n]);
     }
+    let after = Identity::of(&file.metadata().with_context(|| format!("reading {}", path.display()))?);
+    Ok((before == after).then(|| (hasher.digest() as i64, before)))
+}
+
+/// True when `identity` (of a file just opened) is the version the cache last synced with.
+pub(crate) fn is_recorded(cache: &Cache, identity: Identity) -> Result<bool> {
+    Ok(stored_for_file(cache)?.is_some_and(|(s, _)| s == FileStamp::of(identity)))
 }
 
 /// True when the file differs from what the cache last synced with.

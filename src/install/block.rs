@@ -93,13 +93,41 @@ pub enum ModePolicy {
     Any,
 }
 
+/// The POSIX shells our block is written for (and shells that run POSIX sh unchanged).
+const POSIX_SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh"];
+
+/// The interpreter a hook's `#!` line names (`/usr/bin/env python3` -> `python3`); `None` without
+/// a `#!` line (git then runs it with `sh`).
+pub fn interpreter(content: &[u8]) -> Option<String> {
+    let rest = content.strip_prefix(b"#!")?;
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    let name = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();
+    match name(first).as_str() {
+        // `env [-S] [VAR=value ...] program`, `busybox sh`
+        "env" => words.find(|w| !w.starts_with('-') && !w.contains('=')).map(name),
+        "busybox" => words.next().map(name),
+        other => Some(other.to_owned()),
+    }
+}
+
+/// Whether our POSIX sh block can go into this hook: no `#!` line, or one naming a POSIX shell.
+pub fn runs_posix_shell(content: &[u8]) -> bool {
+    !content.starts_with(b"#!") || interpreter(content).is_some_and(|i| POSIX_SHELLS.contains(&i.as_str()))
+}
+
+/// Whether a hook in another language already hands over to our entry point
+/// (`bd-sync hook <name>`), as the snippet install prints tells its owner to.
+pub fn calls_our_entry_point(content: &[u8], hook: &str) -> bool {
+    let text = String::from_utf8_lossy(content);
+    text.contains("bd-sync") && text.contains(hook) && text.contains("hook")
+}
+
 /// Installs `block` into the hook file at `path`.
 pub fn install_block(path: &Path, block: &str, mode: ModePolicy, dry_run: bool) -> Result<Change> {
-    let existing = match fs::read(path) {
-        Ok(c) => Some(c),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
+    let existing = crate::safe_fs::read_regular(path, crate::safe_fs::SMALL_FILE_LIMIT)?;
     let (new, change) = match &existing {
         None => {
             let mut c = SHEBANG.to_vec();
@@ -133,10 +161,8 @@ pub fn install_block(path: &Path, block: &str, mode: ModePolicy, dry_run: bool) 
 
 /// Removes our block from the hook file at `path` (deleting a file that held only our block).
 pub fn uninstall_block(path: &Path, dry_run: bool) -> Result<Change> {
-    let content = match fs::read(path) {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Absent),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    let Some(content) = crate::safe_fs::read_regular(path, crate::safe_fs::SMALL_FILE_LIMIT)? else {
+        return Ok(Change::Absent);
     };
     let Some(rest) = without_block(&content) else {
         return Ok(Change::Absent);
@@ -195,6 +221,19 @@ mod tests {
                 assert_eq!(without_block(&installed).expect("block present"), original);
             }
         }
+    }
+
+    #[test]
+    fn only_posix_shell_hooks_take_our_block() {
+        for sh in
+            [&b"#!/bin/sh\n"[..], b"#!/usr/bin/env bash\n", b"#!/bin/zsh -e\n", b"echo no shebang\n", b"", b"#!/usr/bin/env -S bash -e\n"]
+        {
+            assert!(runs_posix_shell(sh), "{:?}", String::from_utf8_lossy(sh));
+        }
+        for other in [&b"#!/usr/bin/env python3\n"[..], b"#!/usr/bin/node\n", b"#!/usr/bin/env -S deno run\n", b"#!/usr/bin/perl -w\n"] {
+            assert!(!runs_posix_shell(other), "{:?}", String::from_utf8_lossy(other));
+        }
+        assert_eq!(interpreter(b"#!/usr/bin/env python3\nimport sys\n").as_deref(), Some("python3"));
     }
 
     #[test]

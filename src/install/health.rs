@@ -7,9 +7,11 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::block::{block_is_first, find_block, is_executable};
+use super::block::{block_is_first, calls_our_entry_point, find_block, interpreter, is_executable, runs_posix_shell};
 use super::managers::{self, Manager};
-use super::{config_get, hooks_dir, outside_repository, read_state, stray_block_files, toplevel, Binaries, Hook};
+use super::{
+    config_get, hook_target, hooks_dir, outside_repository, read_optional, read_state, stray_block_files, toplevel, Binaries, Hook,
+};
 use crate::check::{Finding, FindingKind};
 use crate::git::run as git;
 
@@ -82,7 +84,29 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
             for hook in Hook::ALL {
                 let path = dir.join(hook.file_name());
                 targets.push(path.clone());
-                let content = fs::read(&path).unwrap_or_default();
+                let target = match hook_target(&path, repo)? {
+                    Ok(t) => t,
+                    Err(why) => {
+                        out.push(finding(FindingKind::HookSymlinkOutside, why));
+                        continue;
+                    }
+                };
+                let content = read_optional(&target).ok().flatten().unwrap_or_default();
+                if !runs_posix_shell(&content) {
+                    if !calls_our_entry_point(&content, hook.file_name()) {
+                        out.push(finding(
+                            FindingKind::HookForeignInterpreter,
+                            format!(
+                                "{} is a {} hook without a call to `bd-sync hook {}`, so beads-git's step never runs: \
+                                 run `bd-sync install` for the line to add",
+                                path.display(),
+                                crate::record::printable(&interpreter(&content).unwrap_or_default(), 80),
+                                hook.file_name()
+                            ),
+                        ));
+                    }
+                    continue;
+                }
                 let want = hook.block(&binaries);
                 match find_block(&content) {
                     None => out.push(finding(

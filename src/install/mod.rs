@@ -127,6 +127,9 @@ pub enum Change {
     Deleted,
     /// There was nothing of ours.
     Absent,
+    /// Not edited, for the reason in the action's warning (a symbolic link we did not create, a
+    /// hook in another language): install exits 1 and says what to do by hand.
+    Refused,
 }
 
 /// The attribute lines `bd-sync install` adds: the issues files go to the field-level driver,
@@ -314,18 +317,38 @@ fn state_path(repo: &Path) -> Result<PathBuf> {
 
 fn read_state(repo: &Path) -> Result<Option<InstallState>> {
     let path = state_path(repo)?;
-    match fs::read(&path) {
-        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    match read_optional(&path)? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?)),
+        None => Ok(None),
     }
 }
 
 fn write_state(repo: &Path, state: &InstallState) -> Result<()> {
     let path = state_path(repo)?;
-    fs::create_dir_all(path.parent().expect("state has a directory")).with_context(|| format!("creating {}", path.display()))?;
-    let json = serde_json::to_vec_pretty(state).expect("state serialises");
+    let dir = path.parent().context("install.json has a directory")?;
+    crate::safe_fs::refuse_symlink(dir)?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::safe_fs::refuse_non_regular(&path)?;
+    let json = serde_json::to_vec_pretty(state).context("serialising the install record")?;
     crate::jsonl::write_atomic(&path, &json)
+}
+
+/// Keeps `install.json` ahead of every change: what install is about to replace is recorded
+/// before it is replaced, so a failure part way leaves a record `bd-sync uninstall` can undo.
+struct Recorder<'a> {
+    repo: &'a Path,
+    dry_run: bool,
+    saved: Option<InstallState>,
+}
+
+impl Recorder<'_> {
+    fn save(&mut self, state: &InstallState) -> Result<()> {
+        if !self.dry_run && self.saved.as_ref() != Some(state) {
+            write_state(self.repo, state)?;
+            self.saved = Some(state.clone());
+        }
+        Ok(())
+    }
 }
 
 fn config_get(repo: &Path, key: &str) -> Option<String> {
@@ -354,8 +377,11 @@ pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, 
         Manager::Husky { dir } => (dir.join(hook.file_name()), Binaries::Path, ModePolicy::Any),
         other => bail!("{} runs this repository's hooks: use `bd-sync install`, which adds our jobs to its config", other.name()),
     };
-    let change = install_block(&path, &hook.block(&binaries), mode, false)?;
-    Ok((path, change))
+    let action = install_hook_file(repo, &path, hook, &binaries, mode, false)?;
+    match (action.change, action.warning) {
+        (Change::Refused, Some(why)) => bail!("{why}"),
+        (change, _) => Ok((path, change)),
+    }
 }
 
 /// Removes the block of one hook from where `install_one` puts it.
@@ -364,7 +390,10 @@ pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change)> {
         Manager::Husky { dir } => dir.join(hook.file_name()),
         _ => hooks_dir(repo)?.join(hook.file_name()),
     };
-    let change = uninstall_block(&path, false)?;
+    let change = match hook_target(&path, repo)? {
+        Ok(target) => uninstall_block(&target, false)?,
+        Err(why) => bail!("{why}"),
+    };
     Ok((path, change))
 }
 
@@ -382,6 +411,11 @@ fn outside_repository(repo: &Path, dir: &Path) -> Result<bool> {
 
 /// Sets up the merge driver, the attribute lines and our hooks. A refusal
 /// ([`InstallRefusal`], downcast from the error) is an outcome the caller reports with exit 1.
+///
+/// A file install must not edit (a symbolic link it did not create, a hook in another language)
+/// is an action with [`Change::Refused`] and a warning saying what to do; everything else is
+/// still installed, and the caller exits 1. A failure part way leaves `install.json` recording
+/// what was changed so far, for `bd-sync uninstall`.
 pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
     let repo = &options.repo;
     let top = toplevel(repo)?;
@@ -392,17 +426,30 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
     }
     let prior = read_state(repo)?;
     let mut state = prior.clone().unwrap_or_default();
+    let mut recorder = Recorder { repo, dry_run: options.dry_run, saved: prior.clone() };
     let mut actions = Vec::new();
-    install_driver(options, prior.is_none(), &mut state, &mut actions)?;
-    install_attributes(options, &mut state, &mut actions)?;
-    install_hooks(options, &top, &hooks, &manager, &mut state, &mut actions)?;
-    if !options.dry_run && prior.as_ref() != Some(&state) {
-        write_state(repo, &state)?;
+    let steps = (|| -> Result<()> {
+        install_driver(options, prior.is_none(), &mut state, &mut recorder, &mut actions)?;
+        install_attributes(options, &mut state, &mut recorder, &mut actions)?;
+        install_hooks(options, &top, &hooks, &manager, &mut state, &mut recorder, &mut actions)?;
+        recorder.save(&state)
+    })();
+    match steps {
+        Err(e) if e.downcast_ref::<InstallRefusal>().is_none() && recorder.saved.is_some() && !options.dry_run => Err(e.context(
+            "install stopped part way; what it changed so far is recorded, and `bd-sync uninstall` undoes it \
+             (or fix the cause and run `bd-sync install` again)",
+        )),
+        other => other.map(|()| actions),
     }
-    Ok(actions)
 }
 
-fn install_driver(options: &InstallOptions, first_install: bool, state: &mut InstallState, actions: &mut Vec<Action>) -> Result<()> {
+fn install_driver(
+    options: &InstallOptions,
+    first_install: bool,
+    state: &mut InstallState,
+    recorder: &mut Recorder<'_>,
+    actions: &mut Vec<Action>,
+) -> Result<()> {
     let repo = &options.repo;
     let want_driver = driver_command(&options.bin_dir);
     let want_append = append_driver_command(&options.bin_dir);
@@ -411,6 +458,7 @@ fn install_driver(options: &InstallOptions, first_install: bool, state: &mut Ins
     state.append_driver_installed = true;
     let first_textconv = !state.textconv_installed;
     state.textconv_installed = true;
+    let mut wanted = Vec::new();
     for (key, want, previous, first) in [
         ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver, first_install),
         ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name, first_install),
@@ -422,11 +470,16 @@ fn install_driver(options: &InstallOptions, first_install: bool, state: &mut Ins
         if first {
             *previous = current.clone();
         }
-        let change = if current.as_deref() == Some(want) {
+        wanted.push((key, want.to_owned(), current));
+    }
+    // Every value about to be replaced is on record before the first is replaced.
+    recorder.save(state)?;
+    for (key, want, current) in wanted {
+        let change = if current.as_deref() == Some(want.as_str()) {
             Change::Unchanged
         } else {
             if !options.dry_run {
-                git(repo, &["config", "--local", key, want])?;
+                git(repo, &["config", "--local", key, &want])?;
             }
             if current.is_some() {
                 Change::Updated
@@ -439,10 +492,27 @@ fn install_driver(options: &InstallOptions, first_install: bool, state: &mut Ins
     Ok(())
 }
 
-fn install_attributes(options: &InstallOptions, state: &mut InstallState, actions: &mut Vec<Action>) -> Result<()> {
+/// A refused action: the file is named, with why and what to do.
+fn refused(what: &str, path: &Path, why: String) -> Action {
+    Action { what: what.to_owned(), path: path.display().to_string(), change: Change::Refused, warning: Some(why) }
+}
+
+fn install_attributes(
+    options: &InstallOptions,
+    state: &mut InstallState,
+    recorder: &mut Recorder<'_>,
+    actions: &mut Vec<Action>,
+) -> Result<()> {
     let location = if options.local { AttributesFile::GitDir } else { AttributesFile::WorkTree };
     let attr_path = location.path(&options.repo)?;
-    let existing = read_optional(&attr_path)?;
+    let existing = match read_optional(&attr_path) {
+        Ok(e) => e,
+        Err(e) if is_refusal(&e) => {
+            actions.push(refused("attributes", &attr_path, format!("{e:#}; the attribute lines were not added")));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     let content = existing.clone().unwrap_or_default();
     let text = String::from_utf8_lossy(&content);
     let missing: Vec<&str> = ATTRIBUTE_LINES.iter().copied().filter(|l| !text.lines().any(|x| x.trim() == *l)).collect();
@@ -458,16 +528,17 @@ fn install_attributes(options: &InstallOptions, state: &mut InstallState, action
             new.extend_from_slice(l.as_bytes());
             new.push(b'\n');
         }
+        state.attributes_file = Some(location.key().to_owned());
+        state.attribute_lines_added.extend(missing.iter().map(|l| l.to_string()));
+        state.attributes_created |= existing.is_none();
+        state.attributes_newline_added |= newline_added;
+        recorder.save(state)?;
         if !options.dry_run {
             if let Some(dir) = attr_path.parent() {
                 fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
             crate::jsonl::write_atomic(&attr_path, &new)?;
         }
-        state.attributes_file = Some(location.key().to_owned());
-        state.attribute_lines_added.extend(missing.iter().map(|l| l.to_string()));
-        state.attributes_created |= existing.is_none();
-        state.attributes_newline_added |= newline_added;
         if existing.is_none() {
             Change::Created
         } else {
@@ -482,11 +553,39 @@ fn install_attributes(options: &InstallOptions, state: &mut InstallState, action
     Ok(())
 }
 
+/// A file we manage, read as the repository may be hostile: never through a symlink, never a
+/// FIFO or device, never more than [`crate::safe_fs::SMALL_FILE_LIMIT`].
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    Ok(crate::safe_fs::read_regular(path, crate::safe_fs::SMALL_FILE_LIMIT)?)
+}
+
+/// Whether an error is a file we must not touch (a symlink, not a regular file, too large).
+fn is_refusal(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<crate::safe_fs::FileError>().is_some_and(|f| !matches!(f, crate::safe_fs::FileError::Io { .. }))
+}
+
+/// Where a hook's content lives. A hook file that is a symbolic link (a team's
+/// `.git/hooks/pre-commit -> ../../scripts/pre-commit`) is edited through its target when that
+/// is a regular file inside the repository (the work tree or the git dir), so the link stays a
+/// link; a link out of the repository, or to anything else, is not ours to edit.
+pub(crate) fn hook_target(path: &Path, repo: &Path) -> Result<std::result::Result<PathBuf, String>> {
+    let Ok(meta) = fs::symlink_metadata(path) else { return Ok(Ok(path.to_path_buf())) };
+    if !meta.file_type().is_symlink() {
+        if meta.is_file() {
+            return Ok(Ok(path.to_path_buf()));
+        }
+        return Ok(Err(format!("{} is not a regular file, so install does not edit it", path.display())));
+    }
+    let link = fs::read_link(path).unwrap_or_default();
+    let bounds = [toplevel(repo)?, common_dir(repo)?, PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"])?)];
+    match fs::canonicalize(path) {
+        Ok(target) if target.is_file() && bounds.iter().any(|b| inside(&target, b)) => Ok(Ok(target)),
+        _ => Ok(Err(format!(
+            "{} is a symbolic link to {}, which is not a regular file inside this repository; install does not follow it. \
+             Add our block to that file yourself if you own it (see `bd-sync hook --help`), or replace the link with a file",
+            path.display(),
+            crate::record::printable(&link.display().to_string(), 400)
+        ))),
     }
 }
 
@@ -501,7 +600,9 @@ fn stray_block_files(repo: &Path, hooks: &Path) -> Result<Vec<PathBuf>> {
         for hook in Hook::ALL {
             for suffix in ["", ".old", ".legacy"] {
                 let path = dir.join(format!("{}{suffix}", hook.file_name()));
-                if fs::read(&path).ok().is_some_and(|c| block::find_block(&c).is_some()) && !out.contains(&path) {
+                let Ok(target) = hook_target(&path, repo)? else { continue };
+                let holds_block = read_optional(&target).ok().flatten().is_some_and(|c| block::find_block(&c).is_some());
+                if holds_block && !out.contains(&path) {
                     out.push(path);
                 }
             }
@@ -510,12 +611,56 @@ fn stray_block_files(repo: &Path, hooks: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Puts our block into one hook file, through a symlink that stays inside the repository; a hook
+/// in another language is left byte-identical and refused with the line its owner can add.
+fn install_hook_file(repo: &Path, path: &Path, hook: Hook, binaries: &Binaries, mode: ModePolicy, dry_run: bool) -> Result<Action> {
+    let target = match hook_target(path, repo)? {
+        Ok(t) => t,
+        Err(why) => return Ok(refused(hook.file_name(), path, why)),
+    };
+    let content = match read_optional(&target) {
+        Ok(c) => c,
+        Err(e) if is_refusal(&e) => return Ok(refused(hook.file_name(), path, format!("{e:#}"))),
+        Err(e) => return Err(e),
+    };
+    if let Some(content) = content.as_deref().filter(|c| !block::runs_posix_shell(c)) {
+        if block::calls_our_entry_point(content, hook.file_name()) {
+            return Ok(Action::new(hook.file_name(), path, Change::Unchanged));
+        }
+        return Ok(refused(hook.file_name(), path, foreign_hook_advice(path, hook, content)));
+    }
+    Ok(Action::new(hook.file_name(), path, install_block(&target, &hook.block(binaries), mode, dry_run)?))
+}
+
+/// What to add to a hook written for another interpreter, which our sh block would break.
+fn foreign_hook_advice(path: &Path, hook: Hook, content: &[u8]) -> String {
+    let interpreter = block::interpreter(content).unwrap_or_default();
+    let name = hook.file_name();
+    let call = match interpreter.as_str() {
+        i if i.starts_with("python") => {
+            format!("import subprocess, sys; subprocess.call([\"bd-sync\", \"hook\", \"{name}\", *sys.argv[1:]], stdin=subprocess.DEVNULL)")
+        }
+        "node" | "deno" | "bun" => format!(
+            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: [\"ignore\", \"inherit\", \"inherit\"] }});"
+        ),
+        _ => format!("run `bd-sync hook {name} <the hook's arguments>` with stdin from /dev/null"),
+    };
+    format!(
+        "{} is a {} hook, and our block is POSIX sh: it was left byte-identical. To run beads-git's {name} step, make it \
+         call `bd-sync hook {name}` with the hook's arguments near its start (that always exits 0 and never reads stdin), \
+         e.g.\n    {call}\nthen run `bd-sync install` again to check",
+        path.display(),
+        crate::record::printable(&interpreter, 80)
+    )
+}
+
 fn install_hooks(
     options: &InstallOptions,
     top: &Path,
     hooks: &Path,
     manager: &Manager,
     state: &mut InstallState,
+    recorder: &mut Recorder<'_>,
     actions: &mut Vec<Action>,
 ) -> Result<()> {
     let repo = &options.repo;
@@ -527,17 +672,18 @@ fn install_hooks(
         _ => Vec::new(),
     };
     for stray in stray_block_files(repo, hooks)?.into_iter().filter(|p| !targets.contains(p)) {
-        let change = uninstall_block(&stray, options.dry_run)?;
         let name = stray.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        actions.push(Action::new(&name, &stray, change));
+        match hook_target(&stray, repo)? {
+            Ok(target) => actions.push(Action::new(&name, &stray, uninstall_block(&target, options.dry_run)?)),
+            Err(why) => actions.push(refused(&name, &stray, why)),
+        }
     }
     match manager {
         Manager::Plain => {
             for hook in Hook::ALL {
                 let path = hooks.join(hook.file_name());
-                let change =
-                    install_block(&path, &hook.block(&Binaries::Dir(options.bin_dir.clone())), ModePolicy::Executable, options.dry_run)?;
-                let mut action = Action::new(hook.file_name(), &path, change);
+                let binaries = Binaries::Dir(options.bin_dir.clone());
+                let mut action = install_hook_file(repo, &path, hook, &binaries, ModePolicy::Executable, options.dry_run)?;
                 if !options.dry_run && action.change == Change::Added && !block::is_executable(&path) {
                     action.warning =
                         Some(format!("{} is not executable, so git skips it (and our block): chmod +x it to enable it", path.display()));
@@ -549,11 +695,11 @@ fn install_hooks(
             let mut changed = Vec::new();
             for hook in Hook::ALL {
                 let path = dir.join(hook.file_name());
-                let change = install_block(&path, &hook.block(&Binaries::Path), ModePolicy::Any, options.dry_run)?;
-                if !matches!(change, Change::Unchanged) {
+                let action = install_hook_file(repo, &path, hook, &Binaries::Path, ModePolicy::Any, options.dry_run)?;
+                if !matches!(action.change, Change::Unchanged | Change::Refused) {
                     changed.push(path.strip_prefix(top).unwrap_or(&path).display().to_string());
                 }
-                actions.push(Action::new(hook.file_name(), &path, change));
+                actions.push(action);
             }
             if let (false, Some(last)) = (changed.is_empty(), actions.last_mut()) {
                 last.warning =
@@ -566,11 +712,11 @@ fn install_hooks(
             } else {
                 managers::lefthook_local_path(top, main.as_deref())
             };
-            install_config(options, top, &path, state, actions, managers::lefthook_with_block)?;
+            install_config(options, top, &path, state, recorder, actions, managers::lefthook_with_block)?;
             run_manager_install(options, top, "lefthook", &["install"], actions);
         }
         Manager::PreCommit { config } => {
-            install_config(options, top, config, state, actions, managers::pre_commit_with_block)?;
+            install_config(options, top, config, state, recorder, actions, managers::pre_commit_with_block)?;
             run_manager_install(options, top, "pre-commit", &["install"], actions);
         }
     }
@@ -584,10 +730,18 @@ fn install_config(
     top: &Path,
     path: &Path,
     state: &mut InstallState,
+    recorder: &mut Recorder<'_>,
     actions: &mut Vec<Action>,
     edit: ConfigEdit,
 ) -> Result<()> {
-    let existing = read_optional(path)?;
+    let existing = match read_optional(path) {
+        Ok(e) => e,
+        Err(e) if is_refusal(&e) => {
+            actions.push(refused("hook manager config", path, format!("{e:#}; our jobs were not added")));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     let text = String::from_utf8(existing.clone().unwrap_or_default()).with_context(|| format!("{} is not UTF-8", path.display()))?;
     let new = edit(path, &text).map_err(InstallRefusal::ManualEdit)?;
     let change = match &existing {
@@ -596,22 +750,25 @@ fn install_config(
         Some(old) if block::find_block(old).is_some() => Change::Updated,
         Some(_) => Change::Added,
     };
-    if change != Change::Unchanged && !options.dry_run {
-        crate::jsonl::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-    }
     let relative = path.strip_prefix(top).unwrap_or(path).display().to_string();
     if state.manager_config.as_deref() != Some(relative.as_str()) {
         state.manager_config = Some(relative);
         state.manager_config_created = existing.is_none();
     }
+    recorder.save(state)?;
+    if change != Change::Unchanged && !options.dry_run {
+        crate::jsonl::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    }
     actions.push(Action::new("hook manager config", path, change));
     Ok(())
 }
 
-/// Finds a manager's executable: PATH, then the project's `node_modules/.bin`.
+/// Finds a manager's executable on PATH, and only there: never inside the repository (a
+/// committed `node_modules/.bin/lefthook` is code from whoever wrote the repository), so PATH
+/// entries that are relative or lie inside the work tree are skipped.
 fn manager_program(top: &Path, name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .chain([top.join("node_modules/.bin")])
+        .filter(|d| d.is_absolute() && !inside(d, top))
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
@@ -653,9 +810,11 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         files.extend(Hook::ALL.iter().map(|h| dir.join(h.file_name())));
     }
     for path in files {
-        let change = uninstall_block(&path, dry_run)?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        actions.push(Action::new(&name, &path, change));
+        match hook_target(&path, repo)? {
+            Ok(target) => actions.push(Action::new(&name, &path, uninstall_block(&target, dry_run)?)),
+            Err(why) => actions.push(refused(&name, &path, why)),
+        }
     }
     let Some(state) = state else {
         return Ok(actions);
@@ -720,6 +879,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         if let Some(content) = read_optional(&path)? {
             let mut out: Vec<u8> = Vec::with_capacity(content.len());
             let mut to_remove: Vec<&str> = state.attribute_lines_added.iter().map(String::as_str).collect();
+            let recorded = to_remove.len();
             for line in content.split_inclusive(|&b| b == b'\n') {
                 let t = String::from_utf8_lossy(block::trim_eol(line)).into_owned();
                 if let Some(i) = to_remove.iter().position(|l| *l == t) {
@@ -728,7 +888,9 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                 }
                 out.extend_from_slice(line);
             }
-            if state.attributes_newline_added && out.ends_with(b"\n") {
+            // The newline install added goes with the lines it added (an install that failed
+            // before writing them added neither).
+            if state.attributes_newline_added && to_remove.len() < recorded && out.ends_with(b"\n") {
                 out.pop();
             }
             let change = if state.attributes_created && out.is_empty() { Change::Deleted } else { Change::Removed };

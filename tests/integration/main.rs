@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod history;
 mod hook;
+mod hostile;
 mod install;
 mod managers;
 mod merge_fixtures;
