@@ -248,32 +248,7 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
             return produce(&mut f).with_context(|| format!("writing {}", path.display()));
         }
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    temp_files::sweep(dir);
-    temp_files::ignore_in_git(dir);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&temp_files::prefix())
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        produce(&mut w).and_then(|()| w.flush()).with_context(|| format!("writing {}", path.display()))?;
-    }
-    match fs::metadata(path) {
-        Ok(meta) => {
-            fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?
-        }
-        // A new file gets the mode any program would create it with (0666 less the umask), not
-        // the temporary file's private 0600.
-        Err(_) => set_new_file_mode(tmp.path())?,
-    }
-    if durability == Durability::Fsync {
-        tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
-    }
+    let tmp = write_temp_beside(path, durability, produce)?;
     tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
     Ok(())
 }
@@ -288,6 +263,23 @@ pub fn write_atomic_if_unchanged(
     expected: Option<crate::safe_fs::Identity>,
     produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<Option<crate::safe_fs::Identity>> {
+    let tmp = write_temp_beside(path, Durability::Fsync, produce)?;
+    let written = crate::safe_fs::Identity::of(&tmp.as_file().metadata().with_context(|| format!("reading {}", tmp.path().display()))?);
+    let tmp = tmp.into_temp_path();
+    match crate::safe_fs::replace_if_unchanged(&tmp, path, expected).with_context(|| format!("replacing {}", path.display()))? {
+        crate::safe_fs::Replaced::Done => Ok(Some(written)),
+        crate::safe_fs::Replaced::Raced => Ok(None),
+    }
+}
+
+/// Writes the content to a new temporary file in `path`'s directory, with the permissions of
+/// the regular file at `path` (a new file's: 0666 less the umask, not the temporary file's
+/// private 0600), synced when asked; the caller moves it in place.
+fn write_temp_beside(
+    path: &Path,
+    durability: Durability,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -309,13 +301,10 @@ pub fn write_atomic_if_unchanged(
         }
         _ => set_new_file_mode(tmp.path())?,
     }
-    tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
-    let written = crate::safe_fs::Identity::of(&tmp.as_file().metadata().with_context(|| format!("reading {}", tmp.path().display()))?);
-    let tmp = tmp.into_temp_path();
-    match crate::safe_fs::replace_if_unchanged(&tmp, path, expected).with_context(|| format!("replacing {}", path.display()))? {
-        crate::safe_fs::Replaced::Done => Ok(Some(written)),
-        crate::safe_fs::Replaced::Raced => Ok(None),
+    if durability == Durability::Fsync {
+        tmp.as_file().sync_all().with_context(|| format!("syncing {}", tmp.path().display()))?;
     }
+    Ok(tmp)
 }
 
 #[cfg(unix)]

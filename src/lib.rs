@@ -17,6 +17,9 @@
 //! - [`git`]: the git subprocesses the driver and the cache need, and gix for reading blobs.
 //! - [`diff`], [`notify`], [`watch`]: which ids changed, and telling a server about them.
 //! - [`install`]: our marked blocks in git hook files.
+//! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
+//!   is installed.
+//! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 #![warn(missing_docs)]
 
 pub mod cache;
@@ -34,6 +37,7 @@ pub mod notify;
 pub mod record;
 pub mod safe_fs;
 pub mod timestamp;
+pub mod update_branch;
 pub mod watch;
 
 /// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line

@@ -89,6 +89,26 @@ enum Repair {
         #[arg(short = 'q', long)]
         quiet: bool,
     },
+    /// Merge BASE into the checked-out branch with the field-level driver registered for this
+    /// command only (for CI, where no driver is installed): fetches BASE when missing and deepens
+    /// a shallow clone until the branches meet. Exit 0 merged (or already up to date), 1 conflicts
+    /// in other files (the merge is aborted, nothing changed), 2 error.
+    UpdateBranch {
+        /// The branch to merge in (`main`, or `origin/main`).
+        base: String,
+        /// Push the merge commit to the branch's upstream.
+        #[arg(long)]
+        push: bool,
+        /// The merge commit's first line [default: "Merge BASE into BRANCH"].
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+        /// The branch this checkout is for, when HEAD is detached.
+        #[arg(long, value_name = "NAME")]
+        branch: Option<String>,
+        /// The outcome as JSON on stdout (`outcome`: up-to-date, merged or conflicts).
+        #[arg(long)]
+        json: bool,
+    },
     /// Merge every id that stands on several lines (left by merge=union or older tools) into one
     /// record, field by field; identical repeats collapse. Exit 0, or 1 with --check when needed.
     Dedupe {
@@ -110,6 +130,41 @@ fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
 fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
     match cmd {
+        Repair::UpdateBranch { base, push, message, branch, json } => {
+            use beads_git::update_branch::{update_branch, UpdateOptions, UpdateOutcome};
+            let exe = std::env::current_exe().context("finding the running executable")?;
+            let options = UpdateOptions {
+                repo: std::env::current_dir()?,
+                base,
+                branch,
+                push,
+                message,
+                bd_merge: std::fs::canonicalize(&exe).unwrap_or(exe),
+                notice: |line| eprintln!("{line}"),
+            };
+            let outcome = update_branch(&options)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&outcome)?);
+            } else {
+                match &outcome {
+                    UpdateOutcome::UpToDate { .. } => eprintln!("bd-merge: already up to date with {}", options.base),
+                    UpdateOutcome::Merged { commit, pushed, issues, overridden } => eprintln!(
+                        "bd-merge: merged {} ({} issue(s) merged field by field, {} value(s) overridden): {commit}{}",
+                        options.base,
+                        issues.len(),
+                        overridden.len(),
+                        if *pushed { ", pushed" } else { "" }
+                    ),
+                    UpdateOutcome::Conflicts { files } => eprintln!(
+                        "bd-merge: merging {} conflicts in files other than the issues file, so nothing was changed; \
+                         merge it by hand:\n  {}",
+                        options.base,
+                        files.iter().map(|f| beads_git::record::printable(f, 400)).collect::<Vec<_>>().join("\n  ")
+                    ),
+                }
+            }
+            Ok(ExitCode::from(outcome.exit_code()))
+        }
         Repair::Diff { files, json } => {
             let (label, old, new) = match files.as_slice() {
                 [old, new] => (None, old, new),
@@ -224,7 +279,10 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
 
 fn main() -> ExitCode {
     // `bd-merge resolve|dedupe ...`; anything else is the driver's BASE OURS THEIRS.
-    if matches!(std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()), Some("resolve" | "dedupe" | "diff" | "textconv")) {
+    if matches!(
+        std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()),
+        Some("resolve" | "dedupe" | "diff" | "textconv" | "update-branch")
+    ) {
         return match repair(Repair::parse()) {
             Ok(code) => code,
             Err(e) => {

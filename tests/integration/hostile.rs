@@ -291,8 +291,14 @@ fn cache_ws(lines: &[&str]) -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+fn sync_db_cmd(dir: &Path, db: &Path, args: &[&str]) -> Command {
+    let mut c = hermetic(bin("bd-sync"));
+    c.current_dir(dir).arg("--db").arg(db).args(args);
+    c
+}
+
 fn sync_db(dir: &Path, db: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-sync")).current_dir(dir).arg("--db").arg(db).args(args))
+    run(&mut sync_db_cmd(dir, db, args))
 }
 
 #[test]
@@ -400,11 +406,7 @@ fn regression_another_writers_rename_during_export_was_lost() {
     let file = dir.path().join(FILE);
     std::fs::write(&file, big_file(8_000, "base")).expect("write");
     assert!(sync_db(dir.path(), &db, &["import"]).status.success());
-    let sync_cmd = |args: &[&str]| {
-        let mut c = hermetic(bin("bd-sync"));
-        c.current_dir(dir.path()).arg("--db").arg(&db).args(args);
-        c
-    };
+    let sync_cmd = |args: &[&str]| sync_db_cmd(dir.path(), &db, args);
     // How long an export takes here, to place the other writer's rename inside it.
     Connection::open(&db).expect("cache").execute("UPDATE issues SET title = 'warm-up' WHERE id = 'bd-00001'", []).expect("edit");
     let (_, took) = timed(sync_cmd(&["export"]));
@@ -445,11 +447,7 @@ fn regression_another_writers_rename_during_import_left_a_cache_that_said_fresh(
     let file = dir.path().join(FILE);
     std::fs::write(&file, big_file(8_000, "base")).expect("write");
     assert!(sync_db(dir.path(), &db, &["import"]).status.success());
-    let sync_cmd = |args: &[&str]| {
-        let mut c = hermetic(bin("bd-sync"));
-        c.current_dir(dir.path()).arg("--db").arg(&db).args(args);
-        c
-    };
+    let sync_cmd = |args: &[&str]| sync_db_cmd(dir.path(), &db, args);
     let (_, took) = timed(sync_cmd(&["import", "--force"]));
     let mut rng = Lcg(0x5eed_0021);
     let mut stale = Vec::new();

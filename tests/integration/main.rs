@@ -10,6 +10,7 @@ mod crash;
 mod history;
 mod hook;
 mod hostile;
+mod hosting;
 mod install;
 mod managers;
 mod merge_fixtures;

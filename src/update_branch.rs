@@ -1,0 +1,294 @@
+//! `bd-merge update-branch`: merge a base branch into the checked-out branch with our driver, where
+//! no driver is installed: a hosting service's CI job.
+//!
+//! GitHub's merge button, "Update branch" and merge queue never run a custom merge driver, and
+//! GitLab runs none either, so a pull request that touches the issues file conflicts with main on
+//! every merge. A CI job fixes that by merging main into the pull request's branch the way a
+//! person with beads-git installed would: the driver is registered for this one `git merge`
+//! (`git -c merge.beads.driver=...`, nothing written to any config), the attributes come from the
+//! repository or, when it has none for the issues file, from a temporary attributes file. A CI
+//! checkout is usually shallow and holds only the pull request's branch, so the base is fetched
+//! from the branch's remote when missing, and the history deepened step by step until the two
+//! branches' merge base is found. The result is a merge commit whose message lists the issues
+//! merged field by field and every value the driver overrode; after it, the service's own merge
+//! of the pull request is a fast line merge with no conflict in the issues file.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::diff::{changes, Snapshot};
+use crate::git::{run as git, ISSUES_PATHS};
+
+/// What to merge, and where.
+#[derive(Debug, Clone)]
+pub struct UpdateOptions {
+    /// Any directory in the repository's work tree.
+    pub repo: PathBuf,
+    /// The branch to merge in (`main`, or `origin/main`).
+    pub base: String,
+    /// The branch being updated, when HEAD is detached (CI checkouts often are).
+    pub branch: Option<String>,
+    /// Push the merge commit to the branch's upstream.
+    pub push: bool,
+    /// The merge commit's first line (a default names both branches).
+    pub message: Option<String>,
+    /// The `bd-merge` executable the driver runs.
+    pub bd_merge: PathBuf,
+    /// Told git's and the driver's diagnostics, escaped, line by line (the library never prints).
+    pub notice: fn(&str),
+}
+
+/// How an update ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum UpdateOutcome {
+    /// The branch already contains the base: nothing was done.
+    UpToDate {
+        /// The branch's commit.
+        head: String,
+    },
+    /// A merge commit was made (and pushed, with `--push`).
+    Merged {
+        /// The merge commit.
+        commit: String,
+        /// Whether it was pushed.
+        pushed: bool,
+        /// Issues both sides changed, merged field by field.
+        issues: Vec<String>,
+        /// The driver's reports of values it overrode, one per value.
+        overridden: Vec<String>,
+    },
+    /// Files other than the issues files conflict: the merge was aborted, the work tree and the
+    /// remote are as they were.
+    Conflicts {
+        /// The conflicted files.
+        files: Vec<String>,
+    },
+}
+
+impl UpdateOutcome {
+    /// 0 up to date or merged, 1 conflicts.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            UpdateOutcome::Conflicts { .. } => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// How many times a shallow clone is deepened (doubling each time from 64 commits) before the
+/// whole history is fetched.
+const DEEPEN_STEPS: u32 = 8;
+
+/// The placeholders git expands for the driver.
+const DRIVER_ARGS: &str = "%O %A %B -l %L -p %P -s %S -x %X -y %Y";
+
+/// Merges `options.base` into the checked-out branch with the field-level driver.
+pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
+    let top = PathBuf::from(git(&options.repo, &["rev-parse", "--show-toplevel"])?);
+    let repo = top.as_path();
+    let branch = match (git(repo, &["symbolic-ref", "--short", "-q", "HEAD"]).ok().filter(|b| !b.is_empty()), &options.branch) {
+        (_, Some(b)) => b.clone(),
+        (Some(b), None) => b,
+        (None, None) => bail!("HEAD is detached: pass --branch NAME, the branch this checkout is for"),
+    };
+    let dirty = git(repo, &["status", "--porcelain", "--untracked-files=no"])?;
+    if !dirty.is_empty() {
+        bail!("the work tree has uncommitted changes; update-branch runs on a clean checkout (commit or stash them first)");
+    }
+    let remote = git(repo, &["config", "--get", &format!("branch.{branch}.remote")]).unwrap_or_else(|_| "origin".to_owned());
+    let base = resolve_base(repo, &remote, &options.base)?;
+    find_merge_base(repo, &remote, &branch, &base)?;
+    let head = git(repo, &["rev-parse", "HEAD"])?;
+    if git(repo, &["merge-base", "--is-ancestor", &base, "HEAD"]).is_ok() {
+        return Ok(UpdateOutcome::UpToDate { head });
+    }
+    let merge_base = git(repo, &["merge-base", "HEAD", &base])?;
+    let issues = issues_changed_on_both_sides(repo, &merge_base, &base)?;
+    let (clean, overridden) = merge(repo, options, &base)?;
+    if !clean {
+        let files = git(repo, &["diff", "--name-only", "--diff-filter=U"])?.lines().map(str::to_owned).collect();
+        git(repo, &["merge", "--abort"]).context("aborting the merge")?;
+        return Ok(UpdateOutcome::Conflicts { files });
+    }
+    let message = commit_message(options, &branch, &issues, &overridden);
+    commit(repo, &message)?;
+    let commit = git(repo, &["rev-parse", "HEAD"])?;
+    if options.push {
+        push(repo, &remote, &branch)?;
+    }
+    Ok(UpdateOutcome::Merged { commit, pushed: options.push, issues, overridden })
+}
+
+/// The base as a revision this clone has: itself when present, else fetched from `remote`
+/// (`origin/main` and `main` both name the remote's `main`).
+fn resolve_base(repo: &Path, remote: &str, base: &str) -> Result<String> {
+    if base.starts_with('-') {
+        bail!("{base:?} is not a branch name");
+    }
+    let has = |rev: &str| git(repo, &["rev-parse", "--verify", "--quiet", "--end-of-options", &format!("{rev}^{{commit}}")]).is_ok();
+    let name = base.strip_prefix(&format!("{remote}/")).unwrap_or(base);
+    let tracking = format!("refs/remotes/{remote}/{name}");
+    let shallow = git(repo, &["rev-parse", "--is-shallow-repository"])? == "true";
+    let mut fetch = vec!["fetch".to_owned(), "--quiet".to_owned(), "--no-tags".to_owned()];
+    if shallow {
+        fetch.push("--depth=1".to_owned());
+    }
+    fetch.extend([remote.to_owned(), format!("+refs/heads/{name}:{tracking}")]);
+    // Always refresh the tracking branch: a CI clone's copy may be older than the remote's.
+    match git(repo, &fetch) {
+        Ok(_) => Ok(tracking),
+        Err(_) if has(base) => Ok(base.to_owned()),
+        Err(e) => Err(e.context(format!("fetching {name} from {remote}"))),
+    }
+}
+
+/// Makes sure the history holds a merge base of HEAD and `base`, deepening a shallow clone.
+fn find_merge_base(repo: &Path, remote: &str, branch: &str, base: &str) -> Result<()> {
+    let mut depth = 64u32;
+    for step in 0..=DEEPEN_STEPS {
+        if git(repo, &["merge-base", "HEAD", base]).is_ok() {
+            return Ok(());
+        }
+        if git(repo, &["rev-parse", "--is-shallow-repository"])? != "true" {
+            bail!("{branch} and {base} have no common history, so there is nothing to merge them from");
+        }
+        let name = base.rsplit_once(&format!("refs/remotes/{remote}/")).map_or(base, |(_, n)| n);
+        let refs = [format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}"), format!("+refs/heads/{name}:{base}")];
+        let deepen = if step == DEEPEN_STEPS { "--unshallow".to_owned() } else { format!("--deepen={depth}") };
+        let mut args = vec!["fetch".to_owned(), "--quiet".to_owned(), "--no-tags".to_owned(), deepen, remote.to_owned()];
+        // The base alone when the branch is not on the remote (yet).
+        let with_branch = git(repo, &args.iter().cloned().chain(refs.iter().cloned()).collect::<Vec<_>>());
+        if with_branch.is_err() {
+            args.push(refs[1].clone());
+            git(repo, &args).with_context(|| format!("deepening the shallow clone to find where {branch} and {base} meet"))?;
+        }
+        depth = depth.saturating_mul(2);
+    }
+    bail!("no merge base of {branch} and {base} even after fetching the whole history")
+}
+
+/// Issues changed on both sides since the merge base: the ones the driver merges field by field.
+fn issues_changed_on_both_sides(repo: &Path, merge_base: &str, base: &str) -> Result<Vec<String>> {
+    let objects = crate::git::Repo::discover(repo)?;
+    let snapshot = |rev: &str| -> Result<Snapshot> {
+        Snapshot::parse(objects.issues_at(rev, None)?, false, None).map_err(|e| anyhow::anyhow!("reading the issues file at {rev}: {e}"))
+    };
+    let (old, ours, theirs) = (snapshot(merge_base)?, snapshot("HEAD")?, snapshot(base)?);
+    let theirs_changed = changes(&old, &theirs).ids();
+    let mut both: Vec<String> = changes(&old, &ours).ids().into_iter().filter(|id| theirs_changed.contains(id)).collect();
+    both.sort();
+    Ok(both)
+}
+
+/// The driver and attributes for this one command: `-c` settings, and a temporary attributes file
+/// when the repository does not route the issues files to the driver itself.
+fn merge_settings(repo: &Path, bd_merge: &Path) -> Result<(Vec<OsString>, Option<tempfile::NamedTempFile>)> {
+    let quoted = shell_quote(&bd_merge.display().to_string());
+    let mut settings: Vec<OsString> = [
+        format!("merge.beads.driver={quoted} {DRIVER_ARGS}"),
+        "merge.beads.name=beads JSONL merge (bd-merge update-branch)".to_owned(),
+        format!("merge.beads-append.driver={quoted} --append %O %A %B -p %P"),
+        "merge.beads-append.name=beads append-only log merge".to_owned(),
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    let routed = ISSUES_PATHS.iter().all(|f| git(repo, &["check-attr", "merge", "--", f]).unwrap_or_default().ends_with(": beads"));
+    let mut attributes = None;
+    if !routed {
+        let mut file =
+            tempfile::Builder::new().prefix("beads-git-attributes").tempfile().context("creating a temporary attributes file")?;
+        for line in crate::install::ATTRIBUTE_LINES.iter().filter(|l| l.contains(" merge=")) {
+            std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).context("writing the temporary attributes file")?;
+        }
+        let mut setting = OsString::from("core.attributesFile=");
+        setting.push(file.path());
+        settings.push(setting);
+        attributes = Some(file);
+    }
+    Ok((settings, attributes))
+}
+
+/// Runs `git merge --no-commit` with our driver; returns whether it was clean and the driver's
+/// reports of overridden values (its stderr lines), which are also passed on to stderr.
+fn merge(repo: &Path, options: &UpdateOptions, base: &str) -> Result<(bool, Vec<String>)> {
+    let (settings, _attributes) = merge_settings(repo, &options.bd_merge)?;
+    let mut cmd = Command::new("git");
+    for s in &settings {
+        cmd.arg("-c").arg(s);
+    }
+    cmd.args(["merge", "--no-ff", "--no-commit", "--no-verify", "--quiet", "--end-of-options", base])
+        .current_dir(repo)
+        .stdin(Stdio::null());
+    let out = cmd.output().context("running git merge (is git installed?)")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut overridden = Vec::new();
+    for line in stderr.lines() {
+        (options.notice)(&crate::record::printable(line, 4000));
+        if let Some(report) = line.strip_prefix("bd-merge: ").filter(|r| !r.contains("warning:") && !r.contains("record(s) left")) {
+            overridden.push(crate::record::printable(report, 400));
+        }
+    }
+    if out.status.success() {
+        return Ok((true, overridden));
+    }
+    // A merge that stopped on conflicts leaves MERGE_HEAD; anything else is an error.
+    if git(repo, &["rev-parse", "--verify", "--quiet", "MERGE_HEAD"]).is_ok() {
+        return Ok((false, overridden));
+    }
+    bail!("git merge {base} failed: {}", crate::record::printable(stderr.trim(), 2000))
+}
+
+fn commit_message(options: &UpdateOptions, branch: &str, issues: &[String], overridden: &[String]) -> String {
+    let mut message = options.message.clone().unwrap_or_else(|| format!("Merge {} into {branch}", options.base));
+    message.push_str("\n\nMerged by `bd-merge update-branch` with the field-level beads driver.\n");
+    if issues.is_empty() {
+        message.push_str("\nNo issue was changed on both sides.\n");
+    } else {
+        message.push_str(&format!("\nIssues changed on both sides, merged field by field ({}):\n", issues.len()));
+        for id in issues {
+            message.push_str(&format!("  {}\n", crate::record::printable(id, 200)));
+        }
+    }
+    if !overridden.is_empty() {
+        message.push_str(&format!("\nValues the merge overrode ({}):\n", overridden.len()));
+        for r in overridden {
+            message.push_str(&format!("  {r}\n"));
+        }
+    }
+    message
+}
+
+/// Commits the merge; without a committer identity in git's environment or config, as
+/// `beads-git` (a CI job may set neither).
+fn commit(repo: &Path, message: &str) -> Result<()> {
+    let mut file = tempfile::NamedTempFile::new().context("creating the commit message file")?;
+    std::io::Write::write_all(&mut file, message.as_bytes()).context("writing the commit message file")?;
+    let mut args: Vec<OsString> = Vec::new();
+    if git(repo, &["var", "GIT_COMMITTER_IDENT"]).is_err() {
+        args.extend(["-c", "user.name=beads-git", "-c", "user.email=beads-git@users.noreply.invalid"].map(OsString::from));
+    }
+    args.extend(["commit", "--no-verify", "--quiet", "-F"].map(OsString::from));
+    args.push(file.path().as_os_str().to_owned());
+    git(repo, &args)?;
+    Ok(())
+}
+
+/// Pushes HEAD to the branch's upstream (`branch.<name>.merge`), else to the same name.
+fn push(repo: &Path, remote: &str, branch: &str) -> Result<()> {
+    let upstream = git(repo, &["config", "--get", &format!("branch.{branch}.merge")]).unwrap_or_else(|_| format!("refs/heads/{branch}"));
+    git(repo, &["push", "--quiet", remote, &format!("HEAD:{upstream}")]).with_context(|| format!("pushing to {remote} {upstream}"))?;
+    Ok(())
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,377 @@
+//! Where teams merge: the GitHub Action (`action.yml`) and the GitLab template
+//! (`ci/gitlab/beads-git.yml`), run the way the services run them. Their steps are read from the
+//! YAML files and executed as they are, against local bare repositories: a fresh `--depth 1`
+//! clone of the pull request's branch, no global git config, no driver and no hooks installed,
+//! our binaries on PATH. Afterwards a plain `git merge` of the pull request into main (no
+//! driver, as GitHub's button does it) must be conflict-free with every edit of both sides in it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::support::{bin, hermetic, run};
+
+const FILE: &str = ".beads/issues.jsonl";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = run(hermetic("git").current_dir(dir).args(args));
+    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn issue(id: &str, title: &str, updated: &str, extra: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","title":"{title}","description":"","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00Z","updated_at":"{updated}"{extra}}}"#
+    )
+}
+
+fn comment(id: u32, issue: &str, text: &str, at: &str) -> String {
+    format!(r#"{{"id":{id},"issue_id":"{issue}","author":"a","text":"{text}","created_at":"{at}"}}"#)
+}
+
+fn records(text: &str) -> BTreeMap<String, Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            (v["id"].as_str().expect("id").to_owned(), v)
+        })
+        .collect()
+}
+
+/// A bare remote with `main` and a pull request branch `topic`, both edited since they forked.
+struct Scenario {
+    root: tempfile::TempDir,
+}
+
+impl Scenario {
+    fn remote(&self) -> PathBuf {
+        self.root.path().join("remote.git")
+    }
+
+    fn url(&self) -> String {
+        format!("file://{}", self.remote().display())
+    }
+
+    /// `main` and `topic` both edit the issues (fields on both sides, comments on both sides, a
+    /// deletion against an edit) and a source file each; `conflicting` makes both edit one line
+    /// of a source file too.
+    fn new(conflicting: bool) -> Scenario {
+        let root = tempfile::tempdir().expect("tmp");
+        let s = Scenario { root };
+        git(s.root.path(), &["init", "-q", "--bare", "-b", "main", s.remote().to_str().expect("utf8")]);
+        let seed = s.root.path().join("seed");
+        git(s.root.path(), &["clone", "-q", &s.url(), seed.to_str().expect("utf8")]);
+        let t0 = "2025-11-01T10:00:00Z";
+        let base = [
+            issue("bd-1", "One", t0, ""),
+            issue("bd-2", "Two", t0, ""),
+            issue("bd-3", "Three", t0, ""),
+            issue("bd-4", "Four", t0, ""),
+            issue("bd-5", "Five", t0, ""),
+        ];
+        let write = |dir: &Path, lines: &[String], src: &str| {
+            std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
+            std::fs::write(dir.join(FILE), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+            std::fs::write(dir.join("src.txt"), src).expect("write");
+        };
+        write(&seed, &base, "line 1\nline 2\nline 3\n");
+        git(&seed, &["add", "-A"]);
+        git(&seed, &["commit", "-q", "-m", "seed"]);
+        git(&seed, &["push", "-q", "origin", "main"]);
+        // The pull request: title of bd-1, priority of bd-2, a comment on bd-3, bd-4 deleted.
+        git(&seed, &["checkout", "-q", "-b", "topic"]);
+        let t1 = "2025-11-02T10:00:00Z";
+        let topic = [
+            issue("bd-1", "One, retitled on topic", t1, ""),
+            issue("bd-2", "Two", t1, "").replace(r#""priority":2"#, r#""priority":0"#),
+            issue("bd-3", "Three", t1, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from topic", t1))),
+            issue("bd-5", "Five", t0, ""),
+        ];
+        write(&seed, &topic, if conflicting { "line 1\nline 2 on topic\nline 3\n" } else { "line 1\nline 2\nline 3\ntopic's line\n" });
+        git(&seed, &["add", "-A"]);
+        git(&seed, &["commit", "-q", "-m", "topic edits"]);
+        git(&seed, &["push", "-q", "origin", "topic"]);
+        // main meanwhile: description of bd-1, status of bd-2, a comment on bd-3, an edit of bd-4.
+        git(&seed, &["checkout", "-q", "main"]);
+        let t2 = "2025-11-03T10:00:00Z";
+        let main = [
+            issue("bd-1", "One", t2, "").replace(r#""description":"""#, r#""description":"described on main""#),
+            issue("bd-2", "Two", t2, "").replace(r#""status":"open""#, r#""status":"in_progress""#),
+            issue("bd-3", "Three", t2, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from main", t2))),
+            issue("bd-4", "Four, edited on main", t2, ""),
+            issue("bd-5", "Five", t0, ""),
+        ];
+        write(&seed, &main, if conflicting { "line 1\nline 2 on main\nline 3\n" } else { "line 0 from main\nline 1\nline 2\nline 3\n" });
+        git(&seed, &["add", "-A"]);
+        git(&seed, &["commit", "-q", "-m", "main edits"]);
+        git(&seed, &["push", "-q", "origin", "main"]);
+        s
+    }
+
+    /// A fresh clone of `branch` at depth 1, as `actions/checkout` makes it.
+    fn shallow_clone(&self, name: &str, branch: &str) -> PathBuf {
+        let dir = self.root.path().join(name);
+        git(self.root.path(), &["clone", "-q", "--depth", "1", "--branch", branch, &self.url(), dir.to_str().expect("utf8")]);
+        dir
+    }
+
+    fn remote_rev(&self, branch: &str) -> String {
+        git(&self.remote(), &["rev-parse", branch])
+    }
+}
+
+/// The steps of a YAML file we ship, as the service would run them.
+fn yaml(rel: &str) -> serde_norway::Value {
+    let text = std::fs::read_to_string(repo_root().join(rel)).expect("read");
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{rel} does not parse: {e}"))
+}
+
+fn action_steps() -> Vec<serde_norway::Value> {
+    yaml("action.yml")["runs"]["steps"].as_sequence().expect("runs.steps").clone()
+}
+
+/// What a GitHub runner does for one `run:` step of a composite action in `mode`; `None` when
+/// the step's `if:` skips it.
+fn action_step_env(step: &serde_norway::Value, mode: &str, base: &str) -> Option<Vec<(String, String)>> {
+    if let Some(cond) = step["if"].as_str() {
+        let (_, wanted) = cond.split_once("==").expect("conditions compare the mode");
+        if wanted.trim().trim_matches('\'') != mode {
+            return None;
+        }
+    }
+    let env = step["env"]
+        .as_mapping()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let v = v.as_str().expect("string env").replace("${{ inputs.base }}", base);
+                    (k.as_str().expect("key").to_owned(), v)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(env)
+}
+
+/// Runs every `run:` step of action.yml for `mode` in `dir`, as a runner would: bash -eo
+/// pipefail, `GITHUB_PATH` entries prepended to PATH for later steps. Returns the last step's
+/// output and the step summary.
+fn run_action(dir: &Path, mode: &str, base: &str) -> (Output, String) {
+    let work = tempfile::tempdir().expect("tmp");
+    let home = work.path().join("home");
+    // The cache restored the binaries: the install step finds them and skips cargo.
+    restore_cached_binaries(&home.join(".cache/beads-git-action/bin"));
+    let (output, path_file, summary) = (work.path().join("output"), work.path().join("path"), work.path().join("summary"));
+    for f in [&output, &path_file, &summary] {
+        std::fs::write(f, "").expect("write");
+    }
+    let mut last = None;
+    for step in action_steps() {
+        let Some(script) = step["run"].as_str() else { continue };
+        let Some(env) = action_step_env(&step, mode, base) else { continue };
+        let extra: Vec<PathBuf> = std::fs::read_to_string(&path_file).expect("read").lines().map(PathBuf::from).collect();
+        // Nothing of ours on PATH except what the steps put there.
+        let path = std::env::join_paths(extra.iter().cloned().chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+            .expect("PATH");
+        let out = run(hermetic("bash")
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(dir)
+            .env("HOME", &home)
+            .env("PATH", path)
+            .env("GITHUB_ACTION_PATH", repo_root())
+            .env("GITHUB_OUTPUT", &output)
+            .env("GITHUB_PATH", &path_file)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("RUNNER_TEMP", work.path())
+            .envs(env));
+        let failed = !out.status.success();
+        last = Some(out);
+        if failed {
+            break;
+        }
+    }
+    (last.expect("some step ran"), std::fs::read_to_string(&summary).expect("read"))
+}
+
+/// What the services' caches hold after a first run: the three binaries in `dir`.
+fn restore_cached_binaries(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for b in ["bd-merge", "bd-sync", "bd-hook"] {
+        std::os::unix::fs::symlink(bin(b), dir.join(b)).expect("link");
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// After the bot's merge, main merges the pull request with plain git (no driver): clean, and
+/// every edit of both sides is there, field by field.
+fn assert_plain_merge_keeps_both_sides(s: &Scenario) {
+    let main = s.root.path().join("main-after");
+    git(s.root.path(), &["clone", "-q", &s.url(), main.to_str().expect("utf8")]);
+    let out = run(hermetic("git").current_dir(&main).args(["merge", "--no-edit", "origin/topic"]));
+    assert!(out.status.success(), "plain git merge of the pull request conflicts:\n{}", text(&out));
+    let merged = records(&std::fs::read_to_string(main.join(FILE)).expect("read"));
+    assert_eq!(merged["bd-1"]["title"], "One, retitled on topic");
+    assert_eq!(merged["bd-1"]["description"], "described on main");
+    assert_eq!(merged["bd-2"]["priority"], 0);
+    assert_eq!(merged["bd-2"]["status"], "in_progress");
+    let comments: Vec<&str> =
+        merged["bd-3"]["comments"].as_array().expect("comments").iter().map(|c| c["text"].as_str().expect("text")).collect();
+    assert!(comments.contains(&"from topic") && comments.contains(&"from main"), "both comments: {comments:?}");
+    let ids: Vec<u64> = merged["bd-3"]["comments"].as_array().expect("comments").iter().map(|c| c["id"].as_u64().expect("id")).collect();
+    assert_ne!(ids[0], ids[1], "the two comments do not share an id");
+    assert_eq!(merged["bd-4"]["title"], "Four, edited on main", "an edit against a deletion keeps the edit");
+    assert!(merged.contains_key("bd-5"));
+    let src = std::fs::read_to_string(main.join("src.txt")).expect("read");
+    assert!(src.contains("line 0 from main") && src.contains("topic's line"), "both sides of the source file: {src}");
+}
+
+#[test]
+fn the_action_updates_a_pull_request_so_a_plain_merge_into_main_is_clean() {
+    let s = Scenario::new(false);
+    // Before: plain git (what GitHub's button does) conflicts on the issues file.
+    let before = s.root.path().join("before");
+    git(s.root.path(), &["clone", "-q", &s.url(), before.to_str().expect("utf8")]);
+    let out = run(hermetic("git").current_dir(&before).args(["merge", "--no-edit", "origin/topic"]));
+    assert!(!out.status.success(), "the scenario must conflict without the bot:\n{}", text(&out));
+    assert!(text(&out).contains(FILE), "{}", text(&out));
+
+    let pr = s.shallow_clone("pr", "topic");
+    let (out, summary) = run_action(&pr, "update-branch", "main");
+    assert!(out.status.success(), "update-branch:\n{}", text(&out));
+    assert!(summary.contains("\"outcome\": \"merged\""), "{summary}");
+    let message = git(&s.remote(), &["log", "-1", "--format=%B", "topic"]);
+    assert!(message.starts_with("Merge main into topic"), "{message}");
+    for id in ["bd-1", "bd-2", "bd-3"] {
+        assert!(message.contains(&format!("  {id}\n")), "the message lists {id}:\n{message}");
+    }
+    assert_eq!(git(&s.remote(), &["rev-list", "--parents", "-n", "1", "topic"]).split(' ').count(), 3, "a merge commit");
+    assert_plain_merge_keeps_both_sides(&s);
+
+    // A second run, in a fresh clone: already up to date, nothing pushed.
+    let before = s.remote_rev("topic");
+    let again = s.shallow_clone("pr-again", "topic");
+    let (out, summary) = run_action(&again, "update-branch", "main");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(summary.contains("\"outcome\": \"up-to-date\""), "{summary}");
+    assert_eq!(s.remote_rev("topic"), before, "no new commit");
+}
+
+#[test]
+fn a_conflict_in_a_source_file_changes_nothing_and_exits_1() {
+    let s = Scenario::new(true);
+    let before = s.remote_rev("topic");
+    let pr = s.shallow_clone("pr", "topic");
+    let head = git(&pr, &["rev-parse", "HEAD"]);
+    let (out, summary) = run_action(&pr, "update-branch", "main");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(summary.contains("src.txt"), "the conflicted file is named: {summary}");
+    assert_eq!(s.remote_rev("topic"), before, "the remote is unchanged");
+    assert_eq!(git(&pr, &["rev-parse", "HEAD"]), head, "HEAD is unchanged");
+    assert_eq!(git(&pr, &["status", "--porcelain"]), "", "the work tree is as it was");
+}
+
+/// Runs the GitLab template's job: `.beads-git-install`'s `before_script`, then the job's
+/// `script`, in one shell as GitLab's runner does, with the merge request's variables.
+fn run_gitlab_job(dir: &Path, job: &str, vars: &[(&str, &str)]) -> Output {
+    let template = yaml("ci/gitlab/beads-git.yml");
+    let mut script = String::new();
+    for line in template[".beads-git-install"]["before_script"].as_sequence().expect("before_script") {
+        script.push_str(line.as_str().expect("script line"));
+        script.push('\n');
+    }
+    for line in template[job]["script"].as_sequence().expect("script") {
+        script.push_str(line.as_str().expect("script line"));
+        script.push('\n');
+    }
+    // The cache restored the binaries into the job's directory.
+    restore_cached_binaries(&dir.join(".beads-git-bin/bin"));
+    run(hermetic("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
+        .current_dir(dir)
+        .env("BEADS_GIT_SOURCE", "https://example.invalid/beads-git.git")
+        .envs(vars.iter().copied()))
+}
+
+#[test]
+fn the_gitlab_update_job_updates_a_detached_merge_request_checkout() {
+    let s = Scenario::new(false);
+    let pr = s.shallow_clone("pr", "topic");
+    // GitLab checks the merge request out at its commit, detached.
+    git(&pr, &["checkout", "-q", "--detach"]);
+    let out = run_gitlab_job(
+        &pr,
+        "beads-git-update-branch",
+        &[("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main"), ("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "topic")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_plain_merge_keeps_both_sides(&s);
+}
+
+#[test]
+fn the_gate_fails_on_committed_conflict_markers_and_names_the_fix() {
+    let s = Scenario::new(false);
+    // main merged the pull request with plain git and committed the markers.
+    let broken = s.root.path().join("broken");
+    git(s.root.path(), &["clone", "-q", &s.url(), broken.to_str().expect("utf8")]);
+    let _ = run(hermetic("git").current_dir(&broken).args(["merge", "--no-edit", "origin/topic"]));
+    git(&broken, &["add", "-A"]);
+    git(&broken, &["commit", "-q", "--no-edit"]);
+    let (out, summary) = run_action(&broken, "check", "main");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(summary.contains("bd-merge resolve"), "the summary names the fix: {summary}");
+    let out = run_gitlab_job(&broken, "beads-git-check", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("bd-merge resolve"), "{}", text(&out));
+
+    // The same gate passes on a clean file.
+    let clean = s.shallow_clone("clean", "main");
+    let (out, summary) = run_action(&clean, "check", "main");
+    assert!(out.status.success(), "{}\n{summary}", text(&out));
+    assert!(summary.contains("clean"), "{summary}");
+}
+
+#[test]
+fn every_step_of_the_action_and_the_template_is_run_by_these_tests() {
+    // The action: every `run:` step is one run_action runs (no step without `run:` except the
+    // cache, which is GitHub's own action).
+    for step in action_steps() {
+        match (step["run"].as_str(), step["uses"].as_str()) {
+            (Some(_), None) => {}
+            (None, Some(uses)) => assert!(uses.starts_with("actions/cache@"), "an unexpected action step: {uses}"),
+            other => panic!("a step that is neither run nor the cache: {other:?}"),
+        }
+        if let Some(cond) = step["if"].as_str() {
+            assert!(cond == "inputs.mode == 'check'" || cond == "inputs.mode == 'update-branch'", "{cond}");
+        }
+    }
+    // The template: the install and the two jobs, nothing else that runs a script.
+    let template = yaml("ci/gitlab/beads-git.yml");
+    let jobs: Vec<String> = template
+        .as_mapping()
+        .expect("mapping")
+        .iter()
+        .filter(|(_, v)| v.get("script").is_some() || v.get("before_script").is_some())
+        .map(|(k, _)| k.as_str().expect("key").to_owned())
+        .collect();
+    assert_eq!(jobs, [".beads-git-install", "beads-git-check", "beads-git-update-branch"]);
+    // The example workflow parses and uses the action in both modes.
+    let workflow = yaml("examples/github/beads-git.yml");
+    let modes: Vec<String> = workflow["jobs"]
+        .as_mapping()
+        .expect("jobs")
+        .values()
+        .flat_map(|j| j["steps"].as_sequence().cloned().unwrap_or_default())
+        .filter_map(|s| s["with"]["mode"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(modes, ["check", "update-branch"]);
+}
