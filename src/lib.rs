@@ -32,6 +32,7 @@ pub mod jsonl;
 pub mod merge;
 pub mod notify;
 pub mod record;
+pub mod safe_read;
 pub mod timestamp;
 pub mod watch;
 

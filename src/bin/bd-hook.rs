@@ -35,11 +35,12 @@ struct Cli {
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
     #[arg(long, value_name = "DIR")]
     watch: Option<PathBuf>,
-    /// With --watch: poll every MS milliseconds instead of using file-system events.
-    #[arg(long, value_name = "MS")]
+    /// With --watch: poll every MS milliseconds (10 to 3600000) instead of using file-system events.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     poll: Option<u64>,
-    /// With --watch: quiet time in milliseconds before a change is read.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
+    /// With --watch: quiet time in milliseconds (0 to 60000) before a change is read; a change is
+    /// read at the latest 250 ms after that, however busy the directory.
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     debounce: u64,
     /// Server base URL [env: GEMBA_NOTIFY_URL].
     #[arg(long, value_name = "URL")]
@@ -53,12 +54,12 @@ struct Cli {
     /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE].
     #[arg(long, value_name = "PREFIX")]
     workspace: Option<String>,
-    /// Total time allowed for delivery, in seconds (per batch with --watch).
-    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    /// Total time allowed for delivery, in seconds, more than 0 and at most 86400 (per batch with --watch).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_timeout)]
     timeout: f64,
-    /// Requests in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    concurrency: usize,
+    /// Requests in flight at once (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
     /// Fail (exit 1) when an id is not delivered, and exit 2 on usage or collection errors.
     #[arg(long)]
     strict: bool,
@@ -97,6 +98,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--timeout`: a finite number of seconds in (0, 86400], so no deadline can overflow the clock.
+fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
+    let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+        Ok(secs)
+    } else {
+        Err(format!("{text} is out of range: give more than 0 and at most 86400 seconds"))
+    }
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -106,7 +117,11 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
         return Ok(None);
     };
     let token = match &cli.auth_file {
-        Some(f) => Some(std::fs::read_to_string(f).with_context(|| format!("reading the token file {}", f.display()))?.trim().to_owned()),
+        Some(f) => {
+            let bytes =
+                beads_git::safe_read::read_regular(f, 64 << 10).with_context(|| format!("reading the token file {}", f.display()))?;
+            Some(String::from_utf8(bytes).with_context(|| format!("the token file {} is not UTF-8", f.display()))?.trim().to_owned())
+        }
         None => env("GEMBA_NOTIFY_AUTH"),
     };
     Ok(Some(Target {
@@ -128,7 +143,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("bd-hook: {}: {change:?}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let total = Duration::from_secs_f64(cli.timeout.max(0.0));
+    let total = Duration::try_from_secs_f64(cli.timeout).unwrap_or(Duration::from_secs(2));
+    let concurrency = usize::from(cli.concurrency);
     let target = target(cli)?;
     if target.is_none() && !cli.dry_run {
         if cli.strict {
@@ -137,7 +153,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS); // silent no-op
     }
-    let notifier = target.clone().map(|t| Notifier::new(t, cli.concurrency));
+    let notifier = target.clone().map(|t| Notifier::new(t, concurrency));
     let deliver = |ids: &[String]| -> bool {
         if cli.dry_run || notifier.is_none() {
             let mut out = std::io::stdout().lock();
@@ -147,10 +163,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             return true;
         }
-        let report =
-            notifier.as_ref().expect("checked above").send(ids, Delivery { concurrency: cli.concurrency, ..Delivery::within(total) });
-        for (id, reason) in report.failed() {
-            eprintln!("bd-hook: {id}: not delivered: {reason}");
+        let Some(notifier) = notifier.as_ref() else { return true };
+        let report = notifier.send(ids, Delivery { concurrency, ..Delivery::within(total) });
+        if let Some(line) = report.failure_summary() {
+            eprintln!("bd-hook: {line}");
         }
         report.all_delivered()
     };

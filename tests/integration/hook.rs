@@ -80,7 +80,7 @@ fn a_hanging_server_stops_at_the_deadline_fail_open_and_strict() {
     let took = start.elapsed();
     assert_eq!(out.status.code(), Some(0), "fail-open");
     assert!(took < Duration::from_secs(3), "bounded by the deadline, took {took:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("x: not delivered"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 id(s) not delivered (x)"));
     let out = hook(&["--id", "x", "--timeout", "1", "--strict"], Some(&server.url), "");
     assert_eq!(out.status.code(), Some(1));
 }
@@ -345,4 +345,227 @@ fn regression_the_watcher_went_deaf_when_its_directory_was_deleted_and_recreated
         assert_eq!(err.matches("was removed").count(), 1, "poll {poll:?}: the gap is reported once: {err}");
         assert!(err.lines().count() <= 4, "poll {poll:?}: no error flood: {err}");
     }
+}
+
+/// What a hostile server sends back to every request.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// These bytes, then the connection stays open for the next request.
+    Bytes(&'static [u8]),
+    /// A 30 KB `Location` on a 301.
+    HugeLocation,
+    /// A 1 MB header line.
+    HugeHeader,
+    /// This status line and headers, then body bytes forever.
+    Endless(&'static [u8]),
+    /// Close the connection without a word.
+    Close,
+}
+
+/// A raw TCP server on 127.0.0.1 that reads each request (head and `Content-Length` body), counts
+/// it, and answers with a [`Hostile`] reply.
+struct HostileServer {
+    url: String,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HostileServer {
+    fn start(reply: Hostile) -> HostileServer {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (count, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let (c, s) = (count.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let (c, s) = (c.clone(), s.clone());
+                        std::thread::spawn(move || hostile_serve(stream, reply, &c, &s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        HostileServer { url, count, stop }
+    }
+
+    fn requests(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for HostileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn hostile_serve(
+    stream: std::net::TcpStream,
+    reply: Hostile,
+    count: &std::sync::atomic::AtomicUsize,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{BufRead, BufReader, Read};
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(mut writer) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut len = 0usize;
+        let mut first = true;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line.trim_end().is_empty() && !first {
+                break;
+            }
+            first = false;
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sent = match reply {
+            Hostile::Bytes(b) => writer.write_all(b).is_ok(),
+            Hostile::HugeLocation => {
+                let head = format!("HTTP/1.1 301 Moved\r\nLocation: /{}\r\nContent-Length: 0\r\n\r\n", "x".repeat(30_000));
+                writer.write_all(head.as_bytes()).is_ok()
+            }
+            Hostile::HugeHeader => {
+                let head = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "y".repeat(1 << 20));
+                writer.write_all(head.as_bytes()).is_ok()
+            }
+            Hostile::Endless(head) => {
+                if writer.write_all(head).is_err() {
+                    return;
+                }
+                let chunk = vec![b'z'; 64 << 10];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if writer.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+                false
+            }
+            Hostile::Close => false,
+        };
+        if !sent {
+            return;
+        }
+    }
+}
+
+/// The replies of the hostile-server test, with a name for the table.
+const HOSTILE_REPLIES: &[(&str, Hostile)] = &[
+    (
+        "503 Retry-After: 18446744073709551615",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 18446744073709551615\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    ("429 Retry-After: 0", Hostile::Bytes(b"HTTP/1.1 429 X\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")),
+    ("503 Retry-After: 0", Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")),
+    (
+        "503 Retry-After: 10^26 (over u64)",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 100000000000000000000000000\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    (
+        "503 Retry-After: a date in 1970",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    ("503 Retry-After: -1", Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: -1\r\nContent-Length: 0\r\n\r\n")),
+    ("301 with a 30 KB Location", Hostile::HugeLocation),
+    ("200 with a 1 MB header", Hostile::HugeHeader),
+    ("200 with an endless body", Hostile::Endless(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n")),
+    ("503 with an endless chunked body", Hostile::Endless(b"HTTP/1.1 503 X\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n")),
+    ("non-HTTP bytes", Hostile::Bytes(b"SSH-2.0-OpenSSH_9.6\r\n\x00\xff\x1b[2J\x1b]0;pwned\x07garbage\r\n\r\n")),
+    ("closes without a reply", Hostile::Close),
+];
+
+/// Requests one id may cost in a 2 s budget: the retry floor (100 ms) allows at most 20 retries
+/// after the first request; the jittered backoff keeps it far lower in practice.
+const MAX_REQUESTS_PER_ID_IN_2S: usize = 21;
+
+#[test]
+fn regression_hostile_server_replies_crashed_or_flooded_the_notifier() {
+    let mut table = String::from("| reply | exit | requests (2 ids) | time |\n|---|---|---|---|\n");
+    let mut problems = Vec::new();
+    for &(name, reply) in HOSTILE_REPLIES {
+        let server = HostileServer::start(reply);
+        let start = Instant::now();
+        let out = hook(&["--id", "a", "--id", "b", "--timeout", "2"], Some(&server.url), "");
+        let took = start.elapsed();
+        let requests = server.requests();
+        let err = String::from_utf8_lossy(&out.stderr);
+        table.push_str(&format!("| {name} | {:?} | {requests} | {:.2} s |\n", out.status.code(), took.as_secs_f64()));
+        if out.status.code() != Some(0) || err.contains("panicked") {
+            problems.push(format!("{name}: exit {:?}: {}", out.status.code(), tail(&err)));
+        }
+        if requests > 2 * MAX_REQUESTS_PER_ID_IN_2S {
+            problems.push(format!("{name}: {requests} requests for 2 ids in 2 s (a request storm)"));
+        }
+        if took > Duration::from_millis(3500) {
+            problems.push(format!("{name}: took {took:?} with --timeout 2"));
+        }
+        if err.len() > 2048 || err.contains('\u{1b}') {
+            problems.push(format!("{name}: unbounded or raw diagnostics ({} bytes)", err.len()));
+        }
+    }
+    eprintln!("{table}");
+    assert!(problems.is_empty(), "{table}\n{}", problems.join("\n"));
+}
+
+#[test]
+fn regression_numeric_flags_out_of_range_panicked() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    for arg in [
+        "--timeout=1e300",
+        "--timeout=inf",
+        "--timeout=NaN",
+        "--timeout=-1",
+        "--timeout=0",
+        "--concurrency=0",
+        "--concurrency=1000000000",
+        "--debounce=18446744073709551615",
+        "--poll=0",
+    ] {
+        let flag = arg.split('=').next().expect("a flag");
+        let out = hook(&["--id", "x", arg], Some(&server.url), "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{arg}: fail-open: {err}");
+        assert!(!err.contains("panicked"), "{arg}: {err}");
+        assert!(err.contains(flag), "{arg}: the usage error names the flag: {err}");
+        let out = hook(&["--id", "x", arg, "--strict"], Some(&server.url), "");
+        assert_eq!(out.status.code(), Some(2), "{arg}: a usage error under --strict: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(server.requests().is_empty(), "nothing is sent after a usage error");
+}
+
+#[test]
+fn regression_a_down_server_printed_one_line_per_id() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let ids: String = (0..115).map(|i| format!("bd-{i}\n")).collect();
+    let out = hook(&["--stdin", "--timeout", "0.5"], Some(&format!("http://127.0.0.1:{port}")), &ids);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one summary line for a batch that failed the same way: {err}");
+    assert!(err.contains("115 id(s) not delivered") && err.contains("bd-0"), "{err}");
+    assert!(err.len() < 600, "{err}");
+}
+
+/// The end of a long diagnostic, for a failure message.
+fn tail(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    chars[chars.len().saturating_sub(400)..].iter().collect::<String>().escape_debug().to_string()
 }
