@@ -569,3 +569,114 @@ fn tail(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     chars[chars.len().saturating_sub(400)..].iter().collect::<String>().escape_debug().to_string()
 }
+
+#[test]
+fn regression_other_files_churning_in_beads_starved_the_watcher() {
+    let delays = crate::support::watch_delays_under_churn(&bin("bd-hook"), 20, Duration::from_millis(10), Duration::from_secs(5));
+    let mut got: Vec<Duration> = delays.iter().flatten().copied().collect();
+    got.sort();
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let summary = if got.is_empty() {
+        "none notified".to_owned()
+    } else {
+        format!(
+            "p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms",
+            ms(&got[got.len() / 2]),
+            ms(&got[(got.len() * 95).div_ceil(100) - 1]),
+            ms(got.last().expect("one"))
+        )
+    };
+    eprintln!(
+        "watch delay with a file rewritten every 10 ms beside the issues file: {summary} ({} of {} notified)",
+        got.len(),
+        delays.len()
+    );
+    assert!(delays.iter().all(Option::is_some) && delays.len() == 20, "every change is notified: {summary}");
+    // The promise is debounce (50 ms) + 250 ms; the bound here is generous for a loaded CI box.
+    assert!(got.last().is_some_and(|d| *d < Duration::from_millis(1500)), "{summary}");
+}
+
+#[test]
+fn regression_a_file_rewritten_every_20ms_was_never_notified_while_the_writes_lasted() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    crate::support::rewrite_one_record(dir.path(), &file, 0);
+    let mut child = start_watcher(dir.path(), &server);
+    settle();
+    let start = Instant::now();
+    let mut first = None;
+    let mut i = 0;
+    while start.elapsed() < Duration::from_secs(2) {
+        i += 1;
+        crate::support::rewrite_one_record(dir.path(), &file, i);
+        if first.is_none() && !server.requests().is_empty() {
+            first = Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    eprintln!("{i} rewrites in 2 s: first notice after {first:?}, {} notice(s) during the writes", server.requests().len());
+    assert!(first.is_some_and(|d| d < Duration::from_millis(1000)), "a notice while the writes go on: first {first:?}");
+}
+
+/// Caps a child's address space, so a watcher that reads without bound fails the test instead of
+/// eating the machine.
+fn cap_memory(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit(2) is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn regression_the_watcher_read_a_symlink_to_dev_zero_without_bound_and_blocked_on_a_fifo() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":1}\n").expect("write");
+    let mut cmd = hermetic(bin("bd-hook"));
+    cmd.arg("--watch").arg(dir.path()).env("GEMBA_NOTIFY_URL", &server.url).stdout(Stdio::null()).stderr(Stdio::piped());
+    cap_memory(&mut cmd, 4 << 30);
+    let mut child = cmd.spawn().expect("spawn watcher");
+    settle();
+    std::fs::remove_file(&file).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &file).expect("symlink");
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(child.try_wait().expect("try_wait").is_none(), "the watcher survived /dev/zero");
+    // A FIFO next: opening it must not block the watcher.
+    std::fs::remove_file(&file).expect("rm");
+    let c = std::ffi::CString::new(file.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(&file).expect("rm");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":2}\n").expect("write");
+    server.wait_for(1, Duration::from_secs(5));
+    let alive = child.try_wait().expect("try_wait").is_none();
+    // Peak resident memory, from the kernel.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(alive, "the watcher is still running: {err}");
+    assert!(peak_kb < 256 << 10, "peak RSS {peak_kb} kB: the watcher read /dev/zero into memory");
+    assert_eq!(server.items(), ["a"], "the real file is read again once it is back: {err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(err.lines().count() <= 6, "each problem said once: {err}");
+}
