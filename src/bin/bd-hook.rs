@@ -23,9 +23,13 @@ struct Cli {
     /// An id to notify (repeatable).
     #[arg(long = "id", value_name = "ID")]
     ids: Vec<String>,
-    /// Read ids from stdin, one per line (`#` comments and blank lines skipped).
+    /// Read ids from stdin, one per line (trimmed; `#` comments and blank lines skipped).
     #[arg(long)]
     stdin: bool,
+    /// Ids on stdin are NUL-separated and taken byte for byte (any id crosses a pipe intact;
+    /// `bd-sync import --print-changed -z` writes them); --dry-run prints NUL-separated too.
+    #[arg(short = 'z', long = "null")]
+    null: bool,
     /// Notify ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
     #[arg(long, value_name = "REV[..REV]")]
     from_diff: Option<String>,
@@ -157,10 +161,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     let deliver = |ids: &[String]| -> bool {
         if cli.dry_run || notifier.is_none() {
             let mut out = std::io::stdout().lock();
+            let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
             for id in ids {
                 let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
-                let _ = writeln!(out, "{body}");
+                let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
             }
+            let _ = out.flush();
             return true;
         }
         let Some(notifier) = notifier.as_ref() else { return true };
@@ -189,7 +195,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
 
-    let sources = IdSources { ids: cli.ids.clone(), stdin: cli.stdin, from_diff: cli.from_diff.clone(), path: cli.path.clone() };
+    let sources =
+        IdSources { ids: cli.ids.clone(), stdin: cli.stdin, nul: cli.null, from_diff: cli.from_diff.clone(), path: cli.path.clone() };
     let dir = std::env::current_dir().context("finding the current directory")?;
     let ids = collect_ids(&sources, &dir, std::io::stdin().lock())?;
     if ids.is_empty() {

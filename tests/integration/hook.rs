@@ -570,6 +570,77 @@ fn tail(text: &str) -> String {
     chars[chars.len().saturating_sub(400)..].iter().collect::<String>().escape_debug().to_string()
 }
 
+/// Ids a tracker may hold that a line-based pipe mangles: a leading `#`, surrounding spaces, a
+/// newline, a tab, a carriage return, non-ASCII.
+const AWKWARD_IDS: &[&str] = &["#hash", " pad ", "new\nline", "tab\tid", "cr\r", "plain", "é-ünï", "back\\slash\"q"];
+
+fn awkward_file(version: u32) -> Vec<u8> {
+    AWKWARD_IDS.iter().map(|id| format!("{}\n", serde_json::json!({ "id": id, "v": version }))).collect::<String>().into_bytes()
+}
+
+/// The ids the server received, exactly (not sorted, not trimmed).
+fn received(server: &CaptureServer) -> Vec<String> {
+    let mut v: Vec<String> = server.requests().iter().map(|r| r.item()).collect();
+    v.sort();
+    v
+}
+
+fn sorted(ids: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn regression_ids_were_mangled_between_import_and_the_hook() {
+    // The installed post-merge block: bd-sync import --print-changed | bd-hook --stdin.
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, b"{\"id\":\"seed\"}\n", "seed");
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &awkward_file(1), "awkward ids");
+    repo.git(&["checkout", "-q", "main"]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic("git").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["merge", "-q", "--ff-only", "side"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut expected = AWKWARD_IDS.to_vec();
+    expected.push("seed");
+    assert_eq!(received(&server), sorted(&expected), "every id intact through the post-merge block");
+
+    // --from-diff neither trims nor splits.
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "-z", "--from-diff", "HEAD~1"]));
+    assert_eq!(out.status.code(), Some(0));
+    let mut got: Vec<String> =
+        out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    got.sort();
+    assert_eq!(got, sorted(&expected));
+
+    // --stdin -z takes NUL-separated ids as they are (a blank one is dropped).
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let input: String = AWKWARD_IDS.iter().map(|id| format!("{id}\0")).collect::<String>() + "\0";
+    let out = hook(&["--stdin", "-z", "--strict"], Some(&server.url), &input);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(received(&server), sorted(AWKWARD_IDS));
+}
+
+#[test]
+fn the_watcher_keeps_awkward_ids_intact() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, awkward_file(1)).expect("write");
+    let mut child = start_watcher(dir.path(), &server);
+    settle();
+    std::fs::write(&file, awkward_file(2)).expect("write");
+    server.wait_for(AWKWARD_IDS.len(), Duration::from_secs(5));
+    settle();
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    assert_eq!(received(&server), sorted(AWKWARD_IDS));
+}
+
 #[test]
 fn regression_other_files_churning_in_beads_starved_the_watcher() {
     let delays = crate::support::watch_delays_under_churn(&bin("bd-hook"), 20, Duration::from_millis(10), Duration::from_secs(5));
