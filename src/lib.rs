@@ -33,6 +33,7 @@ pub mod merge;
 pub mod notify;
 pub mod record;
 pub mod safe_read;
+pub mod since_last;
 pub mod timestamp;
 pub mod watch;
 

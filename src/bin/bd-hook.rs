@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use beads_git::hook::{collect_ids, IdSources};
 use beads_git::install::{self, Hook};
-use beads_git::notify::{Delivery, Notifier, Target};
+use beads_git::notify::{Delivery, Notifier, Outcome, Report, Target};
+use beads_git::since_last;
 use beads_git::watch::{self, WatchOptions};
 use clap::Parser;
 
@@ -33,7 +34,20 @@ struct Cli {
     /// Notify ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
     #[arg(long, value_name = "REV[..REV]")]
     from_diff: Option<String>,
-    /// The issues file's path inside the repository, for --from-diff [default: .beads/issues.jsonl, else .beads/beads.jsonl].
+    /// Notify every id changed since the last successful --since-last run in this clone, whatever
+    /// happened in between (commits, rebases, resets, edits). The state lives in the git dir and
+    /// advances only for delivered ids; the first run records a baseline and notifies nothing.
+    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    since_last: bool,
+    /// The name of the --since-last state, so several consumers keep their own (implies --since-last) [default: default].
+    #[arg(long, value_name = "NAME", value_parser = parse_state, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    state: Option<String>,
+    /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g.
+    /// `bd export` for a tracker whose JSONL export is off; implies --since-last (the last
+    /// snapshot's hashes are kept in the git dir).
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    source_cmd: Option<String>,
+    /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
     #[arg(long, value_name = "PATH")]
     path: Option<String>,
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
@@ -102,6 +116,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--state`: a plain file name.
+fn parse_state(text: &str) -> std::result::Result<String, String> {
+    beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
+}
+
 /// `--timeout`: a finite number of seconds in (0, 86400], so no deadline can overflow the clock.
 fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
     let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
@@ -158,24 +177,69 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS); // silent no-op
     }
     let notifier = target.clone().map(|t| Notifier::new(t, concurrency));
-    let deliver = |ids: &[String]| -> bool {
-        if cli.dry_run || notifier.is_none() {
-            let mut out = std::io::stdout().lock();
-            let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
-            for id in ids {
-                let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
-                let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
-            }
-            let _ = out.flush();
-            return true;
+    let print = |ids: &[String]| {
+        let mut out = std::io::stdout().lock();
+        let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
+        for id in ids {
+            let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
+            let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
         }
-        let Some(notifier) = notifier.as_ref() else { return true };
-        let report = notifier.send(ids, Delivery { concurrency, ..Delivery::within(total) });
+        let _ = out.flush();
+    };
+    // Sends, says in one line what did not get through, and returns the report.
+    let send = |ids: &[String]| -> Option<Report> {
+        let report = notifier.as_ref()?.send(ids, Delivery { concurrency, ..Delivery::within(total) });
         if let Some(line) = report.failure_summary() {
             eprintln!("bd-hook: {line}");
         }
-        report.all_delivered()
+        Some(report)
     };
+    let deliver = |ids: &[String]| -> bool {
+        if cli.dry_run || notifier.is_none() {
+            print(ids);
+            return true;
+        }
+        send(ids).is_none_or(|r| r.all_delivered())
+    };
+
+    if cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() {
+        let name = cli.state.clone().unwrap_or_else(|| "default".into());
+        let source = match &cli.source_cmd {
+            Some(cmd) => since_last::Source::Command(cmd.clone()),
+            None => since_last::Source::File(cli.path.clone()),
+        };
+        let dir = std::env::current_dir().context("finding the current directory")?;
+        let Some(run) = since_last::prepare(&since_last::Options { dir, state: name.clone(), source })? else {
+            eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
+            return Ok(ExitCode::SUCCESS);
+        };
+        if run.baseline {
+            if cli.dry_run {
+                eprintln!("bd-hook: --since-last: no earlier run of state {name:?} for {}: a real run records a baseline of {} issue(s) and notifies nothing", run.source_name, run.records);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let (source_name, records, path) = (run.source_name.clone(), run.records, run.state_path().to_path_buf());
+            run.record(|_| true)?;
+            eprintln!(
+                "bd-hook: --since-last: first run of state {name:?} for {source_name}: recorded a baseline of {records} issue(s) in {}; nothing notified (later runs notify what changes from here)",
+                path.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        if run.ids.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if cli.dry_run || notifier.is_none() {
+            print(&run.ids);
+            return Ok(ExitCode::SUCCESS); // nothing sent: the state stays where it is
+        }
+        let ids = run.ids.clone();
+        let Some(report) = send(&ids) else { return Ok(ExitCode::SUCCESS) };
+        let through: std::collections::HashSet<&str> =
+            report.results.iter().filter(|(_, o)| !matches!(o, Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
+        run.record(|id| through.contains(id))?;
+        return Ok(if report.all_delivered() || !cli.strict { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
 
     if let Some(dir) = &cli.watch {
         let stop = watch::stop_on_signals()?;

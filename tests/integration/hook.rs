@@ -751,3 +751,118 @@ fn regression_the_watcher_read_a_symlink_to_dev_zero_without_bound_and_blocked_o
     assert!(err.contains("not a regular file"), "{err}");
     assert!(err.lines().count() <= 6, "each problem said once: {err}");
 }
+
+/// Runs `bd-hook --since-last ARGS` in `dir`, delivering to `url`.
+fn since_last(dir: &std::path::Path, url: &str, args: &[&str]) -> Output {
+    let out = run(hermetic(bin("bd-hook")).current_dir(dir).env("GEMBA_NOTIFY_URL", url).arg("--since-last").args(args));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// The ids one `--since-last` run sends to a fresh server (sorted), asserting exit 0.
+fn since_last_ids(dir: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(dir, &server.url, args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    server.items()
+}
+
+fn records(pairs: &[(&str, u32)]) -> Vec<u8> {
+    pairs.iter().map(|(id, v)| format!("{{\"id\":\"{id}\",\"v\":{v}}}\n")).collect::<String>().into_bytes()
+}
+
+#[test]
+fn since_last_records_a_baseline_then_notifies_every_change_since_once_through_several_commits() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 1)]), "one");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(repo.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("baseline of 3 issue(s)") && err.contains("nothing notified"), "{err}");
+    assert!(server.requests().is_empty(), "the first run notifies nothing");
+    assert!(repo.path().join(".git/beads/since-last/default.json").is_file(), "the state is in the git dir");
+
+    // Two commits between two runs: both are seen (--from-diff HEAD~1 would miss the first).
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "two");
+    repo.commit_file(FILE, &records(&[("a", 2), ("c", 1), ("d", 1)]), "three");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b", "d"]);
+    // No change: nothing (a cron job every minute re-notifies nothing).
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+    // A working-file edit counts too, then only once.
+    repo.write(FILE, &records(&[("a", 2), ("c", 2), ("d", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &[]), ["c"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+    // Another state is another consumer, with its own baseline.
+    let out = since_last(repo.path(), &server.url, &["--state", "other"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = since_last(repo.path(), &server.url, &["--state", "../escape", "--strict"]);
+    assert_eq!(out.status.code(), Some(2), "a state name is a plain name");
+}
+
+#[test]
+fn since_last_retries_a_failed_delivery_on_the_next_run() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1)]), "one");
+    since_last_ids(repo.path(), &[]);
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 2), ("c", 1)]), "two");
+    // The server is down: nothing advances (exit 1 under --strict).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let out = since_last(repo.path(), &format!("http://127.0.0.1:{port}"), &["--timeout", "0.3", "--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    // The server refuses b only: a and c advance, b is sent again next time.
+    let server = CaptureServer::start(|r, _| if r.item() == "b" { Reply::Status(503) } else { Reply::Status(200) });
+    let out = since_last(repo.path(), &server.url, &["--timeout", "0.5"]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut first_try: Vec<String> = server.items();
+    first_try.dedup();
+    assert_eq!(first_try, ["a", "b", "c"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), ["b"], "only the undelivered id is sent again");
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn since_last_after_a_rebase_that_rewrote_the_commits_notifies_only_new_content() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 1)]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "feature: a");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file("other.txt", b"x", "main: unrelated");
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 3)]), "main: c");
+    repo.git(&["checkout", "-q", "feature"]);
+    since_last_ids(repo.path(), &[]); // baseline: a=2, b=1, c=1
+    repo.git(&["rebase", "-q", "main"]);
+    let head = repo.git(&["log", "--format=%s", "-2"]);
+    assert_eq!(head, "feature: a\nmain: c\n", "the feature commit was rewritten onto main");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["c"], "a was already delivered; c came with the rebase");
+}
+
+#[test]
+fn since_last_after_a_reset_to_an_older_commit_notifies_ids_whose_content_went_back() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1)]), "one");
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "two");
+    since_last_ids(repo.path(), &[]); // baseline at "two"
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 2), ("c", 1)]), "three");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["b"]);
+    repo.git(&["reset", "-q", "--hard", "HEAD~2"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b", "c"], "a and b went back, c is gone");
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn since_last_refuses_a_half_written_file_and_keeps_its_state() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1)]), "one");
+    since_last_ids(repo.path(), &[]);
+    repo.write(FILE, b"{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(repo.path(), &server.url, &["--strict"]);
+    assert_eq!(out.status.code(), Some(2), "an id-collection error under --strict");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("state is unchanged"), "{err}");
+    assert!(server.requests().is_empty());
+    repo.write(FILE, &records(&[("a", 2), ("b", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b"]);
+}
