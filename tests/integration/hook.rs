@@ -866,3 +866,152 @@ fn since_last_refuses_a_half_written_file_and_keeps_its_state() {
     repo.write(FILE, &records(&[("a", 2), ("b", 1)]));
     assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b"]);
 }
+
+/// A tracker whose export is a command: `tracker-export.sh` prints `db.jsonl` (outside `.beads`),
+/// as `bd export` prints a Dolt database.
+fn repo_with_export_script() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file("README", b"x", "init");
+    repo.write("tracker-export.sh", b"#!/bin/sh\nset -e\ncat \"$(dirname \"$0\")/db.jsonl\"\n");
+    run(std::process::Command::new("chmod").arg("755").arg(repo.path().join("tracker-export.sh")));
+    repo
+}
+
+#[test]
+fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
+    let repo = repo_with_export_script();
+    repo.write("db.jsonl", &records(&[("a", 1), ("b", 1)]));
+    let cmd = "./tracker-export.sh";
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline of 2 issue(s)"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests().is_empty());
+    assert!(!repo.path().join(FILE).exists(), "the issues file plays no part");
+
+    repo.write("db.jsonl", &records(&[("a", 2), ("b", 1), ("c", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a", "c"], "with --since-last");
+    repo.write("db.jsonl", &records(&[("a", 2), ("c", 1)]));
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.items(), ["b"], "alone: the same state, the deletion once");
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), Vec::<String>::new());
+
+    // A failing command or broken output: nothing sent, nothing advanced, said on stderr.
+    repo.write("db.jsonl", &records(&[("a", 3), ("c", 1)]));
+    for (bad, why) in [("./tracker-export.sh; exit 3", "failed"), ("printf '{\"id\":'", "line 1")] {
+        let server = CaptureServer::start(|_, _| Reply::Status(200));
+        let out = since_last(repo.path(), &server.url, &["--source-cmd", bad, "--strict"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(why), "{bad}: {err}");
+        assert!(server.requests().is_empty());
+    }
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a"]);
+}
+
+/// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH; under CI a missing br fails.
+fn require_br() -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
+    let found = std::env::var_os("BR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(home.join(".cache/beads-git-tools/br-0.7.6/bin/br")).filter(|p| p.is_file()))
+        .or_else(|| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("br")).find(|p| p.is_file()));
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "br 0.7.6 is not installed; .ci/run builds it (see README)");
+        eprintln!("skipping: br (beads_rust 0.7.6) not found; set BR=/path/to/br or run .ci/run once");
+    }
+    found
+}
+
+#[test]
+fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file() {
+    let Some(br) = require_br() else { return };
+    let repo = TestRepo::new();
+    let home = tempfile::tempdir().expect("home");
+    let path = crate::support::path_with_our_binaries(&[br.parent().expect("br's directory")]);
+    let br_run = |args: &[&str]| -> String {
+        let out =
+            run(hermetic(&br).current_dir(repo.path()).env("HOME", home.path()).env("NO_COLOR", "1").env_remove("BEADS_DB").args(args));
+        assert!(out.status.success(), "br {args:?}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    br_run(&["init", "--prefix", "sc"]);
+    let one = br_run(&["q", "One"]);
+    let two = br_run(&["q", "Two"]);
+    // br 0.7.6 has no export to stdout: flush the database to the file, then print it.
+    let cmd = "br sync --flush-only >/dev/null && cat .beads/issues.jsonl";
+    let hook_run = |server: &CaptureServer, since: bool| -> Output {
+        let mut c = hermetic(bin("bd-hook"));
+        c.current_dir(repo.path()).env("HOME", home.path()).env("PATH", &path).env("GEMBA_NOTIFY_URL", &server.url);
+        if since {
+            c.arg("--since-last");
+        }
+        run(c.args(["--source-cmd", cmd, "--strict"]))
+    };
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = hook_run(&server, false);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline of 2 issue(s)"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Edits with auto-flush off: the database changes, the issues file does not.
+    let before = repo.read(FILE);
+    br_run(&["--no-auto-flush", "update", &one, "--title", "One, edited in the database"]);
+    assert_eq!(repo.read(FILE), before, "a watcher on the file would see nothing");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, true).status.code(), Some(0));
+    assert_eq!(server.items(), vec![one]);
+    br_run(&["--no-auto-flush", "close", &two]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, false).status.code(), Some(0));
+    assert_eq!(server.items(), vec![two]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, true).status.code(), Some(0));
+    assert!(server.requests().is_empty(), "nothing changed since");
+}
+
+#[test]
+fn the_watcher_warns_once_when_a_tracker_database_is_newer_than_the_issues_file() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let beads = dir.path().join(".beads");
+    std::fs::create_dir_all(&beads).expect("mkdir");
+    let file = beads.join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\"}\n").expect("write");
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    std::fs::File::options().write(true).open(&file).expect("open").set_modified(old).expect("mtime");
+    std::fs::write(beads.join("beads.db"), b"db").expect("write");
+    let child = hermetic(bin("bd-hook"))
+        .arg("--watch")
+        .arg(dir.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::write(beads.join("beads.db"), b"db2").expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("--source-cmd").count(), 1, "warned once, naming --source-cmd: {err}");
+    assert!(err.contains("beads.db"), "{err}");
+
+    // A fresh file next to the database: no warning.
+    std::fs::write(&file, "{\"id\":\"a\"}\n").expect("write");
+    let child = hermetic(bin("bd-hook"))
+        .arg("--watch")
+        .arg(dir.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--source-cmd"), "{}", String::from_utf8_lossy(&out.stderr));
+}
