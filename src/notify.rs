@@ -99,7 +99,8 @@ const MAX_QUOTED: usize = 120;
 /// backoff from 100 ms, at least [`RETRY_FLOOR`], lengthened (never shortened) by `Retry-After`.
 pub fn retry_wait(attempt: u32, jitter: f64, retry_after: Option<Duration>) -> Duration {
     let base = Duration::from_millis(50u64 << attempt.clamp(1, 6));
-    let backoff = base.mul_f64(0.5 + jitter.clamp(0.0, 1.0)).max(RETRY_FLOOR);
+    let jitter = if jitter.is_finite() { jitter.clamp(0.0, 1.0) } else { 0.5 };
+    let backoff = base.mul_f64(0.5 + jitter).max(RETRY_FLOOR);
     backoff.max(retry_after.unwrap_or_default())
 }
 
@@ -314,5 +315,43 @@ impl Jitter {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_only_lengthens_the_wait_and_never_goes_under_the_floor() {
+        for attempt in [0, 1, 2, 40, u32::MAX] {
+            for jitter in [0.0, 0.5, 1.0, -3.0, f64::NAN] {
+                let zero = retry_wait(attempt, jitter, Some(Duration::ZERO));
+                assert!(zero >= RETRY_FLOOR, "{attempt} {jitter}: {zero:?}");
+                assert!(zero <= Duration::from_millis(50 << 6).mul_f64(1.5), "{attempt}: capped backoff");
+                assert_eq!(retry_wait(attempt, jitter, Some(Duration::MAX)), Duration::MAX);
+            }
+        }
+        assert_eq!(parse_retry_after("18446744073709551615"), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(parse_retry_after("100000000000000000000000000"), Some(Duration::MAX));
+        assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
+        for ignored in ["-1", "", "1.5", "Thu, 01 Jan 1970 00:00:00 GMT", "+5"] {
+            assert_eq!(parse_retry_after(ignored), None, "{ignored:?}");
+        }
+        // A budget the clock cannot hold does not overflow.
+        let d = Delivery::within(Duration::MAX);
+        assert!(d.deadline > Instant::now());
+    }
+
+    #[test]
+    fn failures_are_one_line_per_batch() {
+        let failed = |reason: &str| Outcome::Failed { reason: reason.into(), attempts: 2 };
+        let mut results: Vec<(String, Outcome)> = (0..115).map(|i| (format!("bd-{i}"), failed("HTTP 503 until the deadline"))).collect();
+        results.push(("x\u{1b}]0;t\u{7}".into(), failed("deadline passed")));
+        results.push(("ok".into(), Outcome::Delivered));
+        let line = Report { results }.failure_summary().expect("a summary");
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        assert!(line.starts_with("116 id(s) not delivered (bd-0, bd-1, bd-2, and 113 more): HTTP 503 until the deadline (115 id(s), 230 request(s)); deadline passed (1 id(s), 2 request(s))"), "{line}");
+        assert_eq!(Report { results: vec![("a".into(), Outcome::Unknown)] }.failure_summary(), None);
     }
 }
