@@ -1,10 +1,12 @@
 //! The notifier as `bd-hook` runs it: collect ids from every source, then deliver them.
 //!
 //! Ids come from `--id`, `--stdin` and `--from-diff`, combined in first-seen order with blanks and
-//! repeats dropped. Collection errors (an unknown revision, an unreadable stdin) and delivery
+//! repeats dropped. An id is taken as it is: only the line format of `--stdin` (meant for people)
+//! trims lines and skips `#` comments; with `-z` (NUL-separated, for programs) and from every
+//! other source, an id keeps every character, spaces, `#` and newlines included. Collection errors (an unknown revision, an unreadable stdin) and delivery
 //! failures are outcomes the binary maps to exit codes: fail-open by default, strict on request.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -19,6 +21,8 @@ pub struct IdSources {
     pub ids: Vec<String>,
     /// Read standard input (one id per line; `#` comments and blank lines skipped).
     pub stdin: bool,
+    /// Standard input holds NUL-separated ids, taken byte for byte.
+    pub nul: bool,
     /// `REV` (compared with HEAD) or `REV..REV`.
     pub from_diff: Option<String>,
     /// The issues file inside the repository (default: `.beads/issues.jsonl`, else `beads.jsonl`).
@@ -51,12 +55,37 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
     Ok(changes(&old?, &new?))
 }
 
-/// Collects ids from every source, first-seen order, without blanks or repeats.
-pub fn collect_ids(sources: &IdSources, dir: &Path, stdin: impl BufRead) -> Result<Vec<String>> {
+/// The most standard input read for ids (an endless stream is an error, not an allocation).
+pub const MAX_STDIN: u64 = 256 << 20;
+
+/// Splits ids read from standard input: NUL-separated and exact with `nul`, else one per line,
+/// trimmed, blank lines and `#` comments skipped.
+pub fn stdin_ids(input: &[u8], nul: bool) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    if nul {
+        for (n, id) in input.split(|&b| b == 0).enumerate() {
+            if id.is_empty() {
+                continue;
+            }
+            let id = std::str::from_utf8(id).with_context(|| format!("id {} on stdin is not UTF-8", n + 1))?;
+            out.push(id.to_owned());
+        }
+    } else {
+        for (n, line) in input.split(|&b| b == b'\n').enumerate() {
+            let line = std::str::from_utf8(line).with_context(|| format!("line {} of stdin is not UTF-8", n + 1))?.trim();
+            if !line.is_empty() && !line.starts_with('#') {
+                out.push(line.to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Collects ids from every source, first-seen order, without empty ids or repeats.
+pub fn collect_ids(sources: &IdSources, dir: &Path, stdin: impl Read) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut push = |id: &str| {
-        let id = id.trim();
         if !id.is_empty() && seen.insert(id.to_owned()) {
             out.push(id.to_owned());
         }
@@ -65,12 +94,9 @@ pub fn collect_ids(sources: &IdSources, dir: &Path, stdin: impl BufRead) -> Resu
         push(id);
     }
     if sources.stdin {
-        for line in stdin.lines() {
-            let line = line.context("reading ids from stdin")?;
-            let line = line.trim();
-            if !line.starts_with('#') {
-                push(line);
-            }
+        let input = crate::safe_read::read_bounded(stdin, MAX_STDIN, 0).context("reading ids from stdin")?;
+        for id in stdin_ids(&input, sources.nul)? {
+            push(&id);
         }
     }
     if let Some(spec) = &sources.from_diff {
@@ -79,4 +105,18 @@ pub fn collect_ids(sources: &IdSources, dir: &Path, stdin: impl BufRead) -> Resu
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stdin_ids;
+
+    #[test]
+    fn nul_separated_ids_are_exact_and_lines_are_for_people() {
+        let exact = stdin_ids(b"#hash\0 pad \0new\nline\0\0cr\r\0", true).expect("ids");
+        assert_eq!(exact, ["#hash", " pad ", "new\nline", "cr\r"]);
+        let lines = stdin_ids(b"a\r\n# comment\n\n  b  \n", false).expect("ids");
+        assert_eq!(lines, ["a", "b"]);
+        assert!(stdin_ids(b"\xff\0", true).is_err());
+    }
 }

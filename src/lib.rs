@@ -36,6 +36,8 @@ pub mod merge;
 pub mod notify;
 pub mod record;
 pub mod safe_fs;
+pub mod safe_read;
+pub mod since_last;
 pub mod timestamp;
 pub mod update_branch;
 pub mod watch;

@@ -7,6 +7,11 @@
 //! backoff (honouring `Retry-After`) while the deadline allows. A 404 means the server does not
 //! know the id (e.g. it was deleted) and counts as delivered. The bearer token is only ever put in
 //! the `Authorization` header: never in messages, logs or errors.
+//!
+//! Nothing a server sends can crash it or turn it into a request storm: `Retry-After` only ever
+//! lengthens the wait, never past the deadline, and the wait between two attempts at one id is
+//! never under [`RETRY_FLOOR`]; response bodies are read up to a small limit; what a server says
+//! (a `Location`, an error) is cut and escaped before it is shown.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -66,10 +71,47 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// Defaults for a total time budget: 4 in flight, each request at most 1 s.
+    /// Defaults for a total time budget: 4 in flight, each request at most 1 s. A budget too
+    /// large for the clock is cut to a year.
     pub fn within(total: Duration) -> Delivery {
-        Delivery { deadline: Instant::now() + total, per_request: Duration::from_secs(1).min(total), concurrency: 4 }
+        let total = total.min(Duration::from_secs(365 * 24 * 3600));
+        let now = Instant::now();
+        let deadline = now.checked_add(total).unwrap_or(now);
+        Delivery { deadline, per_request: Duration::from_secs(1).min(total), concurrency: 4 }
     }
+}
+
+/// The least time between two attempts at one id, whatever the server says. 100 ms: a server
+/// answering `Retry-After: 0` (or a 503 in a microsecond) then costs at most 10 requests a
+/// second per id in flight, 20 per id in the default 2 s budget (the jittered backoff, which
+/// doubles from 100 ms, keeps it nearer 5); yet a server that really asks for "retry now" still
+/// gets several tries within a commit's 2 s.
+pub const RETRY_FLOOR: Duration = Duration::from_millis(100);
+
+/// The most of a response body read (to reuse the connection); a longer body is dropped with
+/// its connection.
+const MAX_BODY: u64 = 64 << 10;
+
+/// The most characters of a server's words (a `Location`, an error) put in a message.
+const MAX_QUOTED: usize = 120;
+
+/// The wait before attempt `attempt + 1` (1-based `attempt` just failed): jittered exponential
+/// backoff from 100 ms, at least [`RETRY_FLOOR`], lengthened (never shortened) by `Retry-After`.
+pub fn retry_wait(attempt: u32, jitter: f64, retry_after: Option<Duration>) -> Duration {
+    let base = Duration::from_millis(50u64 << attempt.clamp(1, 6));
+    let jitter = if jitter.is_finite() { jitter.clamp(0.0, 1.0) } else { 0.5 };
+    let backoff = base.mul_f64(0.5 + jitter).max(RETRY_FLOOR);
+    backoff.max(retry_after.unwrap_or_default())
+}
+
+/// `Retry-After` in seconds (an HTTP date, a negative or an unreadable value is ignored: the
+/// backoff applies). Any number of seconds is accepted; the deadline bounds the wait.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(v.parse::<u64>().map(Duration::from_secs).unwrap_or(Duration::MAX))
 }
 
 /// How one id ended.
@@ -82,8 +124,10 @@ pub enum Outcome {
     Unknown,
     /// Still not delivered at the deadline, or refused for good (another 4xx).
     Failed {
-        /// Why, without the token.
+        /// Why, without the token (the same words for every id that failed the same way).
         reason: String,
+        /// Requests made for this id.
+        attempts: u32,
     },
 }
 
@@ -98,7 +142,7 @@ impl Report {
     /// Ids that did not get through.
     pub fn failed(&self) -> impl Iterator<Item = (&str, &str)> {
         self.results.iter().filter_map(|(id, o)| match o {
-            Outcome::Failed { reason } => Some((id.as_str(), reason.as_str())),
+            Outcome::Failed { reason, .. } => Some((id.as_str(), reason.as_str())),
             _ => None,
         })
     }
@@ -106,6 +150,39 @@ impl Report {
     /// True when every id was delivered (or is unknown to the server).
     pub fn all_delivered(&self) -> bool {
         self.failed().next().is_none()
+    }
+
+    /// One line for the whole batch, or `None` when everything got through: how many ids
+    /// failed, the first few of them (escaped, cut), and each way of failing with its count
+    /// (at most three named). A down server gives one line, not one per id.
+    pub fn failure_summary(&self) -> Option<String> {
+        let mut ids: Vec<&str> = Vec::new();
+        let mut ways: Vec<(&str, usize, u32)> = Vec::new();
+        for (id, o) in &self.results {
+            let Outcome::Failed { reason, attempts } = o else { continue };
+            ids.push(id);
+            match ways.iter_mut().find(|w| w.0 == reason.as_str()) {
+                Some(w) => {
+                    w.1 += 1;
+                    w.2 += attempts;
+                }
+                None => ways.push((reason, 1, *attempts)),
+            }
+        }
+        if ids.is_empty() {
+            return None;
+        }
+        const SHOWN: usize = 3;
+        let mut names: Vec<String> = ids.iter().take(SHOWN).map(|id| crate::record::printable(id, 40)).collect();
+        if ids.len() > SHOWN {
+            names.push(format!("and {} more", ids.len() - SHOWN));
+        }
+        let mut why: Vec<String> =
+            ways.iter().take(SHOWN).map(|(reason, n, attempts)| format!("{reason} ({n} id(s), {attempts} request(s))")).collect();
+        if ways.len() > SHOWN {
+            why.push(format!("{} other reason(s)", ways.len() - SHOWN));
+        }
+        Some(format!("{} id(s) not delivered ({}): {}", ids.len(), names.join(", "), why.join("; ")))
     }
 }
 
@@ -153,7 +230,7 @@ impl Notifier {
             results: ids
                 .iter()
                 .cloned()
-                .zip(results.into_iter().map(|o| o.unwrap_or(Outcome::Failed { reason: "not attempted".into() })))
+                .zip(results.into_iter().map(|o| o.unwrap_or(Outcome::Failed { reason: "not attempted".into(), attempts: 0 })))
                 .collect(),
         }
     }
@@ -163,9 +240,9 @@ impl Notifier {
         let body = self.target.body(id);
         let mut attempt = 0u32;
         loop {
-            let now = Instant::now();
-            let Some(left) = delivery.deadline.checked_duration_since(now).filter(|d| !d.is_zero()) else {
-                return Outcome::Failed { reason: "deadline passed before it could be sent".into() };
+            let Some(left) = delivery.deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+                let reason = if attempt == 0 { "deadline passed before it could be sent" } else { "deadline passed" };
+                return Outcome::Failed { reason: reason.into(), attempts: attempt };
             };
             let mut request = self
                 .agent
@@ -177,36 +254,36 @@ impl Notifier {
             if let Some(token) = &self.target.token {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
+            attempt += 1;
             let (retry_reason, retry_after) = match request.send(body.as_str()) {
                 Ok(mut response) => {
                     let status = response.status().as_u16();
-                    let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    // Drain the body so the connection goes back to the pool.
-                    let _ = response.body_mut().read_to_vec();
+                    let location = response.headers().get("location").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+                    // Drain a short body so the connection goes back to the pool; a longer one
+                    // is dropped with its connection.
+                    let _ = response.body_mut().with_config().limit(MAX_BODY).read_to_vec();
                     match status {
                         200..=299 => return Outcome::Delivered,
                         404 => return Outcome::Unknown,
                         429 | 500..=599 => (format!("HTTP {status}"), retry_after),
                         300..=399 => {
-                            let to = location.map(|l| format!(" to {l}")).unwrap_or_default();
-                            return Outcome::Failed { reason: format!("HTTP {status} redirect{to}: not followed (fix the notify URL)") };
+                            let to = location.map(|l| format!(" to {}", crate::record::printable(&l, MAX_QUOTED))).unwrap_or_default();
+                            return Outcome::Failed {
+                                reason: format!("HTTP {status} redirect{to}: not followed (fix the notify URL)"),
+                                attempts: attempt,
+                            };
                         }
-                        _ => return Outcome::Failed { reason: format!("HTTP {status}") },
+                        _ => return Outcome::Failed { reason: format!("HTTP {status}"), attempts: attempt },
                     }
                 }
                 Err(e) => (describe(&e), None),
             };
-            attempt += 1;
-            let backoff = Duration::from_millis(50u64 << attempt.min(6)).mul_f64(0.5 + rng.next_f64());
-            let wait = retry_after.unwrap_or(backoff);
-            if Instant::now() + wait >= delivery.deadline {
-                return Outcome::Failed { reason: format!("{retry_reason} (gave up at the deadline after {attempt} attempt(s))") };
+            let wait = retry_wait(attempt, rng.next_f64(), retry_after);
+            // Clamped to the time left: a wait that would end past the deadline ends the tries now.
+            let left = delivery.deadline.saturating_duration_since(Instant::now());
+            if wait >= left {
+                return Outcome::Failed { reason: format!("{retry_reason} until the deadline"), attempts: attempt };
             }
             std::thread::sleep(wait);
         }
@@ -220,7 +297,7 @@ fn describe(e: &ureq::Error) -> String {
     if text.to_ascii_lowercase().contains("bearer") {
         "request failed".into()
     } else {
-        text
+        crate::record::printable(&text, MAX_QUOTED)
     }
 }
 
@@ -238,5 +315,43 @@ impl Jitter {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_only_lengthens_the_wait_and_never_goes_under_the_floor() {
+        for attempt in [0, 1, 2, 40, u32::MAX] {
+            for jitter in [0.0, 0.5, 1.0, -3.0, f64::NAN] {
+                let zero = retry_wait(attempt, jitter, Some(Duration::ZERO));
+                assert!(zero >= RETRY_FLOOR, "{attempt} {jitter}: {zero:?}");
+                assert!(zero <= Duration::from_millis(50 << 6).mul_f64(1.5), "{attempt}: capped backoff");
+                assert_eq!(retry_wait(attempt, jitter, Some(Duration::MAX)), Duration::MAX);
+            }
+        }
+        assert_eq!(parse_retry_after("18446744073709551615"), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(parse_retry_after("100000000000000000000000000"), Some(Duration::MAX));
+        assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
+        for ignored in ["-1", "", "1.5", "Thu, 01 Jan 1970 00:00:00 GMT", "+5"] {
+            assert_eq!(parse_retry_after(ignored), None, "{ignored:?}");
+        }
+        // A budget the clock cannot hold does not overflow.
+        let d = Delivery::within(Duration::MAX);
+        assert!(d.deadline > Instant::now());
+    }
+
+    #[test]
+    fn failures_are_one_line_per_batch() {
+        let failed = |reason: &str| Outcome::Failed { reason: reason.into(), attempts: 2 };
+        let mut results: Vec<(String, Outcome)> = (0..115).map(|i| (format!("bd-{i}"), failed("HTTP 503 until the deadline"))).collect();
+        results.push(("x\u{1b}]0;t\u{7}".into(), failed("deadline passed")));
+        results.push(("ok".into(), Outcome::Delivered));
+        let line = Report { results }.failure_summary().expect("a summary");
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        assert!(line.starts_with("116 id(s) not delivered (bd-0, bd-1, bd-2, and 113 more): HTTP 503 until the deadline (115 id(s), 230 request(s)); deadline passed (1 id(s), 2 request(s))"), "{line}");
+        assert_eq!(Report { results: vec![("a".into(), Outcome::Unknown)] }.failure_summary(), None);
     }
 }

@@ -6,6 +6,13 @@
 //! snapshot. A half-written file (a line that does not parse) is not a snapshot: we wait for the
 //! next event instead of reporting a flood. A file that stays missing for longer than a grace
 //! period means its ids were deleted; one that comes back within it is compared as usual.
+//!
+//! The directory is busy: bd and br keep their databases (and SQLite's WAL) beside the issues
+//! file. Events for other files are drained without delaying anything, and the debounce has a
+//! maximum wait: a change to the issues file is read at the latest [`MAX_EXTRA_WAIT`] after the
+//! debounce, however often the file itself or its neighbours keep changing. The file is read
+//! through [`crate::safe_read`]: a regular file of bounded size, never a device or a FIFO a
+//! branch swapped in.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,14 +38,34 @@ pub struct WatchOptions {
     /// Told what a person watching should know (a half-written file, a watcher error, the
     /// directory gone or back). The library never prints.
     pub notice: fn(&str),
+    /// The largest issues file read (a larger one is reported, not read).
+    pub max_bytes: u64,
 }
 
 impl WatchOptions {
-    /// Defaults: 50 ms debounce, 2 s grace for a missing file, events (no polling).
+    /// Defaults: 50 ms debounce, 2 s grace for a missing file, events (no polling), files up to
+    /// 4 GiB.
     pub fn new(dir: PathBuf) -> WatchOptions {
-        WatchOptions { dir, poll: None, debounce: Duration::from_millis(50), missing_grace: Duration::from_secs(2), notice: |_| {} }
+        WatchOptions {
+            dir,
+            poll: None,
+            debounce: Duration::from_millis(50),
+            missing_grace: Duration::from_secs(2),
+            notice: |_| {},
+            max_bytes: 4 << 30,
+        }
     }
 }
+
+/// How long after the debounce a change is read at the latest, while events keep coming.
+pub const MAX_EXTRA_WAIT: Duration = Duration::from_millis(200);
+
+/// Events drained in one round before the timers are looked at.
+const MAX_EVENTS_PER_ROUND: usize = 4096;
+
+/// How much older than a tracker database beside it the issues file may be before the watcher
+/// says the tracker may not be writing it any more.
+const STALE_AFTER: Duration = Duration::from_secs(60);
 
 /// The directory to watch for a user's `DIR`: a repository root means its `.beads`.
 pub fn beads_dir(dir: &Path) -> PathBuf {
@@ -59,12 +86,91 @@ fn issues_file(dir: &Path) -> PathBuf {
     }
 }
 
-/// Reads a snapshot; `Ok(None)` when the file is missing, `Err` when it is not whole yet.
-fn read_snapshot(file: &Path, previous: Option<&Snapshot>) -> std::result::Result<Option<Snapshot>, String> {
-    match std::fs::read(file) {
-        Ok(content) => Snapshot::parse(content, true, previous).map(Some).map_err(|e| format!("{}: {e}", file.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", file.display())),
+/// Why a snapshot could not be taken.
+enum ReadError {
+    /// A line does not parse: a write is under way, the next event brings the rest.
+    NotWhole(String),
+    /// The file cannot be read as an issues file (a device, a FIFO, too large, an I/O error).
+    Unreadable(String),
+}
+
+/// Reads a snapshot; `Ok(None)` when the file is missing.
+fn read_snapshot(file: &Path, previous: Option<&Snapshot>, max_bytes: u64) -> std::result::Result<Option<Snapshot>, ReadError> {
+    match crate::safe_read::read_regular(file, max_bytes) {
+        Ok(content) => {
+            Snapshot::parse(content, true, previous).map(Some).map_err(|e| ReadError::NotWhole(format!("{}: {e}", file.display())))
+        }
+        Err(crate::safe_read::SafeReadError::NotFound) => Ok(None),
+        Err(e) => Err(ReadError::Unreadable(format!("{}: {e}", file.display()))),
+    }
+}
+
+/// The newest modification time of a tracker database beside the issues file (`*.db` files and
+/// the `dolt/` directory tree, looked at to a small depth and entry count), with its path.
+fn newest_database(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    let mut consider = |path: PathBuf, meta: &std::fs::Metadata| {
+        if let Ok(t) = meta.modified() {
+            if newest.as_ref().is_none_or(|(n, _)| t > *n) {
+                newest = Some((t, path));
+            }
+        }
+    };
+    for entry in std::fs::read_dir(dir).ok()?.flatten().take(1000) {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_file() && path.extension().is_some_and(|e| e == "db") {
+            consider(path, &meta);
+        }
+    }
+    let mut stack = vec![(dir.join("dolt"), 0u32)];
+    let mut seen = 0usize;
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&d) else { continue };
+        if !meta.is_dir() {
+            continue;
+        }
+        consider(d.clone(), &meta);
+        if depth >= 4 {
+            continue;
+        }
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 2000 {
+                return newest;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push((entry.path(), depth + 1));
+            } else {
+                consider(entry.path(), &meta);
+            }
+        }
+    }
+    newest
+}
+
+/// A warning when the issues file is older than a tracker database beside it by more than
+/// [`STALE_AFTER`] (or missing while a database exists): the tracker keeps its issues in the
+/// database and may not export them to the file any more.
+pub fn stale_file_warning(dir: &Path) -> Option<String> {
+    let file = issues_file(dir);
+    let (db_time, db) = newest_database(dir)?;
+    let advice = "bd 1.0.4+ keeps issues in its database and no longer exports JSONL by default; \
+                  notify from the tracker instead: bd-hook --since-last --source-cmd 'bd export' (see the README)";
+    match std::fs::metadata(&file).and_then(|m| m.modified()) {
+        Ok(file_time) => {
+            let behind = db_time.duration_since(file_time).ok()?;
+            (behind > STALE_AFTER).then(|| {
+                format!(
+                    "warning: {} is {} s older than {}: the tracker may not be writing it; {advice}",
+                    file.display(),
+                    behind.as_secs(),
+                    db.display()
+                )
+            })
+        }
+        Err(_) => Some(format!("warning: {} does not exist but {} does: {advice}", file.display(), db.display())),
     }
 }
 
@@ -86,37 +192,74 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
     };
     watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
 
-    let mut current = match read_snapshot(&file, None) {
+    let mut current = match read_snapshot(&file, None, options.max_bytes) {
         Ok(s) => s.unwrap_or_default(),
-        Err(e) => {
+        Err(ReadError::NotWhole(e)) => {
             (options.notice)(&format!("waiting for a complete file: {e}"));
             Snapshot::default()
         }
+        Err(ReadError::Unreadable(e)) => {
+            (options.notice)(&e);
+            Snapshot::default()
+        }
     };
-    let mut pending: Option<Instant> = None;
+    // When the first change since the last read came, and the latest one.
+    let mut first_pending: Option<Instant> = None;
+    let mut last_event = Instant::now();
     let mut missing_since: Option<Instant> = None;
     let mut last_error = String::new();
+    let mut last_read_error = String::new();
     // The directory itself may be deleted and created again (a re-clone, `rm -rf .beads`): its
     // watch dies with the old inode, so it is checked now and then and watched afresh.
     let mut dir_id = dir_identity(&options.dir);
     let mut dir_checked = Instant::now();
+    let mut stale_checked: Option<Instant> = None;
+    let mut stale_warned = false;
+    let max_wait = options.debounce.saturating_add(MAX_EXTRA_WAIT);
     while !stop.load(Ordering::Relaxed) {
-        match rx.recv_timeout(Duration::from_millis(25)) {
-            Ok(Ok(event)) => {
-                if event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == Some(name.as_os_str())) {
-                    pending = Some(Instant::now());
-                }
-                continue;
-            }
-            Ok(Err(e)) => {
-                // Report a failure once, not at every poll.
-                if e.to_string() != last_error {
-                    last_error = e.to_string();
-                    (options.notice)(&format!("watcher: {e}"));
-                }
-            }
+        // Sleep until the next event, at most 25 ms, less when a read falls due sooner.
+        let mut timeout = Duration::from_millis(25);
+        if let Some(first) = first_pending {
+            let due = (last_event + options.debounce).min(first + max_wait);
+            timeout = timeout.min(due.saturating_duration_since(Instant::now()));
+        }
+        let mut events = Vec::new();
+        match rx.recv_timeout(timeout) {
+            Ok(event) => events.push(event),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // Whatever else is queued is taken now, so a busy neighbour never holds the timers off.
+        while events.len() < MAX_EVENTS_PER_ROUND {
+            match rx.try_recv() {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            }
+        }
+        for event in events {
+            match event {
+                Ok(event) => {
+                    if event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == Some(name.as_os_str())) {
+                        last_event = Instant::now();
+                        first_pending.get_or_insert(last_event);
+                    }
+                }
+                Err(e) => {
+                    // Report a failure once, not at every poll.
+                    if e.to_string() != last_error {
+                        last_error = e.to_string();
+                        (options.notice)(&format!("watcher: {e}"));
+                    }
+                }
+            }
+        }
+        // Once every 5 s until it has warned once: is a tracker database newer than the file?
+        if !stale_warned && stale_checked.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
+            stale_checked = Some(Instant::now());
+            if let Some(warning) = stale_file_warning(&options.dir) {
+                (options.notice)(&warning);
+                stale_warned = true;
+            }
         }
         if dir_checked.elapsed() >= Duration::from_millis(200) {
             dir_checked = Instant::now();
@@ -134,7 +277,8 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
                     }
                 }
                 dir_id = now;
-                pending = Some(Instant::now());
+                last_event = Instant::now();
+                first_pending.get_or_insert(last_event);
             }
         }
         if let Some(since) = missing_since {
@@ -146,24 +290,33 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
                 }
             }
         }
-        let Some(last) = pending else { continue };
-        if last.elapsed() < options.debounce {
+        let Some(first) = first_pending else { continue };
+        // Quiet for the debounce, or waiting too long already: read now.
+        if last_event.elapsed() < options.debounce && first.elapsed() < max_wait {
             continue;
         }
-        pending = None;
-        match read_snapshot(&file, Some(&current)) {
+        first_pending = None;
+        match read_snapshot(&file, Some(&current), options.max_bytes) {
             Ok(None) => {
                 missing_since.get_or_insert_with(Instant::now);
             }
             Ok(Some(next)) => {
                 missing_since = None;
+                last_read_error.clear();
                 let ids = changes(&current, &next).ids();
                 current = next;
                 if !ids.is_empty() && !on_change(ids) {
                     return Ok(());
                 }
             }
-            Err(_) => {} // not whole yet: the write that completes it brings another event
+            Err(ReadError::NotWhole(_)) => {} // the write that completes it brings another event
+            Err(ReadError::Unreadable(e)) => {
+                missing_since = None;
+                if e != last_read_error {
+                    (options.notice)(&e);
+                    last_read_error = e;
+                }
+            }
         }
     }
     Ok(())

@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use beads_git::hook::{collect_ids, IdSources};
 use beads_git::install::{self, Hook};
-use beads_git::notify::{Delivery, Notifier, Target};
+use beads_git::notify::{Delivery, Notifier, Outcome, Report, Target};
+use beads_git::since_last;
 use beads_git::watch::{self, WatchOptions};
 use clap::Parser;
 
@@ -23,23 +24,41 @@ struct Cli {
     /// An id to notify (repeatable).
     #[arg(long = "id", value_name = "ID")]
     ids: Vec<String>,
-    /// Read ids from stdin, one per line (`#` comments and blank lines skipped).
+    /// Read ids from stdin, one per line (trimmed; `#` comments and blank lines skipped).
     #[arg(long)]
     stdin: bool,
+    /// Ids on stdin are NUL-separated and taken byte for byte (any id crosses a pipe intact;
+    /// `bd-sync import --print-changed -z` writes them); --dry-run prints NUL-separated too.
+    #[arg(short = 'z', long = "null")]
+    null: bool,
     /// Notify ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
     #[arg(long, value_name = "REV[..REV]")]
     from_diff: Option<String>,
-    /// The issues file's path inside the repository, for --from-diff [default: .beads/issues.jsonl, else .beads/beads.jsonl].
+    /// Notify every id changed since the last successful --since-last run in this clone, whatever
+    /// happened in between (commits, rebases, resets, edits). The state lives in the git dir and
+    /// advances only for delivered ids; the first run records a baseline and notifies nothing.
+    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    since_last: bool,
+    /// The name of the --since-last state, so several consumers keep their own (implies --since-last) [default: default].
+    #[arg(long, value_name = "NAME", value_parser = parse_state, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    state: Option<String>,
+    /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g.
+    /// `bd export` for a tracker whose JSONL export is off; implies --since-last (the last
+    /// snapshot's hashes are kept in the git dir).
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    source_cmd: Option<String>,
+    /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
     #[arg(long, value_name = "PATH")]
     path: Option<String>,
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
     #[arg(long, value_name = "DIR")]
     watch: Option<PathBuf>,
-    /// With --watch: poll every MS milliseconds instead of using file-system events.
-    #[arg(long, value_name = "MS")]
+    /// With --watch: poll every MS milliseconds (10 to 3600000) instead of using file-system events.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     poll: Option<u64>,
-    /// With --watch: quiet time in milliseconds before a change is read.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
+    /// With --watch: quiet time in milliseconds (0 to 60000) before a change is read; a change is
+    /// read at the latest 250 ms after that, however busy the directory.
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     debounce: u64,
     /// Server base URL [env: GEMBA_NOTIFY_URL].
     #[arg(long, value_name = "URL")]
@@ -53,12 +72,12 @@ struct Cli {
     /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE].
     #[arg(long, value_name = "PREFIX")]
     workspace: Option<String>,
-    /// Total time allowed for delivery, in seconds (per batch with --watch).
-    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    /// Total time allowed for delivery, in seconds, more than 0 and at most 86400 (per batch with --watch).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_timeout)]
     timeout: f64,
-    /// Requests in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    concurrency: usize,
+    /// Requests in flight at once (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
     /// Fail (exit 1) when an id is not delivered, and exit 2 on usage or collection errors.
     #[arg(long)]
     strict: bool,
@@ -97,6 +116,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--state`: a plain file name.
+fn parse_state(text: &str) -> std::result::Result<String, String> {
+    beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
+}
+
+/// `--timeout`: a finite number of seconds in (0, 86400], so no deadline can overflow the clock.
+fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
+    let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+        Ok(secs)
+    } else {
+        Err(format!("{text} is out of range: give more than 0 and at most 86400 seconds"))
+    }
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -106,7 +140,11 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
         return Ok(None);
     };
     let token = match &cli.auth_file {
-        Some(f) => Some(std::fs::read_to_string(f).with_context(|| format!("reading the token file {}", f.display()))?.trim().to_owned()),
+        Some(f) => {
+            let bytes =
+                beads_git::safe_read::read_regular(f, 64 << 10).with_context(|| format!("reading the token file {}", f.display()))?;
+            Some(String::from_utf8(bytes).with_context(|| format!("the token file {} is not UTF-8", f.display()))?.trim().to_owned())
+        }
         None => env("GEMBA_NOTIFY_AUTH"),
     };
     Ok(Some(Target {
@@ -128,7 +166,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("bd-hook: {}: {change:?}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let total = Duration::from_secs_f64(cli.timeout.max(0.0));
+    let total = Duration::try_from_secs_f64(cli.timeout).unwrap_or(Duration::from_secs(2));
+    let concurrency = usize::from(cli.concurrency);
     let target = target(cli)?;
     if target.is_none() && !cli.dry_run {
         if cli.strict {
@@ -137,23 +176,70 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS); // silent no-op
     }
-    let notifier = target.clone().map(|t| Notifier::new(t, cli.concurrency));
+    let notifier = target.clone().map(|t| Notifier::new(t, concurrency));
+    let print = |ids: &[String]| {
+        let mut out = std::io::stdout().lock();
+        let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
+        for id in ids {
+            let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
+            let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
+        }
+        let _ = out.flush();
+    };
+    // Sends, says in one line what did not get through, and returns the report.
+    let send = |ids: &[String]| -> Option<Report> {
+        let report = notifier.as_ref()?.send(ids, Delivery { concurrency, ..Delivery::within(total) });
+        if let Some(line) = report.failure_summary() {
+            eprintln!("bd-hook: {line}");
+        }
+        Some(report)
+    };
     let deliver = |ids: &[String]| -> bool {
         if cli.dry_run || notifier.is_none() {
-            let mut out = std::io::stdout().lock();
-            for id in ids {
-                let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
-                let _ = writeln!(out, "{body}");
-            }
+            print(ids);
             return true;
         }
-        let report =
-            notifier.as_ref().expect("checked above").send(ids, Delivery { concurrency: cli.concurrency, ..Delivery::within(total) });
-        for (id, reason) in report.failed() {
-            eprintln!("bd-hook: {id}: not delivered: {reason}");
-        }
-        report.all_delivered()
+        send(ids).is_none_or(|r| r.all_delivered())
     };
+
+    if cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() {
+        let name = cli.state.clone().unwrap_or_else(|| "default".into());
+        let source = match &cli.source_cmd {
+            Some(cmd) => since_last::Source::Command(cmd.clone()),
+            None => since_last::Source::File(cli.path.clone()),
+        };
+        let dir = std::env::current_dir().context("finding the current directory")?;
+        let Some(run) = since_last::prepare(&since_last::Options { dir, state: name.clone(), source })? else {
+            eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
+            return Ok(ExitCode::SUCCESS);
+        };
+        if run.baseline {
+            if cli.dry_run {
+                eprintln!("bd-hook: --since-last: no earlier run of state {name:?} for {}: a real run records a baseline of {} issue(s) and notifies nothing", run.source_name, run.records);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let (source_name, records, path) = (run.source_name.clone(), run.records, run.state_path().to_path_buf());
+            run.record(|_| true)?;
+            eprintln!(
+                "bd-hook: --since-last: first run of state {name:?} for {source_name}: recorded a baseline of {records} issue(s) in {}; nothing notified (later runs notify what changes from here)",
+                path.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        if run.ids.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if cli.dry_run || notifier.is_none() {
+            print(&run.ids);
+            return Ok(ExitCode::SUCCESS); // nothing sent: the state stays where it is
+        }
+        let ids = run.ids.clone();
+        let Some(report) = send(&ids) else { return Ok(ExitCode::SUCCESS) };
+        let through: std::collections::HashSet<&str> =
+            report.results.iter().filter(|(_, o)| !matches!(o, Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
+        run.record(|id| through.contains(id))?;
+        return Ok(if report.all_delivered() || !cli.strict { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
 
     if let Some(dir) = &cli.watch {
         let stop = watch::stop_on_signals()?;
@@ -173,7 +259,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
 
-    let sources = IdSources { ids: cli.ids.clone(), stdin: cli.stdin, from_diff: cli.from_diff.clone(), path: cli.path.clone() };
+    let sources =
+        IdSources { ids: cli.ids.clone(), stdin: cli.stdin, nul: cli.null, from_diff: cli.from_diff.clone(), path: cli.path.clone() };
     let dir = std::env::current_dir().context("finding the current directory")?;
     let ids = collect_ids(&sources, &dir, std::io::stdin().lock())?;
     if ids.is_empty() {

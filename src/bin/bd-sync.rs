@@ -37,6 +37,10 @@ enum Command {
         /// Print the ids added, changed or removed, one per line (for `bd-hook --stdin`).
         #[arg(long)]
         print_changed: bool,
+        /// With --print-changed: end each id with NUL instead of a newline, so every id crosses a
+        /// pipe intact (for `bd-hook --stdin -z`).
+        #[arg(short = 'z', requires = "print_changed")]
+        z: bool,
         /// Import the valid lines and list the invalid ones instead of aborting.
         #[arg(long)]
         skip_invalid: bool,
@@ -258,9 +262,43 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     canon(a) == canon(b)
 }
 
+/// Writes ids for `bd-hook --stdin`: NUL-terminated with `nul` (an id holding a NUL, which
+/// cannot cross, is left out and named on stderr), else one per line (an id a line cannot carry
+/// intact is named on stderr, with the fix).
+fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut lossy = Vec::new();
+    for id in ids {
+        if nul {
+            if id.contains('\0') {
+                eprintln!("bd-sync: id {:?} holds a NUL and cannot be printed with -z; left out", beads_git::record::printable(id, 80));
+                continue;
+            }
+            out.write_all(id.as_bytes())?;
+            out.write_all(b"\0")?;
+        } else {
+            if id.contains(['\n', '\r']) || id.starts_with('#') || id.trim() != *id {
+                lossy.push(beads_git::record::printable(id, 40));
+            }
+            out.write_all(id.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
+    if !lossy.is_empty() {
+        eprintln!(
+            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook --stdin -z",
+            lossy.len(),
+            lossy.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<ExitCode> {
     match &cli.command {
-        Command::Import { file, print_changed, skip_invalid, conflict, force, timeout, rebind } => {
+        Command::Import { file, print_changed, z, skip_invalid, conflict, force, timeout, rebind } => {
             let (mut cache, other) = open_bound(cli, file.as_ref(), *timeout)?;
             if let Some(other) = other {
                 if !rebind {
@@ -299,9 +337,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if *print_changed {
-                for id in report.changed_ids() {
-                    println!("{id}");
-                }
+                print_ids(&report.changed_ids(), *z)?;
             } else if !report.noop {
                 eprintln!(
                     "bd-sync: imported {}: {} added, {} changed, {} removed, {} merged with cache edits",

@@ -80,7 +80,7 @@ fn a_hanging_server_stops_at_the_deadline_fail_open_and_strict() {
     let took = start.elapsed();
     assert_eq!(out.status.code(), Some(0), "fail-open");
     assert!(took < Duration::from_secs(3), "bounded by the deadline, took {took:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("x: not delivered"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 id(s) not delivered (x)"));
     let out = hook(&["--id", "x", "--timeout", "1", "--strict"], Some(&server.url), "");
     assert_eq!(out.status.code(), Some(1));
 }
@@ -345,4 +345,673 @@ fn regression_the_watcher_went_deaf_when_its_directory_was_deleted_and_recreated
         assert_eq!(err.matches("was removed").count(), 1, "poll {poll:?}: the gap is reported once: {err}");
         assert!(err.lines().count() <= 4, "poll {poll:?}: no error flood: {err}");
     }
+}
+
+/// What a hostile server sends back to every request.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// These bytes, then the connection stays open for the next request.
+    Bytes(&'static [u8]),
+    /// A 30 KB `Location` on a 301.
+    HugeLocation,
+    /// A 1 MB header line.
+    HugeHeader,
+    /// This status line and headers, then body bytes forever.
+    Endless(&'static [u8]),
+    /// Close the connection without a word.
+    Close,
+}
+
+/// A raw TCP server on 127.0.0.1 that reads each request (head and `Content-Length` body), counts
+/// it, and answers with a [`Hostile`] reply.
+struct HostileServer {
+    url: String,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HostileServer {
+    fn start(reply: Hostile) -> HostileServer {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (count, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let (c, s) = (count.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let (c, s) = (c.clone(), s.clone());
+                        std::thread::spawn(move || hostile_serve(stream, reply, &c, &s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        HostileServer { url, count, stop }
+    }
+
+    fn requests(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for HostileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn hostile_serve(
+    stream: std::net::TcpStream,
+    reply: Hostile,
+    count: &std::sync::atomic::AtomicUsize,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{BufRead, BufReader, Read};
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(mut writer) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut len = 0usize;
+        let mut first = true;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line.trim_end().is_empty() && !first {
+                break;
+            }
+            first = false;
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sent = match reply {
+            Hostile::Bytes(b) => writer.write_all(b).is_ok(),
+            Hostile::HugeLocation => {
+                let head = format!("HTTP/1.1 301 Moved\r\nLocation: /{}\r\nContent-Length: 0\r\n\r\n", "x".repeat(30_000));
+                writer.write_all(head.as_bytes()).is_ok()
+            }
+            Hostile::HugeHeader => {
+                let head = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "y".repeat(1 << 20));
+                writer.write_all(head.as_bytes()).is_ok()
+            }
+            Hostile::Endless(head) => {
+                if writer.write_all(head).is_err() {
+                    return;
+                }
+                let chunk = vec![b'z'; 64 << 10];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if writer.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+                false
+            }
+            Hostile::Close => false,
+        };
+        if !sent {
+            return;
+        }
+    }
+}
+
+/// The replies of the hostile-server test, with a name for the table.
+const HOSTILE_REPLIES: &[(&str, Hostile)] = &[
+    (
+        "503 Retry-After: 18446744073709551615",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 18446744073709551615\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    ("429 Retry-After: 0", Hostile::Bytes(b"HTTP/1.1 429 X\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")),
+    ("503 Retry-After: 0", Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")),
+    (
+        "503 Retry-After: 10^26 (over u64)",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 100000000000000000000000000\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    (
+        "503 Retry-After: a date in 1970",
+        Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 0\r\n\r\n"),
+    ),
+    ("503 Retry-After: -1", Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: -1\r\nContent-Length: 0\r\n\r\n")),
+    ("301 with a 30 KB Location", Hostile::HugeLocation),
+    ("200 with a 1 MB header", Hostile::HugeHeader),
+    ("200 with an endless body", Hostile::Endless(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n")),
+    ("503 with an endless chunked body", Hostile::Endless(b"HTTP/1.1 503 X\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n")),
+    ("non-HTTP bytes", Hostile::Bytes(b"SSH-2.0-OpenSSH_9.6\r\n\x00\xff\x1b[2J\x1b]0;pwned\x07garbage\r\n\r\n")),
+    ("closes without a reply", Hostile::Close),
+];
+
+/// Requests one id may cost in a 2 s budget: the retry floor (100 ms) allows at most 20 retries
+/// after the first request; the jittered backoff keeps it far lower in practice.
+const MAX_REQUESTS_PER_ID_IN_2S: usize = 21;
+
+#[test]
+fn regression_hostile_server_replies_crashed_or_flooded_the_notifier() {
+    let mut table = String::from("| reply | exit | requests (2 ids) | time |\n|---|---|---|---|\n");
+    let mut problems = Vec::new();
+    for &(name, reply) in HOSTILE_REPLIES {
+        let server = HostileServer::start(reply);
+        let start = Instant::now();
+        let out = hook(&["--id", "a", "--id", "b", "--timeout", "2"], Some(&server.url), "");
+        let took = start.elapsed();
+        let requests = server.requests();
+        let err = String::from_utf8_lossy(&out.stderr);
+        table.push_str(&format!("| {name} | {:?} | {requests} | {:.2} s |\n", out.status.code(), took.as_secs_f64()));
+        if out.status.code() != Some(0) || err.contains("panicked") {
+            problems.push(format!("{name}: exit {:?}: {}", out.status.code(), tail(&err)));
+        }
+        if requests > 2 * MAX_REQUESTS_PER_ID_IN_2S {
+            problems.push(format!("{name}: {requests} requests for 2 ids in 2 s (a request storm)"));
+        }
+        if took > Duration::from_millis(3500) {
+            problems.push(format!("{name}: took {took:?} with --timeout 2"));
+        }
+        if err.len() > 2048 || err.contains('\u{1b}') {
+            problems.push(format!("{name}: unbounded or raw diagnostics ({} bytes)", err.len()));
+        }
+    }
+    eprintln!("{table}");
+    assert!(problems.is_empty(), "{table}\n{}", problems.join("\n"));
+}
+
+#[test]
+fn regression_numeric_flags_out_of_range_panicked() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    for arg in [
+        "--timeout=1e300",
+        "--timeout=inf",
+        "--timeout=NaN",
+        "--timeout=-1",
+        "--timeout=0",
+        "--concurrency=0",
+        "--concurrency=1000000000",
+        "--debounce=18446744073709551615",
+        "--poll=0",
+    ] {
+        let flag = arg.split('=').next().expect("a flag");
+        let out = hook(&["--id", "x", arg], Some(&server.url), "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{arg}: fail-open: {err}");
+        assert!(!err.contains("panicked"), "{arg}: {err}");
+        assert!(err.contains(flag), "{arg}: the usage error names the flag: {err}");
+        let out = hook(&["--id", "x", arg, "--strict"], Some(&server.url), "");
+        assert_eq!(out.status.code(), Some(2), "{arg}: a usage error under --strict: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(server.requests().is_empty(), "nothing is sent after a usage error");
+}
+
+#[test]
+fn regression_a_down_server_printed_one_line_per_id() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let ids: String = (0..115).map(|i| format!("bd-{i}\n")).collect();
+    let out = hook(&["--stdin", "--timeout", "0.5"], Some(&format!("http://127.0.0.1:{port}")), &ids);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one summary line for a batch that failed the same way: {err}");
+    assert!(err.contains("115 id(s) not delivered") && err.contains("bd-0"), "{err}");
+    assert!(err.len() < 600, "{err}");
+}
+
+/// The end of a long diagnostic, for a failure message.
+fn tail(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    chars[chars.len().saturating_sub(400)..].iter().collect::<String>().escape_debug().to_string()
+}
+
+/// Ids a tracker may hold that a line-based pipe mangles: a leading `#`, surrounding spaces, a
+/// newline, a tab, a carriage return, non-ASCII.
+const AWKWARD_IDS: &[&str] = &["#hash", " pad ", "new\nline", "tab\tid", "cr\r", "plain", "é-ünï", "back\\slash\"q"];
+
+fn awkward_file(version: u32) -> Vec<u8> {
+    AWKWARD_IDS.iter().map(|id| format!("{}\n", serde_json::json!({ "id": id, "v": version }))).collect::<String>().into_bytes()
+}
+
+/// The ids the server received, exactly (not sorted, not trimmed).
+fn received(server: &CaptureServer) -> Vec<String> {
+    let mut v: Vec<String> = server.requests().iter().map(|r| r.item()).collect();
+    v.sort();
+    v
+}
+
+fn sorted(ids: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn regression_ids_were_mangled_between_import_and_the_hook() {
+    // The installed post-merge block: bd-sync import --print-changed | bd-hook --stdin.
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, b"{\"id\":\"seed\"}\n", "seed");
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &awkward_file(1), "awkward ids");
+    repo.git(&["checkout", "-q", "main"]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic("git").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["merge", "-q", "--ff-only", "side"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut expected = AWKWARD_IDS.to_vec();
+    expected.push("seed");
+    assert_eq!(received(&server), sorted(&expected), "every id intact through the post-merge block");
+
+    // --from-diff neither trims nor splits.
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "-z", "--from-diff", "HEAD~1"]));
+    assert_eq!(out.status.code(), Some(0));
+    let mut got: Vec<String> =
+        out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    got.sort();
+    assert_eq!(got, sorted(&expected));
+
+    // --stdin -z takes NUL-separated ids as they are (a blank one is dropped).
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let input: String = AWKWARD_IDS.iter().map(|id| format!("{id}\0")).collect::<String>() + "\0";
+    let out = hook(&["--stdin", "-z", "--strict"], Some(&server.url), &input);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(received(&server), sorted(AWKWARD_IDS));
+}
+
+#[test]
+fn the_watcher_keeps_awkward_ids_intact() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, awkward_file(1)).expect("write");
+    let mut child = start_watcher(dir.path(), &server);
+    settle();
+    std::fs::write(&file, awkward_file(2)).expect("write");
+    server.wait_for(AWKWARD_IDS.len(), Duration::from_secs(5));
+    settle();
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    assert_eq!(received(&server), sorted(AWKWARD_IDS));
+}
+
+#[test]
+fn regression_other_files_churning_in_beads_starved_the_watcher() {
+    let delays = crate::support::watch_delays_under_churn(&bin("bd-hook"), 20, Duration::from_millis(10), Duration::from_secs(5));
+    let mut got: Vec<Duration> = delays.iter().flatten().copied().collect();
+    got.sort();
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let summary = if got.is_empty() {
+        "none notified".to_owned()
+    } else {
+        format!(
+            "p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms",
+            ms(&got[got.len() / 2]),
+            ms(&got[(got.len() * 95).div_ceil(100) - 1]),
+            ms(got.last().expect("one"))
+        )
+    };
+    eprintln!(
+        "watch delay with a file rewritten every 10 ms beside the issues file: {summary} ({} of {} notified)",
+        got.len(),
+        delays.len()
+    );
+    assert!(delays.iter().all(Option::is_some) && delays.len() == 20, "every change is notified: {summary}");
+    // The promise is debounce (50 ms) + 250 ms; the bound here is generous for a loaded CI box.
+    assert!(got.last().is_some_and(|d| *d < Duration::from_millis(1500)), "{summary}");
+}
+
+#[test]
+fn regression_a_file_rewritten_every_20ms_was_never_notified_while_the_writes_lasted() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    crate::support::rewrite_one_record(dir.path(), &file, 0);
+    let mut child = start_watcher(dir.path(), &server);
+    settle();
+    let start = Instant::now();
+    let mut first = None;
+    let mut i = 0;
+    while start.elapsed() < Duration::from_secs(2) {
+        i += 1;
+        crate::support::rewrite_one_record(dir.path(), &file, i);
+        if first.is_none() && !server.requests().is_empty() {
+            first = Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    eprintln!("{i} rewrites in 2 s: first notice after {first:?}, {} notice(s) during the writes", server.requests().len());
+    assert!(first.is_some_and(|d| d < Duration::from_millis(1000)), "a notice while the writes go on: first {first:?}");
+}
+
+/// Caps a child's address space, so a watcher that reads without bound fails the test instead of
+/// eating the machine.
+fn cap_memory(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit(2) is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn regression_the_watcher_read_a_symlink_to_dev_zero_without_bound_and_blocked_on_a_fifo() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":1}\n").expect("write");
+    let mut cmd = hermetic(bin("bd-hook"));
+    cmd.arg("--watch").arg(dir.path()).env("GEMBA_NOTIFY_URL", &server.url).stdout(Stdio::null()).stderr(Stdio::piped());
+    cap_memory(&mut cmd, 4 << 30);
+    let mut child = cmd.spawn().expect("spawn watcher");
+    settle();
+    std::fs::remove_file(&file).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &file).expect("symlink");
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(child.try_wait().expect("try_wait").is_none(), "the watcher survived /dev/zero");
+    // A FIFO next: opening it must not block the watcher.
+    std::fs::remove_file(&file).expect("rm");
+    let c = std::ffi::CString::new(file.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(&file).expect("rm");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":2}\n").expect("write");
+    server.wait_for(1, Duration::from_secs(5));
+    let alive = child.try_wait().expect("try_wait").is_none();
+    // Peak resident memory, from the kernel.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(alive, "the watcher is still running: {err}");
+    assert!(peak_kb < 256 << 10, "peak RSS {peak_kb} kB: the watcher read /dev/zero into memory");
+    assert_eq!(server.items(), ["a"], "the real file is read again once it is back: {err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(err.lines().count() <= 6, "each problem said once: {err}");
+}
+
+/// Runs `bd-hook --since-last ARGS` in `dir`, delivering to `url`.
+fn since_last(dir: &std::path::Path, url: &str, args: &[&str]) -> Output {
+    let out = run(hermetic(bin("bd-hook")).current_dir(dir).env("GEMBA_NOTIFY_URL", url).arg("--since-last").args(args));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// The ids one `--since-last` run sends to a fresh server (sorted), asserting exit 0.
+fn since_last_ids(dir: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(dir, &server.url, args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    server.items()
+}
+
+fn records(pairs: &[(&str, u32)]) -> Vec<u8> {
+    pairs.iter().map(|(id, v)| format!("{{\"id\":\"{id}\",\"v\":{v}}}\n")).collect::<String>().into_bytes()
+}
+
+#[test]
+fn since_last_records_a_baseline_then_notifies_every_change_since_once_through_several_commits() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 1)]), "one");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(repo.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("baseline of 3 issue(s)") && err.contains("nothing notified"), "{err}");
+    assert!(server.requests().is_empty(), "the first run notifies nothing");
+    assert!(repo.path().join(".git/beads/since-last/default.json").is_file(), "the state is in the git dir");
+
+    // Two commits between two runs: both are seen (--from-diff HEAD~1 would miss the first).
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "two");
+    repo.commit_file(FILE, &records(&[("a", 2), ("c", 1), ("d", 1)]), "three");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b", "d"]);
+    // No change: nothing (a cron job every minute re-notifies nothing).
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+    // A working-file edit counts too, then only once.
+    repo.write(FILE, &records(&[("a", 2), ("c", 2), ("d", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &[]), ["c"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+    // Another state is another consumer, with its own baseline.
+    let out = since_last(repo.path(), &server.url, &["--state", "other"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = since_last(repo.path(), &server.url, &["--state", "../escape", "--strict"]);
+    assert_eq!(out.status.code(), Some(2), "a state name is a plain name");
+}
+
+#[test]
+fn since_last_retries_a_failed_delivery_on_the_next_run() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1)]), "one");
+    since_last_ids(repo.path(), &[]);
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 2), ("c", 1)]), "two");
+    // The server is down: nothing advances (exit 1 under --strict).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let out = since_last(repo.path(), &format!("http://127.0.0.1:{port}"), &["--timeout", "0.3", "--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    // The server refuses b only: a and c advance, b is sent again next time.
+    let server = CaptureServer::start(|r, _| if r.item() == "b" { Reply::Status(503) } else { Reply::Status(200) });
+    let out = since_last(repo.path(), &server.url, &["--timeout", "0.5"]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut first_try: Vec<String> = server.items();
+    first_try.dedup();
+    assert_eq!(first_try, ["a", "b", "c"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), ["b"], "only the undelivered id is sent again");
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn since_last_after_a_rebase_that_rewrote_the_commits_notifies_only_new_content() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 1)]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "feature: a");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file("other.txt", b"x", "main: unrelated");
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1), ("c", 3)]), "main: c");
+    repo.git(&["checkout", "-q", "feature"]);
+    since_last_ids(repo.path(), &[]); // baseline: a=2, b=1, c=1
+    repo.git(&["rebase", "-q", "main"]);
+    let head = repo.git(&["log", "--format=%s", "-2"]);
+    assert_eq!(head, "feature: a\nmain: c\n", "the feature commit was rewritten onto main");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["c"], "a was already delivered; c came with the rebase");
+}
+
+#[test]
+fn since_last_after_a_reset_to_an_older_commit_notifies_ids_whose_content_went_back() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1), ("b", 1)]), "one");
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 1), ("c", 1)]), "two");
+    since_last_ids(repo.path(), &[]); // baseline at "two"
+    repo.commit_file(FILE, &records(&[("a", 2), ("b", 2), ("c", 1)]), "three");
+    assert_eq!(since_last_ids(repo.path(), &[]), ["b"]);
+    repo.git(&["reset", "-q", "--hard", "HEAD~2"]);
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b", "c"], "a and b went back, c is gone");
+    assert_eq!(since_last_ids(repo.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn since_last_refuses_a_half_written_file_and_keeps_its_state() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1)]), "one");
+    since_last_ids(repo.path(), &[]);
+    repo.write(FILE, b"{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(repo.path(), &server.url, &["--strict"]);
+    assert_eq!(out.status.code(), Some(2), "an id-collection error under --strict");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("state is unchanged"), "{err}");
+    assert!(server.requests().is_empty());
+    repo.write(FILE, &records(&[("a", 2), ("b", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a", "b"]);
+}
+
+/// A tracker whose export is a command: `tracker-export.sh` prints `db.jsonl` (outside `.beads`),
+/// as `bd export` prints a Dolt database.
+fn repo_with_export_script() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file("README", b"x", "init");
+    repo.write("tracker-export.sh", b"#!/bin/sh\nset -e\ncat \"$(dirname \"$0\")/db.jsonl\"\n");
+    run(std::process::Command::new("chmod").arg("755").arg(repo.path().join("tracker-export.sh")));
+    repo
+}
+
+#[test]
+fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
+    let repo = repo_with_export_script();
+    repo.write("db.jsonl", &records(&[("a", 1), ("b", 1)]));
+    let cmd = "./tracker-export.sh";
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline of 2 issue(s)"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests().is_empty());
+    assert!(!repo.path().join(FILE).exists(), "the issues file plays no part");
+
+    repo.write("db.jsonl", &records(&[("a", 2), ("b", 1), ("c", 1)]));
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a", "c"], "with --since-last");
+    repo.write("db.jsonl", &records(&[("a", 2), ("c", 1)]));
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.items(), ["b"], "alone: the same state, the deletion once");
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), Vec::<String>::new());
+
+    // A failing command or broken output: nothing sent, nothing advanced, said on stderr.
+    repo.write("db.jsonl", &records(&[("a", 3), ("c", 1)]));
+    for (bad, why) in [("./tracker-export.sh; exit 3", "failed"), ("printf '{\"id\":'", "line 1")] {
+        let server = CaptureServer::start(|_, _| Reply::Status(200));
+        let out = since_last(repo.path(), &server.url, &["--source-cmd", bad, "--strict"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(why), "{bad}: {err}");
+        assert!(server.requests().is_empty());
+    }
+    assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a"]);
+}
+
+/// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH; under CI a missing br fails.
+fn require_br() -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
+    let found = std::env::var_os("BR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(home.join(".cache/beads-git-tools/br-0.7.6/bin/br")).filter(|p| p.is_file()))
+        .or_else(|| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("br")).find(|p| p.is_file()));
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "br 0.7.6 is not installed; .ci/run builds it (see README)");
+        eprintln!("skipping: br (beads_rust 0.7.6) not found; set BR=/path/to/br or run .ci/run once");
+    }
+    found
+}
+
+#[test]
+fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file() {
+    let Some(br) = require_br() else { return };
+    let repo = TestRepo::new();
+    let home = tempfile::tempdir().expect("home");
+    let path = crate::support::path_with_our_binaries(&[br.parent().expect("br's directory")]);
+    let br_run = |args: &[&str]| -> String {
+        let out =
+            run(hermetic(&br).current_dir(repo.path()).env("HOME", home.path()).env("NO_COLOR", "1").env_remove("BEADS_DB").args(args));
+        assert!(out.status.success(), "br {args:?}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    br_run(&["init", "--prefix", "sc"]);
+    let one = br_run(&["q", "One"]);
+    let two = br_run(&["q", "Two"]);
+    // br 0.7.6 has no export to stdout: flush the database to the file, then print it.
+    let cmd = "br sync --flush-only >/dev/null && cat .beads/issues.jsonl";
+    let hook_run = |server: &CaptureServer, since: bool| -> Output {
+        let mut c = hermetic(bin("bd-hook"));
+        c.current_dir(repo.path()).env("HOME", home.path()).env("PATH", &path).env("GEMBA_NOTIFY_URL", &server.url);
+        if since {
+            c.arg("--since-last");
+        }
+        run(c.args(["--source-cmd", cmd, "--strict"]))
+    };
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = hook_run(&server, false);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline of 2 issue(s)"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Edits with auto-flush off: the database changes, the issues file does not.
+    let before = repo.read(FILE);
+    br_run(&["--no-auto-flush", "update", &one, "--title", "One, edited in the database"]);
+    assert_eq!(repo.read(FILE), before, "a watcher on the file would see nothing");
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, true).status.code(), Some(0));
+    assert_eq!(server.items(), vec![one]);
+    br_run(&["--no-auto-flush", "close", &two]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, false).status.code(), Some(0));
+    assert_eq!(server.items(), vec![two]);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    assert_eq!(hook_run(&server, true).status.code(), Some(0));
+    assert!(server.requests().is_empty(), "nothing changed since");
+}
+
+#[test]
+fn the_watcher_warns_once_when_a_tracker_database_is_newer_than_the_issues_file() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let beads = dir.path().join(".beads");
+    std::fs::create_dir_all(&beads).expect("mkdir");
+    let file = beads.join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\"}\n").expect("write");
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    std::fs::File::options().write(true).open(&file).expect("open").set_modified(old).expect("mtime");
+    std::fs::write(beads.join("beads.db"), b"db").expect("write");
+    let child = hermetic(bin("bd-hook"))
+        .arg("--watch")
+        .arg(dir.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::write(beads.join("beads.db"), b"db2").expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("--source-cmd").count(), 1, "warned once, naming --source-cmd: {err}");
+    assert!(err.contains("beads.db"), "{err}");
+
+    // A fresh file next to the database: no warning.
+    std::fs::write(&file, "{\"id\":\"a\"}\n").expect("write");
+    let child = hermetic(bin("bd-hook"))
+        .arg("--watch")
+        .arg(dir.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--source-cmd"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -286,3 +286,66 @@ fn serve(
         }
     }
 }
+
+/// Rewrites `file` atomically with one record `{"id":"w","v":v}`.
+pub fn rewrite_one_record(dir: &std::path::Path, file: &std::path::Path, v: usize) {
+    let tmp = dir.join(".issues.tmp");
+    std::fs::write(&tmp, format!("{{\"id\":\"w\",\"v\":{v}}}\n")).expect("write");
+    std::fs::rename(&tmp, file).expect("rename");
+}
+
+/// Delays (write to request) of `writes` changes to the issues file while another file in the
+/// directory is rewritten every `churn`; `None` for a change never notified within `give_up`
+/// (then the rest are not tried). `program` is the bd-hook to run.
+pub fn watch_delays_under_churn(
+    program: &Path,
+    writes: usize,
+    churn: std::time::Duration,
+    give_up: std::time::Duration,
+) -> Vec<Option<std::time::Duration>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let dir = tempfile::tempdir().expect("tmp");
+    let beads = dir.path().join(".beads");
+    std::fs::create_dir_all(&beads).expect("mkdir");
+    let file = beads.join("issues.jsonl");
+    rewrite_one_record(&beads, &file, 0);
+    let mut child = hermetic(program)
+        .arg("--watch")
+        .arg(dir.path())
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn watcher");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let churner = {
+        let (stop, wal) = (stop.clone(), beads.join("beads.db-wal"));
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let _ = std::fs::write(&wal, i.to_le_bytes());
+                std::thread::sleep(churn);
+            }
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut delays = Vec::new();
+    for i in 1..=writes {
+        let start = std::time::Instant::now();
+        rewrite_one_record(&beads, &file, i);
+        let got = server.wait_for(i, give_up).len();
+        delays.push((got >= i).then(|| start.elapsed()));
+        if got < i {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = churner.join();
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    delays
+}

@@ -1,0 +1,303 @@
+//! `bd-hook --since-last`: every id changed since the last successful run, exactly once.
+//!
+//! A cron job or a wrapper around a tracker cannot know which commits landed, were rewritten or
+//! thrown away since it last ran, and `--from-diff HEAD~1` misses or repeats changes when several
+//! commits, none, a rebase or a reset happened in between. This mode does not look at history at
+//! all: it compares the issues as they are now (the working file, or the output of a command such
+//! as `bd export`) with what it last delivered, kept in the git dir. The state holds, per source
+//! (the issues file's path, or the command), a 128-bit hash of every id's record bytes; an id is
+//! notified when its hash differs (added, changed, deleted, or changed back to older content).
+//!
+//! The state advances only for ids the server took (a 2xx or a 404), so a failed delivery is
+//! retried by the next run: at least once, never silently lost. The first run of a state records
+//! a baseline and notifies nothing. Runs of one state are serialized by a lock beside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::diff::{changes, Snapshot};
+
+/// The most bytes of an issues file or a command's output read.
+pub const MAX_SNAPSHOT: u64 = 4 << 30;
+
+/// How long `--source-cmd` may run before it is killed.
+pub const SOURCE_CMD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the issues come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The working file: this path inside the work tree, or the usual candidates.
+    File(Option<String>),
+    /// A shell command printing the issues as JSONL on stdout, run at the work tree's top.
+    Command(String),
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A directory inside the repository.
+    pub dir: PathBuf,
+    /// The state's name (`--state`), so several consumers can keep their own.
+    pub state: String,
+    /// Where the issues come from.
+    pub source: Source,
+}
+
+/// Checks a state name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
+pub fn valid_state_name(name: &str) -> std::result::Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a state name: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"))
+    }
+}
+
+/// One source's last delivered state.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct SourceState {
+    /// Id -> hex hash of its record's lines.
+    records: BTreeMap<String, String>,
+}
+
+/// The state file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct State {
+    /// Format version.
+    version: u32,
+    /// Source key (`file:<path>` or `cmd:<command>`) -> its state.
+    sources: BTreeMap<String, SourceState>,
+}
+
+const VERSION: u32 = 1;
+
+/// A run in progress: the ids to notify and what to record once they are delivered. Holds the
+/// state's lock until dropped.
+pub struct Run {
+    /// Ids to notify: added and changed in the snapshot's order, then deleted ones.
+    pub ids: Vec<String>,
+    /// True when there was no state for this source: [`Run::record`] records a baseline, and
+    /// `ids` is empty.
+    pub baseline: bool,
+    /// Records in the snapshot taken now.
+    pub records: usize,
+    /// What was read, for messages (a path or the command).
+    pub source_name: String,
+    path: PathBuf,
+    key: String,
+    state: State,
+    now: BTreeMap<String, String>,
+    _lock: std::fs::File,
+}
+
+impl Run {
+    /// Where the state lives.
+    pub fn state_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records what got through: every id for which `delivered` says yes takes its new hash (or
+    /// is forgotten when deleted); the rest keep their old one, so the next run sends them again.
+    /// A baseline records everything.
+    pub fn record(mut self, delivered: impl Fn(&str) -> bool) -> Result<()> {
+        let entry = self.state.sources.entry(self.key.clone()).or_default();
+        if self.baseline {
+            entry.records = std::mem::take(&mut self.now);
+        } else {
+            for id in &self.ids {
+                if !delivered(id) {
+                    continue;
+                }
+                match self.now.get(id) {
+                    Some(hash) => {
+                        entry.records.insert(id.clone(), hash.clone());
+                    }
+                    None => {
+                        entry.records.remove(id);
+                    }
+                }
+            }
+        }
+        self.state.version = VERSION;
+        let bytes = serde_json::to_vec(&self.state).context("encoding the --since-last state")?;
+        crate::jsonl::write_atomic(&self.path, &bytes).with_context(|| format!("writing {}", self.path.display()))
+    }
+}
+
+/// The hash of each id's record lines, from issues file bytes (every line must parse).
+fn record_hashes(content: Vec<u8>, what: &str) -> Result<BTreeMap<String, String>> {
+    let snapshot = Snapshot::parse(content, true, None).map_err(|e| {
+        anyhow::anyhow!("{what}: {e}; nothing was notified and the state is unchanged (fix the file, or wait for the write to finish)")
+    })?;
+    Ok(ordered_hashes(&snapshot).into_iter().collect())
+}
+
+/// `(id, hash)` in the snapshot's order.
+fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
+    changes(&Snapshot::default(), snapshot)
+        .added
+        .into_iter()
+        .map(|id| {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            for line in snapshot.lines(&id) {
+                h.update(line);
+                h.update(b"\n");
+            }
+            let hash = format!("{:032x}", h.digest128());
+            (id, hash)
+        })
+        .collect()
+}
+
+/// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes, within
+/// [`SOURCE_CMD_TIMEOUT`]); its stderr goes to ours.
+pub fn run_source_command(command: &str, dir: &Path) -> Result<Vec<u8>> {
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting --source-cmd {command:?}"))?;
+    let stdout = child.stdout.take().context("the command's stdout")?;
+    let reader = std::thread::spawn(move || crate::safe_read::read_bounded(stdout, MAX_SNAPSHOT, 1 << 20));
+    let start = Instant::now();
+    let mut stdout_done: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for --source-cmd")? {
+            break status;
+        }
+        // Its stdout is closed or over the limit: it gets a second to exit, then it is stopped.
+        if reader.is_finished() {
+            stdout_done.get_or_insert_with(Instant::now);
+        }
+        if start.elapsed() >= SOURCE_CMD_TIMEOUT || stdout_done.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Ok(Err(e)) = reader.join() {
+                bail!("reading the output of --source-cmd {command:?}: {e}");
+            }
+            bail!("--source-cmd {command:?} did not finish within {} s and was stopped", SOURCE_CMD_TIMEOUT.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let output = reader.join().map_err(|_| anyhow::anyhow!("reading the output of --source-cmd"))?;
+    if !status.success() {
+        bail!("--source-cmd {command:?} failed ({status}); nothing was notified and the state is unchanged");
+    }
+    output.with_context(|| format!("reading the output of --source-cmd {command:?}"))
+}
+
+/// Takes the snapshot, compares it with the state and returns the run (holding the lock).
+/// `Ok(None)` when another run of the same state holds the lock.
+pub fn prepare(options: &Options) -> Result<Option<Run>> {
+    valid_state_name(&options.state).map_err(anyhow::Error::msg)?;
+    let git_dir = crate::git::git_dir(&options.dir).with_context(|| {
+        format!("--since-last keeps its state in the git dir, and {} is not in a git repository", options.dir.display())
+    })?;
+    let top = crate::git::run(&options.dir, &["rev-parse", "--show-toplevel"])
+        .map(PathBuf::from)
+        .with_context(|| format!("finding the work tree of {}", options.dir.display()))?;
+    let dir = git_dir.join("beads").join("since-last");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{}.json", options.state));
+    let Some(lock) = lock(&dir.join(format!("{}.lock", options.state)))? else {
+        return Ok(None);
+    };
+
+    let (key, source_name, content) = match &options.source {
+        Source::File(rel) => {
+            let rel = match rel {
+                Some(r) => r.clone(),
+                None => crate::git::ISSUES_PATHS.iter().find(|p| top.join(p).exists()).unwrap_or(&crate::git::ISSUES_PATHS[0]).to_string(),
+            };
+            let file = top.join(&rel);
+            let content = match crate::safe_read::read_regular(&file, MAX_SNAPSHOT) {
+                Ok(c) => c,
+                Err(crate::safe_read::SafeReadError::NotFound) => Vec::new(),
+                Err(e) => bail!("{}: {e}", file.display()),
+            };
+            (format!("file:{rel}"), file.display().to_string(), content)
+        }
+        Source::Command(cmd) => (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top)?),
+    };
+    let now = record_hashes(content, &source_name)?;
+
+    let state: State = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a --since-last state; remove it to start again with a baseline", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if state.version > VERSION {
+        bail!("{} was written by a newer bd-hook (state version {})", path.display(), state.version);
+    }
+    let Some(old) = state.sources.get(&key) else {
+        return Ok(Some(Run { ids: Vec::new(), baseline: true, records: now.len(), source_name, path, key, state, now, _lock: lock }));
+    };
+    let mut ids = Vec::new();
+    // Added and changed ids in id order (the hashes are kept sorted by id), then deleted ones.
+    for (id, hash) in &now {
+        if old.records.get(id) != Some(hash) {
+            ids.push(id.clone());
+        }
+    }
+    for id in old.records.keys() {
+        if !now.contains_key(id) {
+            ids.push(id.clone());
+        }
+    }
+    Ok(Some(Run { ids, baseline: false, records: now.len(), source_name, path, key, state, now, _lock: lock }))
+}
+
+/// Takes an exclusive lock on `path` without waiting: `None` when another process holds it.
+fn lock(path: &Path) -> Result<Option<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening the lock {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: flock(2) on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_are_plain() {
+        assert!(valid_state_name("default").is_ok());
+        assert!(valid_state_name("gemba.prod-1").is_ok());
+        for bad in ["", ".hidden", "a/b", "../x", "sp ace", &"x".repeat(65)] {
+            assert!(valid_state_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_changed_back_has_its_old_hash() {
+        let one = record_hashes(b"{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\"}\n".to_vec(), "t").expect("parse");
+        let two = record_hashes(b"{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\"}\n".to_vec(), "t").expect("parse");
+        let back = record_hashes(b"{\"id\":\"b\"}\n{\"id\":\"a\",\"v\":1}\n".to_vec(), "t").expect("parse");
+        assert_ne!(one["a"], two["a"]);
+        assert_eq!(one["b"], two["b"]);
+        assert_eq!(one, back, "order does not matter, bytes do");
+        assert!(record_hashes(b"{\"id\":\"a\",".to_vec(), "t").is_err());
+    }
+}
