@@ -250,20 +250,18 @@ pub(crate) fn same_record(a: &Value, b: &Value) -> bool {
     a == b || normal(a) == normal(b)
 }
 
-/// Rewrites the `updated_at` entry one tick later (SPEC §2 (b)); false when the record has no
-/// timestamp to bump.
-pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>]) -> bool {
+/// Sets the `updated_at` entry to the merge stamp (SPEC §2 (b)): one tick after the later of
+/// `side_stamps` (the two sides' `updated_at` texts), never before `now`. False when the record
+/// has no timestamp entry or no side has a timestamp.
+pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>], side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> bool {
     let Some(entry) = entries.iter_mut().find(|e| e.key == "updated_at") else {
         return false;
     };
-    let Some(current) = crate::record::parse_json_str(&entry.raw_value) else {
-        return false;
-    };
-    let Some(next) = timestamp::one_tick_after(&current) else {
+    let Some(next) = timestamp::merge_stamp(side_stamps.iter().flatten().map(String::as_str), now) else {
         return false;
     };
     // A timestamp has nothing to escape, so the new text is the string quoted.
-    entry.raw_value = std::borrow::Cow::Owned(format!("\"{next}\""));
+    entry.raw_value = Cow::Owned(format!("\"{next}\""));
     true
 }
 
@@ -378,12 +376,15 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
 }
 
 /// Applies the renumberings of one record to its line; `None` when none of them matched. The
-/// record then equals neither side, so it is stamped one tick newer, unless the field merge
-/// already did (its `updated_at` is then none of `side_stamps`, the sides' raw `updated_at`s).
-/// Decided on values, not bytes, so it does not depend on which side wrote which format.
-pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], side_stamps: &[Option<String>]) -> Option<String> {
+/// record then equals neither side, so it gets the merge stamp of `side_stamps` (the sides'
+/// `updated_at` values), the same one the field merge gives, so stamping twice changes nothing.
+pub(crate) fn apply_renumbering(
+    line: &[u8],
+    changes: &[&Renumbering],
+    side_stamps: &[Option<String>],
+    now: Option<timestamp::Instant>,
+) -> Option<String> {
     let obj = RawObject::parse(line).ok()?;
-    let bump = side_stamps.iter().any(|s| s.as_deref() == obj.get("updated_at"));
     let (colon, comma) = (obj.colon.to_owned(), obj.comma.to_owned());
     let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
     let comments = entries.iter_mut().find(|e| e.key == "comments")?;
@@ -409,9 +410,7 @@ pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], side_stam
         return None;
     }
     comments.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
-    if bump {
-        bump_updated_at(&mut entries);
-    }
+    bump_updated_at(&mut entries, side_stamps, now);
     Some(render_entries(&entries, &colon, &comma))
 }
 
