@@ -279,6 +279,25 @@ mod tests {
     }
 
     #[test]
+    fn the_merge_stamp_ticks_the_later_side_and_never_precedes_now() {
+        let now = |s: &str| parse(s);
+        // The later side, not the first one given, in its own format.
+        assert_eq!(
+            merge_stamp(["2025-11-03T09:00:00.5-08:00", "2025-11-05T09:00:00.123456-08:00"], None).as_deref(),
+            Some("2025-11-05T09:00:00.123457-08:00")
+        );
+        // A clock past both: now, in the later side's offset and width, never ending in 0.
+        assert_eq!(
+            merge_stamp(["2025-11-02T10:00:00.222222-08:00", "2025-11-02T09:00:00Z"], now("2025-11-23T21:00:00.5Z")).as_deref(),
+            Some("2025-11-23T13:00:00.500001-08:00")
+        );
+        assert_eq!(merge_stamp(["2025-11-02T10:00:00Z"], now("2025-11-02T10:00:07.9Z")).as_deref(), Some("2025-11-02T10:00:08Z"));
+        // A clock behind the sides changes nothing.
+        assert_eq!(merge_stamp(["2025-11-02T10:00:00Z"], now("2000-01-01T00:00:00Z")).as_deref(), Some("2025-11-02T10:00:01Z"));
+        assert_eq!(merge_stamp(["not a time"], None), None);
+    }
+
+    #[test]
     fn one_tick_keeps_the_format_and_carries() {
         let tick = |s: &str| one_tick_after(s).expect("test input is valid");
         assert_eq!(tick("2026-01-05T10:00:00Z"), "2026-01-05T10:00:01Z");

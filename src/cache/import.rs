@@ -405,7 +405,13 @@ impl Write<'_> {
             let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF");
         }
         cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
-        let merge_options = MergeOptions { policy: self.options.policy.into(), ..MergeOptions::default() };
+        // One record at a time (`partial`); a merged record is stamped no earlier than now.
+        let merge_options = MergeOptions {
+            policy: self.options.policy.into(),
+            now: Some(timestamp::merge_now().map_err(anyhow::Error::msg)?),
+            partial: true,
+            ..MergeOptions::default()
+        };
         let mut written = Written { report, bad, stamps: Vec::new() };
         let result = with_guard(&mut cache.conn, |tx| {
             let now: Vec<String> = {
