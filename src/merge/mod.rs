@@ -360,6 +360,9 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         m.renumber_comments(&mut items);
     }
     m.apply_renames(&mut items);
+    if writer::mentions_comments(ours) || writer::mentions_comments(theirs) {
+        m.renumber_shared_comments(&mut items);
+    }
     if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
         m.fix_derived(&mut items);
     }
@@ -797,6 +800,43 @@ impl<'m, 'a> Merger<'m, 'a> {
                 continue;
             }
             if let Some(text) = derived::fix_line(line, &written, go_style) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// No two comments in the written file share an id, whoever wrote them (a clone's comment
+    /// ids are its own database's): what the collision rule for added comments leaves is
+    /// renumbered file-wide, and each record so changed is stamped like any merged record.
+    fn renumber_shared_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let at: Vec<usize> = (0..items.len()).filter(|&i| matches!(items[i].1, Out::Line(_))).collect();
+        let lines: Vec<&[u8]> = at
+            .iter()
+            .map(|&i| match &items[i].1 {
+                Out::Line(l) => l.as_ref(),
+                Out::Conflict { .. } => &[][..],
+            })
+            .collect();
+        let changes = writer::shared_comment_ids(&lines);
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_line: HashMap<usize, Vec<&writer::Renumbering>> = HashMap::new();
+        for (line, change) in &changes {
+            by_line.entry(at[*line]).or_default().push(change);
+        }
+        for (index, mine) in by_line {
+            let (id, Out::Line(line)) = &mut items[index] else { continue };
+            let mut side_stamps = self.side_stamps(id);
+            if side_stamps.is_empty() {
+                // A record renamed by this merge: its own stamp.
+                side_stamps.push(
+                    RawObject::parse(line)
+                        .ok()
+                        .and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned)),
+                );
+            }
+            if let Some(text) = writer::apply_renumbering(line, &mine, &side_stamps, self.options.now) {
                 *line = Cow::Owned(text.into_bytes());
             }
         }

@@ -396,3 +396,84 @@ proptest! {
         prop_assert_eq!(again, merged);
     }
 }
+
+/// bd 1.0.5's derived fields, computed as the test understands them: `blocks` dependencies out
+/// and in, and comments.
+fn with_counts(records: &mut [Value]) {
+    let mut dependents: BTreeMap<String, i64> = BTreeMap::new();
+    for r in records.iter() {
+        for d in r["dependencies"].as_array().into_iter().flatten() {
+            if d["type"] == json!("blocks") {
+                *dependents.entry(d["depends_on_id"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+            }
+        }
+    }
+    for r in records.iter_mut() {
+        let out = r["dependencies"].as_array().map_or(0, |a| a.iter().filter(|d| d["type"] == json!("blocks")).count());
+        let comments = r["comments"].as_array().map_or(0, Vec::len);
+        let id = r["id"].as_str().unwrap_or_default().to_owned();
+        r["dependency_count"] = json!(out);
+        r["dependent_count"] = json!(dependents.get(&id).copied().unwrap_or(0));
+        r["comment_count"] = json!(comments);
+    }
+}
+
+/// A file of `n` records with counts, and two sides that add and remove `blocks` dependencies
+/// and add comments (each side's file has true counts, as bd writes them).
+fn counted_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let edits = || proptest::collection::vec((0usize..6, 0usize..6, 0u8..3), 0..5);
+    (edits(), edits()).prop_map(|(ours, theirs)| {
+        let base: Vec<Value> = (0..6)
+            .map(|n| {
+                let id = format!("bd-{n}");
+                let deps = if n == 0 { json!([{"issue_id": id, "depends_on_id": "bd-1", "type": "blocks"}]) } else { json!([]) };
+                json!({"id": id, "updated_at": STAMPS[0], "dependencies": deps, "comments": []})
+            })
+            .collect();
+        let side = |edits: &[(usize, usize, u8)], tag: &str| -> Vec<Value> {
+            let mut records = base.clone();
+            for (k, (from, to, what)) in edits.iter().enumerate() {
+                let id = format!("bd-{from}");
+                let r = &mut records[*from];
+                r["updated_at"] = json!(STAMPS[1 + k % 3]);
+                match what {
+                    0 if from != to => {
+                        let dep = json!({"issue_id": id, "depends_on_id": format!("bd-{to}"), "type": "blocks"});
+                        let deps = r["dependencies"].as_array_mut().expect("array");
+                        if !deps.contains(&dep) {
+                            deps.push(dep);
+                        }
+                    }
+                    1 => r["dependencies"] = json!([]),
+                    _ => {
+                        let c = json!({"id": 100 + k, "issue_id": id, "author": tag, "text": format!("{tag} {k}"), "created_at": STAMPS[k % 5]});
+                        r["comments"].as_array_mut().expect("array").push(c);
+                    }
+                }
+            }
+            with_counts(&mut records);
+            records
+        };
+        let mut b = base.clone();
+        with_counts(&mut b);
+        (render(&b), render(&side(&ours, "ours")), render(&side(&theirs, "theirs")))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// Every derived count the merge writes equals the one recomputed from the merged file.
+    #[test]
+    fn derived_counts_always_equal_the_recomputed_ones((base, ours, theirs) in counted_triple()) {
+        let merged = merge(&base, &ours, &theirs, &fixed_clock()).expect("merge").to_vec();
+        let written: Vec<Value> = by_id(&merged).into_values().map(|(v, _)| v).collect();
+        let mut recomputed = written.clone();
+        with_counts(&mut recomputed);
+        for (w, r) in written.iter().zip(&recomputed) {
+            for key in ["dependency_count", "dependent_count", "comment_count"] {
+                prop_assert_eq!(&w[key], &r[key], "{} of {}", key, w["id"]);
+            }
+        }
+    }
+}
