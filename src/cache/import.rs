@@ -121,6 +121,46 @@ pub struct ImportReport {
     /// Lines that are records but not issues (bd 1.0's header, memories, other `_type`s): not
     /// in the cache, kept in the file as they are.
     pub other_records: usize,
+    /// Issues this cache held under an id that the file now gives to another issue (a merge kept
+    /// two issues created under one id and moved this one): where each went.
+    pub renamed: Vec<RenamedIssue>,
+    /// Ids whose record now has another `created_at` than the cache's (another issue under the
+    /// id), with the cache's `created_at` and title, to find where the old issue went.
+    #[serde(skip)]
+    replaced: Vec<(String, String, Option<String>)>,
+}
+
+/// An issue of this cache that a merge moved to a new id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RenamedIssue {
+    /// The id it had here (the file now gives it to another issue).
+    pub from: String,
+    /// Its id in the file now.
+    pub to: String,
+}
+
+/// The one line to tell the user after an import that found issues of this clone moved to a new
+/// id by a merge (README "Two issues created under one id"), naming `br sync --merge` when br is
+/// the tracker next to `file` (its plain import refuses such a file when the moved issue has
+/// comments). `None` when nothing was moved.
+pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<String> {
+    if report.renamed.is_empty() {
+        return None;
+    }
+    let moves: Vec<String> = report
+        .renamed
+        .iter()
+        .map(|r| format!("{} is now {}", crate::record::key_label(&r.from), crate::record::key_label(&r.to)))
+        .collect();
+    let br_here = file
+        .parent()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .is_some_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".br-")));
+    Some(format!(
+        "a merge kept two issues created under one id: {}{}",
+        moves.join(", "),
+        if br_here { "; br must import this with `br sync --merge` (its plain import refuses it)" } else { "" }
+    ))
 }
 
 impl ImportReport {
@@ -211,6 +251,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         bar.finish_and_clear();
     }
     outcome?;
+    find_renamed(cache, &mut report)?;
     report.added.sort();
     report.changed.sort();
     report.removed.sort();
@@ -589,6 +630,9 @@ impl Write<'_> {
         }
         match action {
             Action::Store { is_new, changed } => {
+                if !*is_new && *changed {
+                    note_replacement(tx, id, &rows, written.report)?;
+                }
                 store_issue(tx, id, text, line_hash(text.as_bytes()), &rows, *is_new)?;
                 if *is_new {
                     written.report.added.push(id.to_owned())
@@ -662,6 +706,43 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
         }
     }
     best
+}
+
+/// Notes an id whose new record has another `created_at` than the cache's: another issue now
+/// holds the id (see [`find_renamed`]).
+fn note_replacement(tx: &Transaction<'_>, id: &str, rows: &IssueRows, report: &mut ImportReport) -> Result<()> {
+    let Some(rusqlite::types::Value::Text(new)) = rows.columns.get("created_at") else { return Ok(()) };
+    let old: Option<(Option<String>, Option<String>)> =
+        tx.query_row("SELECT created_at, title FROM issues WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+    if let Some((Some(old), title)) = old {
+        let differ = match (timestamp::parse(&old), timestamp::parse(new)) {
+            (Some(a), Some(b)) => a != b,
+            _ => old != *new,
+        };
+        if differ {
+            report.replaced.push((id.to_owned(), old, title));
+        }
+    }
+    Ok(())
+}
+
+/// Where each replaced issue went: an id the import added that holds the old `created_at` and
+/// title.
+fn find_renamed(cache: &Cache, report: &mut ImportReport) -> Result<()> {
+    for (from, created_at, title) in std::mem::take(&mut report.replaced) {
+        let to: Option<String> = cache
+            .conn
+            .query_row(
+                "SELECT id FROM issues WHERE created_at = ?1 AND title IS ?2 AND id != ?3 ORDER BY id LIMIT 1",
+                rusqlite::params![created_at, title, from],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(to) = to.filter(|to| report.added.contains(to)) {
+            report.renamed.push(RenamedIssue { from, to });
+        }
+    }
+    Ok(())
 }
 
 /// Three-way merge of an issue edited through SQL whose line also changed in the file.
