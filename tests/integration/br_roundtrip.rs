@@ -39,6 +39,8 @@ fn require_br() -> Option<PathBuf> {
 struct World {
     dir: tempfile::TempDir,
     br: PathBuf,
+    /// Clones whose br runs with a clock this far behind (libfaketime's `-f` offset).
+    skewed: Vec<(PathBuf, &'static str)>,
     /// Merges use the real clock instead of the tests' fixed `BD_MERGE_NOW`.
     real_clock: bool,
 }
@@ -47,7 +49,7 @@ impl World {
     fn new(br: PathBuf) -> World {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("home")).expect("mkdir home");
-        let world = World { dir, br, real_clock: false };
+        let world = World { dir, br, skewed: Vec::new(), real_clock: false };
         world.git(world.dir.path(), &["init", "-q", "--bare", "-b", "main", "origin.git"]);
         world
     }
@@ -75,7 +77,10 @@ impl World {
 
     /// Runs br and returns stdout, failing the test (with br's words) when it fails.
     fn br(&self, clone: &Path, args: &[&str]) -> String {
-        let out = run(self.command(&self.br, clone).args(args));
+        let out = match self.skewed.iter().find(|(c, _)| c == clone) {
+            Some((_, offset)) => run(self.command(Path::new("faketime"), clone).args(["-f", offset]).arg(&self.br).args(args)),
+            None => run(self.command(&self.br, clone).args(args)),
+        };
         assert!(
             out.status.success(),
             "br {args:?} exited {:?}:\n{}{}",
@@ -532,4 +537,74 @@ fn regression_a_rebase_re_merge_repeated_a_stamp_and_br_put_the_old_value_back()
         "rebase re-merge: both clones' br show title, assignee and priority; stamps {} then {}",
         first["updated_at"], shown["updated_at"]
     );
+}
+
+/// libfaketime's `faketime`, or `None` (a failure under CI, where `.ci/run` installs it).
+fn require_faketime() -> bool {
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join("faketime").is_file());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "faketime is not installed; .ci/run installs it (see README)");
+        eprintln!("skipping: faketime not found (apt-get install faketime)");
+    }
+    found
+}
+
+/// One clone's clock is two days behind: its edit of a record gets an `updated_at` earlier than
+/// the base's, while the other clone edits the same record at the right time. Both edits must
+/// reach both clones' br (the merged stamp follows the later side, not the merged value).
+fn skewed_clock(br: PathBuf, pull: Pull) {
+    let mut w = World::new(br);
+    let a = w.clone("a");
+    w.br(&a, &["init", "--prefix", "rt"]);
+    // The issue was created five days ago and last edited yesterday (br refuses an updated_at
+    // before created_at, so the skewed edit below lands between the two).
+    w.skewed.push((a.clone(), "-5d"));
+    let r = w.create(&a, "Shared issue", &["-p", "2"]);
+    w.skewed[0].1 = "-1d";
+    w.br(&a, &["update", &r, "--description", "Edited yesterday."]);
+    w.commit_issues(&a, "seed");
+    w.skewed.clear();
+    w.git(&a, &["push", "-q", "origin", "main"]);
+    let b = w.clone("b");
+    w.skewed.push((b.clone(), "-2d"));
+    w.br(&b, &["sync", "--import-only"]);
+    w.install(&a);
+    w.install(&b);
+
+    w.br(&b, &["update", &r, "--priority", "0", "--assignee", "bob"]);
+    let behind = w.show(&b, &r)["updated_at"].as_str().unwrap_or("").to_owned();
+    w.commit_issues(&b, "B (clock behind): priority, assignee");
+    w.br(&a, &["update", &r, "--title", "Retitled by A"]);
+    w.commit_issues(&a, "A: title");
+    w.git(&a, &["push", "-q", "origin", "main"]);
+    match pull {
+        Pull::Merge => w.git(&b, &["pull", "-q", "--no-rebase", "origin", "main"]),
+        Pull::Rebase => w.git(&b, &["pull", "-q", "--rebase", "origin", "main"]),
+    };
+    w.br(&b, &["sync", "--import-only"]);
+    let view = |v: &Value| (v["title"].as_str().map(str::to_owned), v["priority"].as_i64(), v["assignee"].as_str().map(str::to_owned));
+    let want = (Some("Retitled by A".to_owned()), Some(0), Some("bob".to_owned()));
+    assert_eq!(view(&w.show(&b, &r)), want, "{pull:?}: clone B's br (its own edit stamped {behind})");
+    w.assert_flush_is_a_no_op(&b, "clone B");
+    w.git(&b, &["push", "-q", "origin", "HEAD:main"]);
+    w.git(&a, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    w.br(&a, &["sync", "--import-only"]);
+    assert_eq!(view(&w.show(&a, &r)), want, "{pull:?}: clone A's br");
+    w.assert_flush_is_a_no_op(&a, "clone A");
+    assert_eq!(w.issues(&a), w.issues(&b), "{pull:?}: the clones' files differ");
+    eprintln!("{pull:?} with B's clock 2 days behind: both clones' br show title, priority and assignee");
+}
+
+#[test]
+fn a_clone_whose_clock_is_behind_edits_a_record_the_other_clone_also_edited_after_git_merge() {
+    if let (Some(br), true) = (require_br(), require_faketime()) {
+        skewed_clock(br, Pull::Merge);
+    }
+}
+
+#[test]
+fn a_clone_whose_clock_is_behind_edits_a_record_the_other_clone_also_edited_after_pull_rebase() {
+    if let (Some(br), true) = (require_br(), require_faketime()) {
+        skewed_clock(br, Pull::Rebase);
+    }
 }
