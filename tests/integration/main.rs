@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod history;
 mod hook;
+mod import_renames;
 mod install;
 mod managers;
 mod merge_fixtures;
