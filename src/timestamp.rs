@@ -154,7 +154,7 @@ impl Format<'_> {
 /// same separator and the same number of fractional digits; a tick is one unit of the last digit
 /// (a second when there is no fraction), or two when one tick would end the fraction in `0`, which
 /// writers that trim trailing zeros would shorten. Importers that skip a record whose `updated_at` equals
-/// the one they hold take a merged record stamped this way (SPEC §2 (b)). `None` for text that is
+/// the one they hold take a merged record stamped this way (README "Timestamps of merged records"). `None` for text that is
 /// not a timestamp.
 pub fn one_tick_after(text: &str) -> Option<String> {
     let format = format_of(text)?;

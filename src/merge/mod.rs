@@ -469,7 +469,7 @@ struct Merger<'m, 'a> {
     renames: Vec<Rename>,
 }
 
-/// An id both sides created for two different issues (SPEC §2 (e)).
+/// An id both sides created for two different issues (README "Two issues created under one id").
 struct Collision {
     id: String,
     /// The side whose issue was created later and moves to a new id.
@@ -680,7 +680,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    /// An id both sides added for two different issues (SPEC §2 (e)). A child id `P.N`: the
+    /// An id both sides added for two different issues (README "Two issues created under one id"). A child id `P.N`: the
     /// earlier creation keeps it, stamped past both sides so the clone that held the other issue
     /// under it takes the replacement, and the later one is written too, to be moved to a free
     /// child number once every id is known ([`Self::apply_renames`]). Any other id cannot be
@@ -783,7 +783,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    /// Makes the derived counts of the records the merge wrote true (SPEC §2 (d)): those of every
+    /// Makes the derived counts of the records the merge wrote true (README "Derived fields"): those of every
     /// record whose line is not ours' as it was, and the `dependent_count` of every record a
     /// `blocks` dependency now points at more or fewer times than in ours.
     fn fix_derived(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {

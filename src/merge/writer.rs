@@ -250,7 +250,7 @@ pub(crate) fn same_record(a: &Value, b: &Value) -> bool {
     a == b || normal(a) == normal(b)
 }
 
-/// Sets the `updated_at` entry to the merge stamp (SPEC §2 (b)): one tick after the later of
+/// Sets the `updated_at` entry to the merge stamp (README "Timestamps of merged records"): one tick after the later of
 /// `side_stamps` (the two sides' `updated_at` texts), never before `now`. False when the record
 /// has no timestamp entry or no side has a timestamp.
 pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>], side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> bool {
@@ -375,8 +375,8 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
     out
 }
 
-/// Comments that share a numeric id anywhere in a file (SPEC §2 (a), for every comment, not only
-/// those the two sides added): for each shared id, in ascending order, the earliest comment (by
+/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
+/// for every comment, not only those the two sides added): for each shared id, in ascending order, the earliest comment (by
 /// `created_at`, then content, then record) keeps it and each later one takes the next id above
 /// the file's highest. Returns, per line index, the renumberings to apply; empty when every id is
 /// unique (the common case costs one pass that reads only the comments' ids).
