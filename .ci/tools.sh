@@ -51,9 +51,19 @@ install_pre_commit() {
   "$PRE_COMMIT" --version
 }
 
+# libfaketime runs one clone's br with a clock that is behind (the skewed-clock round trip).
+install_faketime() {
+  if ! command -v faketime >/dev/null 2>&1; then
+    echo "== installing faketime (apt)"
+    apt-get update -qq && apt-get install -y -qq faketime
+  fi
+  faketime -f "-1d" date -u
+}
+
 install_tools() {
   mkdir -p "$TOOLS_DIR"
   install_br
+  install_faketime
   install_node_tools
   install_pre_commit
 }

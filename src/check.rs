@@ -44,6 +44,9 @@ pub enum FindingKind {
     SharedCommentId,
     /// A key repeated inside one record.
     DuplicateKey,
+    /// A derived count (`dependency_count`, `dependent_count`, `comment_count`) or computed
+    /// `parent` that disagrees with the file.
+    StaleDerivedField,
     /// The attributes route the file to `merge=beads` but the driver is not configured.
     DriverMissing,
     /// The driver's command lacks `%O %A %B`.
@@ -100,6 +103,7 @@ impl FindingKind {
             | DuplicatePinnedHandoff
             | SharedCommentId
             | DuplicateKey
+            | StaleDerivedField
             | HooksDirShared => Severity::Warning,
         }
     }
@@ -120,6 +124,7 @@ impl FindingKind {
             DuplicateCommentId => "duplicate-comment-id",
             SharedCommentId => "shared-comment-id",
             DuplicateKey => "duplicate-key",
+            StaleDerivedField => "stale-derived-field",
             DriverMissing => "driver-missing",
             DriverPlaceholders => "driver-placeholders",
             AttributeMissing => "attribute-missing",
@@ -419,6 +424,24 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
                 issues.join(", ")
             ),
         ));
+    }
+    if crate::merge::derived::mentions_counts(content) {
+        let dependents = crate::merge::derived::dependents(index.file.lines.iter().map(|l| l.bytes));
+        for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
+            for stale in crate::merge::derived::stale(line.bytes, &dependents) {
+                findings.push(Finding::new(
+                    FindingKind::StaleDerivedField,
+                    key.as_deref(),
+                    vec![line.number],
+                    format!(
+                        "{} is {} but the file implies {}: it is computed from the file, not edited; bd rewrites it on its next flush, `bd-merge dedupe` fixes it now",
+                        stale.field,
+                        crate::record::printable(&stale.written, 40),
+                        crate::record::printable(&stale.computed, 40)
+                    ),
+                ));
+            }
+        }
     }
     for (title, ids) in handoffs {
         if ids.len() > 1 {

@@ -73,24 +73,28 @@ pub fn parse(text: &str) -> Option<Instant> {
     Some(Instant { seconds, nanos })
 }
 
-/// The same timestamp one tick later, written in the same format: the same offset (or `Z`), the
-/// same separator and the same number of fractional digits; a tick is one unit of the last digit
-/// (a second when there is no fraction), or two when one tick would end the fraction in `0`, which
-/// writers that trim trailing zeros would shorten. Importers that skip a record whose `updated_at` equals
-/// the one they hold take a merged record stamped this way (SPEC §2 (b)). `None` for text that is
-/// not a timestamp.
-pub fn one_tick_after(text: &str) -> Option<String> {
-    let instant = parse(text)?;
+/// The written shape of a timestamp: separator, fraction digits and zone, so another instant can
+/// be written the same way.
+struct Format<'t> {
+    separator: char,
+    digits: usize,
+    zone: &'t str,
+    offset_seconds: i64,
+}
+
+fn format_of(text: &str) -> Option<Format<'_>> {
+    parse(text)?;
     let b = text.as_bytes();
     let digits = if b[19] == b'.' { b[20..].iter().take_while(|c| c.is_ascii_digit()).count() } else { 0 };
     let zone = &text[19 + if digits > 0 { digits + 1 } else { 0 }..];
-    let offset_seconds = match zone.as_bytes()[0] {
+    let z = zone.as_bytes();
+    let offset_seconds = match z[0] {
         b'Z' | b'z' => 0,
         sign => {
-            let off = i64::from(zone.as_bytes()[1] - b'0') * 36_000
-                + i64::from(zone.as_bytes()[2] - b'0') * 3_600
-                + i64::from(zone.as_bytes()[4] - b'0') * 600
-                + i64::from(zone.as_bytes()[5] - b'0') * 60;
+            let off = i64::from(z[1] - b'0') * 36_000
+                + i64::from(z[2] - b'0') * 3_600
+                + i64::from(z[4] - b'0') * 600
+                + i64::from(z[5] - b'0') * 60;
             if sign == b'-' {
                 -off
             } else {
@@ -98,34 +102,106 @@ pub fn one_tick_after(text: &str) -> Option<String> {
             }
         }
     };
-    // Work in units of the last digit: 10^(9 - digits) nanoseconds (a second without a fraction).
-    let unit_nanos = 10_i128.pow(9 - digits.min(9) as u32);
-    let mut total = (i128::from(instant.seconds + offset_seconds) * 1_000_000_000 + i128::from(instant.nanos)) / unit_nanos + 1;
-    // Writers that trim trailing zeros (Go's RFC3339Nano, chrono's AutoSi) would shorten a
-    // fraction ending in 0 and so rewrite the line: step to the next instant that keeps its width.
-    while digits > 0 && total % 10 == 0 {
-        total += 1;
+    Some(Format { separator: b[10] as char, digits, zone, offset_seconds })
+}
+
+impl Format<'_> {
+    /// One unit of the last digit, in nanoseconds (a second without a fraction).
+    fn unit_nanos(&self) -> i128 {
+        10_i128.pow(9 - self.digits.min(9) as u32)
     }
-    let local_nanos = total * unit_nanos;
-    let seconds = i64::try_from(local_nanos.div_euclid(1_000_000_000)).ok()?;
-    let fraction = local_nanos.rem_euclid(1_000_000_000) / unit_nanos;
-    let (days, secs_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    let mut out = format!(
-        "{year:04}-{month:02}-{day:02}{}{:02}:{:02}:{:02}",
-        b[10] as char,
-        secs_of_day / 3600,
-        secs_of_day / 60 % 60,
-        secs_of_day % 60
-    );
-    if digits > 0 {
-        out.push('.');
-        out.push_str(&format!("{fraction:0width$}", width = digits.min(9)));
-        // Digits past nanoseconds carry no information; keep the string's width.
-        out.extend(std::iter::repeat_n('0', digits.saturating_sub(9)));
+
+    /// Local time of `instant` in units of the last digit, truncated.
+    fn units(&self, instant: Instant) -> i128 {
+        (i128::from(instant.seconds + self.offset_seconds) * 1_000_000_000 + i128::from(instant.nanos)).div_euclid(self.unit_nanos())
     }
-    out.push_str(zone);
-    Some(out)
+
+    /// Writes a local time given in units. A fraction that would end in `0` steps to the next
+    /// unit that does not: writers that trim trailing zeros (Go's RFC3339Nano, chrono's AutoSi)
+    /// would shorten it and so rewrite the line.
+    fn write(&self, mut total: i128) -> Option<String> {
+        while self.digits > 0 && total % 10 == 0 {
+            total += 1;
+        }
+        let unit_nanos = self.unit_nanos();
+        let local_nanos = total * unit_nanos;
+        let seconds = i64::try_from(local_nanos.div_euclid(1_000_000_000)).ok()?;
+        let fraction = local_nanos.rem_euclid(1_000_000_000) / unit_nanos;
+        let (days, secs_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+        let (year, month, day) = civil_from_days(days);
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let mut out = format!(
+            "{year:04}-{month:02}-{day:02}{}{:02}:{:02}:{:02}",
+            self.separator,
+            secs_of_day / 3600,
+            secs_of_day / 60 % 60,
+            secs_of_day % 60
+        );
+        if self.digits > 0 {
+            out.push('.');
+            out.push_str(&format!("{fraction:0width$}", width = self.digits.min(9)));
+            // Digits past nanoseconds carry no information; keep the string's width.
+            out.extend(std::iter::repeat_n('0', self.digits.saturating_sub(9)));
+        }
+        out.push_str(self.zone);
+        Some(out)
+    }
+}
+
+/// The same timestamp one tick later, written in the same format: the same offset (or `Z`), the
+/// same separator and the same number of fractional digits; a tick is one unit of the last digit
+/// (a second when there is no fraction), or two when one tick would end the fraction in `0`, which
+/// writers that trim trailing zeros would shorten. Importers that skip a record whose `updated_at` equals
+/// the one they hold take a merged record stamped this way (README "Timestamps of merged records"). `None` for text that is
+/// not a timestamp.
+pub fn one_tick_after(text: &str) -> Option<String> {
+    let format = format_of(text)?;
+    format.write(format.units(parse(text)?) + 1)
+}
+
+/// `instant` written the way `like` is written (its offset, separator and number of fraction
+/// digits), rounded up to the next unit of its last digit so the text is never earlier than the
+/// instant. `None` when `like` is not a timestamp.
+pub fn write_like(instant: Instant, like: &str) -> Option<String> {
+    let format = format_of(like)?;
+    let units = format.units(instant);
+    let exact =
+        units * format.unit_nanos() == i128::from(instant.seconds + format.offset_seconds) * 1_000_000_000 + i128::from(instant.nanos);
+    format.write(if exact { units } else { units + 1 })
+}
+
+/// The `updated_at` of a record a merge wrote that equals neither side (README "Timestamps of
+/// merged records"): one tick after the later of the two sides' stamps, written in that stamp's
+/// format, and never earlier than `now`, the merge's own time (written in the same format).
+/// Ticking the later side, not the merged value, keeps the record newer than both clones even when
+/// one side moved its stamp backward; the clock keeps a commit merged twice (a rebase re-merge)
+/// from getting the same stamp for other content. `None` when no side has a timestamp.
+pub fn merge_stamp<'s>(sides: impl IntoIterator<Item = &'s str>, now: Option<Instant>) -> Option<String> {
+    let later = sides.into_iter().filter(|s| parse(s).is_some()).max_by(|a, b| compare(a, b))?;
+    let ticked = one_tick_after(later)?;
+    match now.and_then(|now| write_like(now, later)) {
+        Some(at_now) if compare(&at_now, &ticked).is_gt() => Some(at_now),
+        _ => Some(ticked),
+    }
+}
+
+/// The merge's own time: `BD_MERGE_NOW` (an RFC 3339 instant, so tests and fixtures are
+/// reproducible) or else the system clock. An unparseable `BD_MERGE_NOW` is an error naming it.
+pub fn merge_now() -> Result<Instant, String> {
+    match std::env::var("BD_MERGE_NOW") {
+        Ok(text) => parse(text.trim()).ok_or_else(|| {
+            format!(
+                "BD_MERGE_NOW={}: not an RFC 3339 instant; write it like 2026-01-05T10:00:00Z, or unset it to use the clock",
+                crate::record::printable(&text, 60)
+            )
+        }),
+        Err(_) => {
+            let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            Ok(Instant { seconds: i64::try_from(since.as_secs()).unwrap_or(i64::MAX), nanos: since.subsec_nanos() })
+        }
+    }
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
@@ -200,6 +276,25 @@ mod tests {
         );
         assert!(parse("2025-13-01T00:00:00Z").is_none());
         assert!(parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn the_merge_stamp_ticks_the_later_side_and_never_precedes_now() {
+        let now = |s: &str| parse(s);
+        // The later side, not the first one given, in its own format.
+        assert_eq!(
+            merge_stamp(["2025-11-03T09:00:00.5-08:00", "2025-11-05T09:00:00.123456-08:00"], None).as_deref(),
+            Some("2025-11-05T09:00:00.123457-08:00")
+        );
+        // A clock past both: now, in the later side's offset and width, never ending in 0.
+        assert_eq!(
+            merge_stamp(["2025-11-02T10:00:00.222222-08:00", "2025-11-02T09:00:00Z"], now("2025-11-23T21:00:00.5Z")).as_deref(),
+            Some("2025-11-23T13:00:00.500001-08:00")
+        );
+        assert_eq!(merge_stamp(["2025-11-02T10:00:00Z"], now("2025-11-02T10:00:07.9Z")).as_deref(), Some("2025-11-02T10:00:08Z"));
+        // A clock behind the sides changes nothing.
+        assert_eq!(merge_stamp(["2025-11-02T10:00:00Z"], now("2000-01-01T00:00:00Z")).as_deref(), Some("2025-11-02T10:00:01Z"));
+        assert_eq!(merge_stamp(["not a time"], None), None);
     }
 
     #[test]

@@ -192,7 +192,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
         Repair::Resolve { path, conflict, stage, check, quiet } => {
             let path = default_issues_file(path.as_ref())?;
             let options =
-                ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, markers: Markers::default() }, stage, check };
+                ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, ..MergeOptions::default() }, stage, check };
             let name = path.display();
             match repair::resolve(&options)? {
                 Resolution::NothingToDo => {
@@ -353,7 +353,7 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         path_name: given(&cli.path),
         structural: std::env::var_os("BD_MERGE").is_none_or(|v| v != "0"),
         detect_conflict_style: true,
-        merge: MergeOptions { policy: cli.conflict, markers },
+        merge: MergeOptions { policy: cli.conflict, markers, ..MergeOptions::default() },
         append_only: cli.append,
     })
 }

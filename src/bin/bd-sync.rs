@@ -334,6 +334,9 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if !report.duplicate_ids.is_empty() {
                 eprintln!("bd-sync: warning: {} id(s) appear on several lines (see `bd-sync check`)", report.duplicate_ids.len());
             }
+            if let Some(notice) = import::rename_notice(&report, &paths.file) {
+                eprintln!("bd-sync: {notice}");
+            }
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if *print_changed {

@@ -122,6 +122,46 @@ pub struct ImportReport {
     /// Lines that are records but not issues (bd 1.0's header, memories, other `_type`s): not
     /// in the cache, kept in the file as they are.
     pub other_records: usize,
+    /// Issues this cache held under an id that the file now gives to another issue (a merge kept
+    /// two issues created under one id and moved this one): where each went.
+    pub renamed: Vec<RenamedIssue>,
+    /// Ids whose record now has another `created_at` than the cache's (another issue under the
+    /// id), with the cache's `created_at` and title, to find where the old issue went.
+    #[serde(skip)]
+    replaced: Vec<(String, String, Option<String>)>,
+}
+
+/// An issue of this cache that a merge moved to a new id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RenamedIssue {
+    /// The id it had here (the file now gives it to another issue).
+    pub from: String,
+    /// Its id in the file now.
+    pub to: String,
+}
+
+/// The one line to tell the user after an import that found issues of this clone moved to a new
+/// id by a merge (README "Two issues created under one id"), naming `br sync --merge` when br is
+/// the tracker next to `file` (its plain import refuses such a file when the moved issue has
+/// comments). `None` when nothing was moved.
+pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<String> {
+    if report.renamed.is_empty() {
+        return None;
+    }
+    let moves: Vec<String> = report
+        .renamed
+        .iter()
+        .map(|r| format!("{} is now {}", crate::record::key_label(&r.from), crate::record::key_label(&r.to)))
+        .collect();
+    let br_here = file
+        .parent()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .is_some_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".br-")));
+    Some(format!(
+        "a merge kept two issues created under one id: {}{}",
+        moves.join(", "),
+        if br_here { "; br must import this with `br sync --merge` (its plain import refuses it)" } else { "" }
+    ))
 }
 
 impl ImportReport {
@@ -229,6 +269,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         bar.finish_and_clear();
     }
     outcome?;
+    find_renamed(cache, &mut report)?;
     report.added.sort();
     report.changed.sort();
     report.removed.sort();
@@ -427,7 +468,13 @@ impl Write<'_> {
             let _ = cache.conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF");
         }
         cache.conn.execute_batch("PRAGMA cache_size = -65536")?;
-        let merge_options = MergeOptions { policy: self.options.policy.into(), ..MergeOptions::default() };
+        // One record at a time (`partial`); a merged record is stamped no earlier than now.
+        let merge_options = MergeOptions {
+            policy: self.options.policy.into(),
+            now: Some(timestamp::merge_now().map_err(anyhow::Error::msg)?),
+            partial: true,
+            ..MergeOptions::default()
+        };
         let mut written = Written { report, bad, stamps: Vec::new() };
         let result = with_guard(&mut cache.conn, |tx| {
             let now: Vec<String> = {
@@ -611,6 +658,9 @@ impl Write<'_> {
         }
         match action {
             Action::Store { is_new, changed } => {
+                if !*is_new && *changed {
+                    note_replacement(tx, id, &rows, written.report)?;
+                }
                 store_issue(tx, id, text, line_hash(text.as_bytes()), &rows, *is_new)?;
                 if *is_new {
                     written.report.added.push(id.to_owned())
@@ -618,7 +668,11 @@ impl Write<'_> {
                     written.report.changed.push(id.to_owned())
                 }
             }
-            Action::Merge => merge_dirty(tx, id, text, self.scan.go_style, merge_options, &self.state.dirty, written.report)?,
+            Action::Merge => {
+                let file_ids = |parent: &str| merge::rename::highest_child(parent, self.scan.positions.keys().map(|k| &**k));
+                let dirty = &self.state.dirty;
+                merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?
+            }
         }
         Ok(())
     }
@@ -686,7 +740,45 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
     best
 }
 
+/// Notes an id whose new record has another `created_at` than the cache's: another issue now
+/// holds the id (see [`find_renamed`]).
+fn note_replacement(tx: &Transaction<'_>, id: &str, rows: &IssueRows, report: &mut ImportReport) -> Result<()> {
+    let Some(rusqlite::types::Value::Text(new)) = rows.columns.get("created_at") else { return Ok(()) };
+    let old: Option<(Option<String>, Option<String>)> =
+        tx.query_row("SELECT created_at, title FROM issues WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+    if let Some((Some(old), title)) = old {
+        let differ = match (timestamp::parse(&old), timestamp::parse(new)) {
+            (Some(a), Some(b)) => a != b,
+            _ => old != *new,
+        };
+        if differ {
+            report.replaced.push((id.to_owned(), old, title));
+        }
+    }
+    Ok(())
+}
+
+/// Where each replaced issue went: an id the import added that holds the old `created_at` and
+/// title.
+fn find_renamed(cache: &Cache, report: &mut ImportReport) -> Result<()> {
+    for (from, created_at, title) in std::mem::take(&mut report.replaced) {
+        let to: Option<String> = cache
+            .conn
+            .query_row(
+                "SELECT id FROM issues WHERE created_at = ?1 AND title IS ?2 AND id != ?3 ORDER BY id LIMIT 1",
+                rusqlite::params![created_at, title, from],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(to) = to.filter(|to| report.added.contains(to)) {
+            report.renamed.push(RenamedIssue { from, to });
+        }
+    }
+    Ok(())
+}
+
 /// Three-way merge of an issue edited through SQL whose line also changed in the file.
+#[allow(clippy::too_many_arguments)]
 fn merge_dirty(
     tx: &Transaction<'_>,
     id: &str,
@@ -695,6 +787,7 @@ fn merge_dirty(
     options: &MergeOptions,
     dirty: &HashMap<String, Option<String>>,
     report: &mut ImportReport,
+    file_children: &dyn Fn(&str) -> u64,
 ) -> Result<()> {
     let base: Option<String> =
         match tx.query_row("SELECT raw FROM issues WHERE id = ?1", [id], |r| r.get::<_, Option<String>>(0)).optional()? {
@@ -720,6 +813,15 @@ fn merge_dirty(
         });
         return Ok(());
     };
+    if base.is_none() {
+        let parsed = (serde_json::from_str::<serde_json::Value>(&ours), serde_json::from_str::<serde_json::Value>(theirs));
+        if let (Ok(ov), Ok(tv)) = parsed {
+            if let Some(order) = merge::rename::concurrent_creation(&ov, &tv) {
+                let sides = Sides { ours: (&ours, &ov), theirs: (theirs, &tv) };
+                return two_issues(tx, id, sides, order, go_style, options, report, file_children);
+            }
+        }
+    }
     let base_text = base.map(|b| format!("{b}\n")).unwrap_or_default();
     let (ours_text, theirs_text) = (format!("{ours}\n"), format!("{theirs}\n"));
     let merged = merge::merge(base_text.as_bytes(), ours_text.as_bytes(), theirs_text.as_bytes(), options)
@@ -732,6 +834,104 @@ fn merge_dirty(
     store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
     report.merged.push(id.to_owned());
+    Ok(())
+}
+
+/// The cache's and the file's record of one id, as text and value.
+struct Sides<'s> {
+    ours: (&'s str, &'s serde_json::Value),
+    theirs: (&'s str, &'s serde_json::Value),
+}
+
+/// An issue created through SQL (never exported) and an issue the file brought under the same id
+/// with another `created_at`: two issues (README "Two issues created under one id"). For a child
+/// id `P.N` the earlier creation keeps the id and the later moves to the next free child number
+/// (over the cache and the file); both end up in the cache, and what the file does not hold yet
+/// stays dirty for the next export. For a plain id the policy's winner is kept whole and the other
+/// reported.
+#[allow(clippy::too_many_arguments)]
+fn two_issues(
+    tx: &Transaction<'_>,
+    id: &str,
+    sides: Sides<'_>,
+    order: std::cmp::Ordering,
+    go_style: bool,
+    options: &MergeOptions,
+    report: &mut ImportReport,
+    file_children: &dyn Fn(&str) -> u64,
+) -> Result<()> {
+    let (ours, theirs) = (sides.ours.0, sides.theirs.0);
+    let stamp = |v: &serde_json::Value| v.get("updated_at").and_then(serde_json::Value::as_str).map(str::to_owned);
+    let note = |report: &mut ImportReport, kept: merge::Side, kept_value: String, other_value: String, reason: String| {
+        report.conflicts.push(Report {
+            id: id.to_owned(),
+            resolution: merge::Resolution { field: "(record)".into(), kept, kept_value, other_value, reason },
+        })
+    };
+    let Some((parent, _)) = merge::rename::child_number(id) else {
+        let cache_wins = match options.policy {
+            ConflictPolicy::Ours => true,
+            ConflictPolicy::Theirs => false,
+            _ => match (stamp(sides.ours.1), stamp(sides.theirs.1)) {
+                (Some(a), Some(b)) => timestamp::compare(&a, &b).is_ge(),
+                (a, b) => a.is_some() >= b.is_some(),
+            },
+        };
+        let reason = "two different issues were created under this id, which has no child number to move one to".to_owned();
+        if cache_wins {
+            // The file's line becomes the base, so the export writes the cache's issue over it.
+            tx.execute("UPDATE issues SET raw = ?2, line_hash = ?3 WHERE id = ?1", params![id, theirs, line_hash(theirs.as_bytes())])?;
+            note(report, merge::Side::Ours, "the cache's issue".into(), crate::record::printable(theirs, 2000), reason);
+            report.merged.push(id.to_owned());
+        } else {
+            let obj = RawObject::parse_str(theirs).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+            store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
+            tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
+            note(report, merge::Side::Theirs, "the file's issue".into(), crate::record::printable(ours, 2000), reason);
+            report.changed.push(id.to_owned());
+        }
+        return Ok(());
+    };
+    let in_cache: Vec<String> = {
+        let mut st = tx.prepare("SELECT id FROM issues WHERE substr(id, 1, length(?1) + 1) = ?1 || '.'")?;
+        let rows = st.query_map([parent], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let highest = file_children(parent).max(merge::rename::highest_child(parent, in_cache.iter().map(String::as_str)));
+    let to = format!("{parent}.{}", highest + 1);
+    // The one that moves: a new issue of the cache, to be exported.
+    let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
+    let renamed =
+        merge::rename::rename_record(moving.as_bytes(), id, &to, go_style).ok_or_else(|| anyhow::anyhow!("{id}: not a record"))?;
+    let obj = RawObject::parse_str(&renamed).map_err(|e| anyhow::anyhow!("{to}: {e}"))?;
+    store_issue(tx, &to, &renamed, line_hash(renamed.as_bytes()), &IssueRows::from_record(&obj), true)?;
+    tx.execute("UPDATE issues SET raw = NULL, line_hash = NULL WHERE id = ?1", [&to])?;
+    tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [&to])?;
+    report.added.push(to.clone());
+    if kept_side == merge::Side::Ours {
+        // The cache's issue keeps the id, stamped past both, so a clone that holds the file's
+        // issue under it takes the replacement.
+        let sides_stamps = [stamp(sides.ours.1), stamp(sides.theirs.1)];
+        if let Some(next) = timestamp::merge_stamp(sides_stamps.iter().flatten().map(String::as_str), options.now) {
+            tx.execute("UPDATE issues SET updated_at = ?2 WHERE id = ?1", params![id, next])?;
+        }
+        tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
+        report.merged.push(id.to_owned());
+    } else {
+        let obj = RawObject::parse_str(theirs).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+        store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
+        tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
+        report.changed.push(id.to_owned());
+        report.renamed.push(RenamedIssue { from: id.to_owned(), to: to.clone() });
+    }
+    let moved = if kept_side == merge::Side::Ours { "the file's" } else { "the cache's" };
+    note(
+        report,
+        kept_side,
+        format!("its issue under {}", crate::record::key_label(id)),
+        format!("{moved} issue, now {}", crate::record::key_label(&to)),
+        "two different issues were created under this id; the later one moved to the next free child number".to_owned(),
+    );
     Ok(())
 }
 

@@ -77,6 +77,8 @@ pub struct DriverReport {
     pub reports: Vec<Report>,
     /// Warnings that did not stop the merge.
     pub warnings: Vec<String>,
+    /// Issues created on both sides under one id, the later one moved to a new id.
+    pub renames: Vec<super::Rename>,
 }
 
 impl DriverReport {
@@ -95,6 +97,9 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     let ours = jsonl::read(&options.ours)?;
     let theirs = jsonl::read(&options.theirs)?;
     let mut merge_options = options.merge.clone();
+    if merge_options.now.is_none() {
+        merge_options.now = Some(crate::timestamp::merge_now().map_err(anyhow::Error::msg)?);
+    }
     let wants_markers = merge_options.policy == super::ConflictPolicy::Markers;
     if options.detect_conflict_style && wants_markers {
         merge_options.markers.diff3 = git::conflict_style_shows_base();
@@ -104,7 +109,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
         if !(merged == *ours && options.destination == Destination::ReplaceOurs) {
             write_result(options, |w| w.write_all(&merged))?;
         }
-        return Ok(DriverReport { outcome: DriverOutcome::Clean, reports: Vec::new(), warnings: Vec::new() });
+        return Ok(DriverReport { outcome: DriverOutcome::Clean, reports: Vec::new(), warnings: Vec::new(), renames: Vec::new() });
     }
     let structural = if options.structural {
         merge(&base, &ours, &theirs, &merge_options).map_err(|u| describe(options, &u))
@@ -123,7 +128,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             } else {
                 DriverOutcome::Clean
             };
-            DriverReport { outcome, reports: merged.reports, warnings: merged.warnings }
+            DriverReport { outcome, reports: merged.reports, warnings: merged.warnings, renames: merged.renames }
         }
         Err(reason) => {
             if options.detect_conflict_style && !wants_markers {
@@ -135,7 +140,12 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             // never report such a result as clean.
             let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
             write_result(options, |w| w.write_all(&content))?;
-            DriverReport { outcome: DriverOutcome::Fallback { reason, conflicted }, reports: Vec::new(), warnings: Vec::new() }
+            DriverReport {
+                outcome: DriverOutcome::Fallback { reason, conflicted },
+                reports: Vec::new(),
+                warnings: Vec::new(),
+                renames: Vec::new(),
+            }
         }
     };
     Ok(report)

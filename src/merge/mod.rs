@@ -7,8 +7,10 @@
 //! is pure: the same three inputs and options always give the same bytes, reports and outcome.
 //! Reading files, falling back to `git merge-file` and writing the result live in [`driver`].
 
+pub mod derived;
 pub mod driver;
 pub mod field;
+pub mod rename;
 pub mod repair;
 pub mod text;
 pub(crate) mod writer;
@@ -140,6 +142,25 @@ pub struct MergeOptions {
     pub policy: ConflictPolicy,
     /// Marker style for `--conflict markers`.
     pub markers: Markers,
+    /// The merge's own time: a record stamped by the merge is never older than it (README
+    /// "Timestamps of merged records"). `None` leaves the clock out (the merge is then a function
+    /// of its inputs alone); the driver, `resolve`, `dedupe` and import fill it in from
+    /// [`timestamp::merge_now`].
+    pub now: Option<timestamp::Instant>,
+    /// The inputs are one record of a larger file (import's and dedupe's merges): leave what needs
+    /// the whole file (derived counts, renaming an id created on both sides) to the caller.
+    pub partial: bool,
+}
+
+/// An issue created on both sides under one id that the merge moved to a new id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Rename {
+    /// The id both sides created.
+    pub from: String,
+    /// The id the later creation now has.
+    pub to: String,
+    /// The side whose issue was renamed.
+    pub side: Side,
 }
 
 /// A finished structural merge: the merged lines (borrowing the inputs where unchanged), ready to
@@ -157,8 +178,10 @@ pub struct Merged<'a> {
     pub needs_review: bool,
     /// Auto-resolved conflicts, in output order.
     pub reports: Vec<Report>,
-    /// Things a human should know that did not stop the merge (duplicate ids, odd lines).
+    /// Things a human should know that did not stop the merge (duplicate ids, odd lines, renames).
     pub warnings: Vec<String>,
+    /// Issues created on both sides under one id, the later one moved to a new id.
+    pub renames: Vec<Rename>,
 }
 
 impl Merged<'_> {
@@ -251,15 +274,21 @@ enum Out<'a> {
 /// about (the caller then merges line by line).
 pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
     if theirs == base || ours == theirs {
-        let layout = Layout::default();
+        // The result is ours, but an identical repeat of a record line still collapses to one.
+        let file = Jsonl::split(ours);
+        let (layout, lines, verbatim) = match collapse_repeats(&file) {
+            Some(lines) => (file.layout, lines, None),
+            None => (Layout::default(), Vec::new(), Some(ours)),
+        };
         return Ok(Merged {
             layout,
-            lines: Vec::new(),
-            verbatim: Some(ours),
+            lines,
+            verbatim,
             conflicts: 0,
             needs_review: false,
             reports: Vec::new(),
             warnings: Vec::new(),
+            renames: Vec::new(),
         });
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
@@ -285,6 +314,8 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         conflicts: 0,
         touched: Vec::new(),
         mass_deletion: false,
+        collisions: Vec::new(),
+        renames: Vec::new(),
     };
     let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
@@ -300,6 +331,7 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
                 for out in m.merge_id(id)? {
                     items.push((id.clone(), out));
                 }
+                m.note_renamed_item(items.len());
             }
         }
     }
@@ -310,6 +342,7 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         for out in m.merge_id(id)? {
             items.push((id.clone(), out));
         }
+        m.note_renamed_item(items.len());
     }
     for (side, file) in [(Side::Ours, &o), (Side::Theirs, &t)] {
         let base_records = b.ids.len();
@@ -326,13 +359,43 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
     if writer::mentions_comments(ours) && writer::mentions_comments(theirs) {
         m.renumber_comments(&mut items);
     }
+    m.apply_renames(&mut items);
+    if writer::mentions_comments(ours) || writer::mentions_comments(theirs) {
+        m.renumber_shared_comments(&mut items);
+    }
+    if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
+        m.fix_derived(&mut items);
+    }
     if o.sorted_by_id() {
         // bd's order: the header, issues by id, memories by key, other kinds.
         items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
     }
     let lines = m.render(items);
     let needs_review = m.mass_deletion && options.policy == ConflictPolicy::Markers;
-    Ok(Merged { layout, lines, verbatim: None, conflicts: m.conflicts, needs_review, reports: m.reports, warnings: m.warnings })
+    Ok(Merged {
+        layout,
+        lines,
+        verbatim: None,
+        conflicts: m.conflicts,
+        needs_review,
+        reports: m.reports,
+        warnings: m.warnings,
+        renames: m.renames,
+    })
+}
+
+/// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
+/// stays); `None` when there are none.
+fn collapse_repeats<'a>(file: &Jsonl<'a>) -> Option<Vec<Cow<'a, [u8]>>> {
+    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
+    seen.reserve(file.lines.len());
+    let is_record = |bytes: &[u8]| crate::record::record_key(bytes).is_ok();
+    let repeated = |l: &Line<'a>, seen: &mut rustc_hash::FxHashSet<&'a [u8]>| !seen.insert(l.bytes) && is_record(l.bytes);
+    if !file.lines.iter().any(|l| repeated(l, &mut seen)) {
+        return None;
+    }
+    seen.clear();
+    Some(file.lines.iter().filter(|l| !repeated(l, &mut seen)).map(|l| Cow::Borrowed(l.bytes)).collect())
 }
 
 /// Merges an append-only log (bd's `interactions.jsonl`, the legacy `deletions.jsonl`): records
@@ -400,6 +463,19 @@ struct Merger<'m, 'a> {
     touched: Vec<String>,
     /// A side deleted more than half of the base's records.
     mass_deletion: bool,
+    /// Ids added on both sides as two different issues, waiting for their new ids.
+    collisions: Vec<Collision>,
+    /// The renames done.
+    renames: Vec<Rename>,
+}
+
+/// An id both sides created for two different issues (README "Two issues created under one id").
+struct Collision {
+    id: String,
+    /// The side whose issue was created later and moves to a new id.
+    later: Side,
+    /// Index in the merge's items of the later issue's line, once pushed.
+    item: Option<usize>,
 }
 
 impl<'m, 'a> Merger<'m, 'a> {
@@ -438,6 +514,11 @@ impl<'m, 'a> Merger<'m, 'a> {
                 let (px, py) = (parse(Input::Ours, x)?, parse(Input::Theirs, y)?);
                 if px.value == py.value {
                     return keep(x);
+                }
+                if !self.options.partial {
+                    if let Some(order) = rename::concurrent_creation(&px.value, &py.value) {
+                        return Ok(self.two_issues(id, &px, &py, order));
+                    }
                 }
                 Ok(vec![self.merge_fields(id, None, &px, &py)])
             }
@@ -512,6 +593,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         };
         let base_entries = base.map(|b| b.obj.entries.as_slice()).unwrap_or(&[]);
         let go_style = self.go_style();
+        let now = self.options.now;
         let run = |winner: Side| {
             let mut ctx = FieldCtx { winner, winner_reason: reason, go_style, comma: ours.obj.comma, open: 0, resolutions: Vec::new() };
             let mut entries = merge_entries(base_entries, &ours.obj.entries, &theirs.obj.entries, &mut ctx, "", true);
@@ -521,7 +603,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
                 if !writer::same_record(&value, &ours.value)
                     && !writer::same_record(&value, &theirs.value)
-                    && writer::bump_updated_at(&mut entries)
+                    && writer::bump_updated_at(&mut entries, &[stamp_of(&ours.value), stamp_of(&theirs.value)], now)
                 {
                     return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);
                 }
@@ -582,6 +664,184 @@ impl<'m, 'a> Merger<'m, 'a> {
         Ok(kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect())
     }
 
+    /// The two sides' `updated_at` values of a record on one line (absent sides left out).
+    fn side_stamps(&self, id: &str) -> Vec<Option<String>> {
+        let stamp = |bytes: &[u8]| {
+            RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))
+        };
+        [self.o.single(id), self.t.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect()
+    }
+
+    /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
+    /// the last of them.
+    fn note_renamed_item(&mut self, len: usize) {
+        if let Some(c) = self.collisions.last_mut().filter(|c| c.item.is_none()) {
+            c.item = Some(len - 1);
+        }
+    }
+
+    /// An id both sides added for two different issues (README "Two issues created under one id"). A child id `P.N`: the
+    /// earlier creation keeps it, stamped past both sides so the clone that held the other issue
+    /// under it takes the replacement, and the later one is written too, to be moved to a free
+    /// child number once every id is known ([`Self::apply_renames`]). Any other id cannot be
+    /// renamed: a conflict under `--conflict markers`, else the policy's winner whole, stamped past
+    /// both, and the other issue named in a warning.
+    fn two_issues(&mut self, id: &str, ours: &Parsed<'a>, theirs: &Parsed<'a>, order: std::cmp::Ordering) -> Vec<Out<'a>> {
+        let stamps = [stamp_of(&ours.value), stamp_of(&theirs.value)];
+        let created = |p: &Parsed<'_>| p.value.get("created_at").map(Value::to_string).unwrap_or_default();
+        let title = |p: &Parsed<'_>| crate::record::printable(p.value.get("title").and_then(Value::as_str).unwrap_or(""), 60);
+        let stamped = |p: &Parsed<'a>| -> Cow<'a, [u8]> {
+            let mut entries = p.obj.entries.clone();
+            if writer::bump_updated_at(&mut entries, &stamps, self.options.now) {
+                Cow::Owned(render_entries(&entries, p.obj.colon, p.obj.comma).into_bytes())
+            } else {
+                Cow::Borrowed(p.bytes)
+            }
+        };
+        if rename::child_number(id).is_some() {
+            let (earlier, later, later_side) = if order.is_lt() { (ours, theirs, Side::Theirs) } else { (theirs, ours, Side::Ours) };
+            self.collisions.push(Collision { id: id.to_owned(), later: later_side, item: None });
+            return vec![Out::Line(stamped(earlier)), Out::Line(Cow::Borrowed(later.bytes))];
+        }
+        if self.options.policy == ConflictPolicy::Markers {
+            self.conflicts += 1;
+            return vec![Out::Conflict { ours: Some(Cow::Borrowed(ours.bytes)), base: None, theirs: Some(Cow::Borrowed(theirs.bytes)) }];
+        }
+        let (winner, reason) = match self.options.policy {
+            ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
+            ConflictPolicy::Theirs => (Side::Theirs, "--conflict theirs"),
+            _ => newest(ours, theirs),
+        };
+        let (kept, dropped) = if winner == Side::Ours { (ours, theirs) } else { (theirs, ours) };
+        let loser = if winner == Side::Ours { Side::Theirs } else { Side::Ours };
+        self.warnings.push(format!(
+            "{}: two different issues were created under this id (ours created {}, theirs {}); it has no child number to move one to, so the one from {winner} \"{}\" was kept ({reason}) and the one from {loser} was dropped: {}",
+            key_label(id),
+            created(ours),
+            created(theirs),
+            title(kept),
+            crate::record::printable(&String::from_utf8_lossy(dropped.bytes), 2000)
+        ));
+        vec![Out::Line(stamped(kept))]
+    }
+
+    /// Gives each later issue of a collision the next free child number under its parent (1 +
+    /// the highest in any input, counting up in id order so the answer does not depend on the
+    /// sides' order), rewrites its own id fields and the references its side wrote to it, and
+    /// reports each rename.
+    fn apply_renames(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        if self.collisions.is_empty() {
+            return;
+        }
+        let mut collisions = std::mem::take(&mut self.collisions);
+        collisions.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut next: HashMap<String, u64> = HashMap::new();
+        let go_style = self.go_style();
+        for c in &collisions {
+            let Some((parent, _)) = rename::child_number(&c.id) else { continue };
+            let counter = next.entry(parent.to_owned()).or_insert_with(|| {
+                [self.b, self.o, self.t].iter().map(|f| rename::highest_child(parent, f.ids.keys().map(|k| k.as_ref()))).max().unwrap_or(0)
+            });
+            *counter += 1;
+            let to = format!("{parent}.{counter}");
+            let Some(index) = c.item else { continue };
+            let (key, Out::Line(line)) = &mut items[index] else { continue };
+            let Some(renamed) = rename::rename_record(line, &c.id, &to, go_style) else { continue };
+            *line = Cow::Owned(renamed.into_bytes());
+            *key = Cow::Owned(to.clone());
+            // References to the issue that its side wrote, in records that side added or changed.
+            let (side, other) = if c.later == Side::Ours { (self.o, self.t) } else { (self.t, self.o) };
+            let quoted = format!("\"{}\"", c.id);
+            let finder = memchr::memmem::Finder::new(quoted.as_bytes());
+            for (i, (id, out)) in items.iter_mut().enumerate() {
+                if i == index || id.as_ref() == c.id {
+                    continue;
+                }
+                let Out::Line(line) = out else { continue };
+                let Some(side_line) = side.single(id).map(|l| l.bytes) else { continue };
+                if finder.find(side_line).is_none() || self.b.single(id).is_some_and(|l| l.bytes == side_line) {
+                    continue;
+                }
+                let other_line = other.single(id).map(|l| l.bytes);
+                let side_stamps = self.side_stamps(id);
+                if let Some(text) =
+                    rename::rewrite_references(line, side_line, other_line, (&c.id, &to), go_style, &side_stamps, self.options.now)
+                {
+                    *line = Cow::Owned(text.into_bytes());
+                }
+            }
+            let kept = if c.later == Side::Ours { Side::Theirs } else { Side::Ours };
+            self.warnings.push(format!(
+                "{}: two different issues were created under this id; the one from {} (created later) is now {}, with the references {} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs `br sync --merge`)",
+                key_label(&c.id),
+                c.later,
+                key_label(&to),
+                c.later,
+                key_label(&c.id),
+            ));
+            self.renames.push(Rename { from: c.id.clone(), to, side: c.later });
+        }
+    }
+
+    /// Makes the derived counts of the records the merge wrote true (README "Derived fields"): those of every
+    /// record whose line is not ours' as it was, and the `dependent_count` of every record a
+    /// `blocks` dependency now points at more or fewer times than in ours.
+    fn fix_derived(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let written = derived::dependents(items.iter().filter_map(|(_, out)| match out {
+            Out::Line(l) => Some(l.as_ref()),
+            Out::Conflict { .. } => None,
+        }));
+        let before = derived::dependents(self.o.file.lines.iter().map(|l| l.bytes));
+        let go_style = self.go_style();
+        for (id, out) in items.iter_mut() {
+            let Out::Line(line) = out else { continue };
+            let unchanged = self.o.single(id).is_some_and(|l| l.bytes == line.as_ref());
+            if unchanged && written.get(id.as_ref()) == before.get(id.as_ref()) {
+                continue;
+            }
+            if let Some(text) = derived::fix_line(line, &written, go_style) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// No two comments in the written file share an id, whoever wrote them (a clone's comment
+    /// ids are its own database's): what the collision rule for added comments leaves is
+    /// renumbered file-wide, and each record so changed is stamped like any merged record.
+    fn renumber_shared_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let at: Vec<usize> = (0..items.len()).filter(|&i| matches!(items[i].1, Out::Line(_))).collect();
+        let lines: Vec<&[u8]> = at
+            .iter()
+            .map(|&i| match &items[i].1 {
+                Out::Line(l) => l.as_ref(),
+                Out::Conflict { .. } => &[][..],
+            })
+            .collect();
+        let changes = writer::shared_comment_ids(&lines);
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_line: HashMap<usize, Vec<&writer::Renumbering>> = HashMap::new();
+        for (line, change) in &changes {
+            by_line.entry(at[*line]).or_default().push(change);
+        }
+        for (index, mine) in by_line {
+            let (id, Out::Line(line)) = &mut items[index] else { continue };
+            let mut side_stamps = self.side_stamps(id);
+            if side_stamps.is_empty() {
+                // A record renamed by this merge: its own stamp.
+                side_stamps.push(
+                    RawObject::parse(line)
+                        .ok()
+                        .and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned)),
+                );
+            }
+            if let Some(text) = writer::apply_renumbering(line, &mine, &side_stamps, self.options.now) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         let finder = memchr::memmem::Finder::new(writer::COMMENTS_KEY);
@@ -618,10 +878,8 @@ impl<'m, 'a> Merger<'m, 'a> {
         for (id, out) in items.iter_mut() {
             let Some(mine) = by_record.get(id.as_ref()) else { continue };
             let Out::Line(line) = out else { continue };
-            let stamp = |bytes: &[u8]| RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").map(str::to_owned));
-            let side_stamps: Vec<Option<String>> =
-                [self.o.single(id), self.t.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect();
-            if let Some(text) = writer::apply_renumbering(line, mine, &side_stamps) {
+            let side_stamps = self.side_stamps(id);
+            if let Some(text) = writer::apply_renumbering(line, mine, &side_stamps, self.options.now) {
                 *line = Cow::Owned(text.into_bytes());
             }
         }
@@ -656,6 +914,11 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
         lines
     }
+}
+
+/// A record's `updated_at`, when it is a string.
+fn stamp_of(value: &Value) -> Option<String> {
+    value.get("updated_at").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// The side whose record has the later `updated_at`; a tie goes to the record that sorts greater

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::driver::{self, Destination, DriverOptions, DriverReport};
-use super::{merge, MergeOptions};
+use super::{merge, rename, MergeOptions};
 use crate::git::run as git;
 use crate::jsonl::{self, Jsonl};
 use crate::record::{is_conflict_marker, record_key, Key};
@@ -193,9 +193,20 @@ pub struct Deduped {
 
 /// Merges every id that stands on several lines into one record, field by field (against an
 /// empty base, so what the copies disagree on goes to the policy, `newest` by default); identical
-/// repeats collapse. The record stays where its first copy was. Returns the new content and what
-/// was done; a copy that is not a valid record leaves that id's lines as they are.
+/// repeats collapse. The record stays where its first copy was. Copies of a child id `P.N` with
+/// different `created_at` are different issues (created under one id in two clones): the earliest
+/// creation keeps the id and each later one moves to the next free child number under `P`. The
+/// result gives no two comments one id and keeps derived counts true. Returns the new content and
+/// what was done; a copy that is not a valid record leaves that id's lines as they are.
 pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut options = MergeOptions { partial: true, ..options.clone() };
+    if options.now.is_none() {
+        match crate::timestamp::merge_now() {
+            Ok(now) => options.now = Some(now),
+            Err(e) => warnings.push(e),
+        }
+    }
     let file = Jsonl::split(content);
     let keys: Vec<Option<String>> =
         file.lines.iter().map(|l| record_key(l.bytes).ok().map(|k| Key::into_string_key(k).into_owned())).collect();
@@ -205,9 +216,10 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
             groups.entry(k.as_str()).or_default().push(i);
         }
     }
-    let mut replace: std::collections::HashMap<usize, Option<Vec<u8>>> = std::collections::HashMap::new();
+    let mut next_child: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    let go_style = crate::record::uses_go_escapes(content);
+    let mut replace: std::collections::HashMap<usize, Vec<Vec<u8>>> = std::collections::HashMap::new();
     let mut done = Vec::new();
-    let mut warnings = Vec::new();
     let mut ids: Vec<(&str, &Vec<usize>)> = groups.iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (*k, v)).collect();
     ids.sort_by_key(|(_, v)| v[0]);
     for (id, indexes) in ids {
@@ -217,54 +229,143 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
                 distinct.push(file.lines[i].bytes);
             }
         }
-        let mut acc = distinct[0].to_vec();
-        let mut failed = false;
-        for next in &distinct[1..] {
-            let (mut a, mut b) = (acc.clone(), next.to_vec());
-            a.push(b'\n');
-            b.push(b'\n');
-            match merge(b"", &a, &b, options) {
-                Ok(m) if m.conflicts == 0 => {
-                    let mut out = m.to_vec();
-                    while out.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
-                        out.pop();
-                    }
-                    acc = out;
-                }
-                _ => {
-                    failed = true;
-                    break;
-                }
-            }
-        }
         let label = crate::record::key_label(id).into_owned();
         let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
+        let Some(issues) = issues_among(id, &distinct) else {
+            warnings.push(format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is"));
+            continue;
+        };
+        let mut merged_lines = Vec::with_capacity(issues.len());
+        let mut failed = false;
+        for copies in &issues {
+            match merge_copies(copies, &options) {
+                Some(line) => merged_lines.push(line),
+                None => failed = true,
+            }
+        }
         if failed {
             warnings.push(format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is"));
             continue;
         }
-        replace.insert(indexes[0], Some(acc));
+        if merged_lines.len() > 1 {
+            // Two issues under one id: stamp the one that keeps it past every copy, move the others.
+            let stamps: Vec<Option<String>> = distinct.iter().map(|l| stamp_of(l)).collect();
+            if let Ok(obj) = crate::record::RawObject::parse(&merged_lines[0]) {
+                let mut entries = obj.entries.clone();
+                if super::writer::bump_updated_at(&mut entries, &stamps, options.now) {
+                    merged_lines[0] = crate::record::render_entries(&entries, obj.colon, obj.comma).into_bytes();
+                }
+            }
+            let (parent, _) = rename::child_number(id).expect("only child ids are split");
+            for line in merged_lines.iter_mut().skip(1) {
+                let counter = next_child
+                    .entry(parent.to_owned())
+                    .or_insert_with(|| rename::highest_child(parent, keys.iter().flatten().map(String::as_str)));
+                *counter += 1;
+                let to = format!("{parent}.{counter}");
+                if let Some(text) = rename::rename_record(line, id, &to, go_style) {
+                    *line = text.into_bytes();
+                }
+                warnings.push(format!(
+                    "{label}: its copies are different issues (created at different times); the later one is now {}",
+                    crate::record::key_label(&to)
+                ));
+            }
+        }
+        replace.insert(indexes[0], merged_lines);
         for &i in &indexes[1..] {
-            replace.insert(i, None);
+            replace.insert(i, Vec::new());
         }
         done.push(Deduped { id: label, lines: numbers, copies: distinct.len() });
-    }
-    if done.is_empty() {
-        return (content.to_vec(), done, warnings);
     }
     let lines: Vec<Vec<u8>> = file
         .lines
         .iter()
         .enumerate()
-        .filter_map(|(i, l)| match replace.get(&i) {
-            Some(Some(merged)) => Some(merged.clone()),
-            Some(None) => None,
-            None => Some(l.bytes.to_vec()),
+        .flat_map(|(i, l)| match replace.get(&i) {
+            Some(merged) => merged.clone(),
+            None => vec![l.bytes.to_vec()],
         })
         .collect();
-    let mut out = Vec::with_capacity(content.len());
-    jsonl::write_lines(&mut out, file.layout, lines.iter().map(Vec::as_slice)).expect("writing to a Vec cannot fail");
+    let mut lines = lines;
+    // No two comments share an id, file-wide, as the merge driver writes it.
+    let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+    let changes = super::writer::shared_comment_ids(&refs);
+    let mut by_line: std::collections::HashMap<usize, Vec<&super::writer::Renumbering>> = std::collections::HashMap::new();
+    for (line, change) in &changes {
+        by_line.entry(*line).or_default().push(change);
+    }
+    let mut renumbered = Vec::new();
+    for (i, mine) in by_line {
+        let stamps = vec![stamp_of(&lines[i])];
+        if let Some(text) = super::writer::apply_renumbering(&lines[i], &mine, &stamps, options.now) {
+            renumbered.push((i, text.into_bytes()));
+        }
+    }
+    for (i, text) in renumbered {
+        lines[i] = text;
+    }
+    if !changes.is_empty() {
+        warnings.push(format!("{} comment(s) shared an id with another comment and were given new ids", changes.len()));
+    }
+    let mut out = if done.is_empty() && changes.is_empty() {
+        content.to_vec()
+    } else {
+        let mut out = Vec::with_capacity(content.len());
+        jsonl::write_lines(&mut out, file.layout, lines.iter().map(Vec::as_slice)).expect("writing to a Vec cannot fail");
+        out
+    };
+    // Derived counts follow what is written (and stale ones elsewhere are made true).
+    if let Some(fixed) = super::derived::recompute_file(&out) {
+        warnings.push("derived counts (dependency_count, dependent_count, comment_count, parent) recomputed".to_owned());
+        out = fixed;
+    }
     (out, done, warnings)
+}
+
+/// A record line's `updated_at`.
+fn stamp_of(line: &[u8]) -> Option<String> {
+    crate::record::RawObject::parse(line).ok()?.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned())
+}
+
+/// The distinct copies of one id grouped by issue: one group, unless the id is a child id `P.N`
+/// and the copies were created at different times (then one group per creation, earliest first).
+/// `None` when a copy is not a record.
+fn issues_among<'c>(id: &str, copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>> {
+    if rename::child_number(id).is_none() {
+        return Some(vec![copies.to_vec()]);
+    }
+    let values: Vec<serde_json::Value> = copies.iter().map(|c| serde_json::from_slice(c).ok()).collect::<Option<_>>()?;
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in 0..copies.len() {
+        match groups.iter_mut().find(|g| rename::concurrent_creation(&values[g[0]], &values[i]).is_none()) {
+            Some(g) => g.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    groups.sort_by(|a, b| rename::concurrent_creation(&values[a[0]], &values[b[0]]).unwrap_or(std::cmp::Ordering::Equal));
+    Some(groups.into_iter().map(|g| g.into_iter().map(|i| copies[i]).collect()).collect())
+}
+
+/// The copies of one issue merged into one line (against an empty base).
+fn merge_copies(copies: &[&[u8]], options: &MergeOptions) -> Option<Vec<u8>> {
+    let mut acc = copies[0].to_vec();
+    for next in &copies[1..] {
+        let (mut a, mut b) = (acc.clone(), next.to_vec());
+        a.push(b'\n');
+        b.push(b'\n');
+        match merge(b"", &a, &b, options) {
+            Ok(m) if m.conflicts == 0 => {
+                let mut out = m.to_vec();
+                while out.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
+                    out.pop();
+                }
+                acc = out;
+            }
+            _ => return None,
+        }
+    }
+    Some(acc)
 }
 
 #[cfg(test)]

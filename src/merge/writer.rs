@@ -250,20 +250,18 @@ pub(crate) fn same_record(a: &Value, b: &Value) -> bool {
     a == b || normal(a) == normal(b)
 }
 
-/// Rewrites the `updated_at` entry one tick later (SPEC §2 (b)); false when the record has no
-/// timestamp to bump.
-pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>]) -> bool {
+/// Sets the `updated_at` entry to the merge stamp (README "Timestamps of merged records"): one tick after the later of
+/// `side_stamps` (the two sides' `updated_at` texts), never before `now`. False when the record
+/// has no timestamp entry or no side has a timestamp.
+pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>], side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> bool {
     let Some(entry) = entries.iter_mut().find(|e| e.key == "updated_at") else {
         return false;
     };
-    let Some(current) = crate::record::parse_json_str(&entry.raw_value) else {
-        return false;
-    };
-    let Some(next) = timestamp::one_tick_after(&current) else {
+    let Some(next) = timestamp::merge_stamp(side_stamps.iter().flatten().map(String::as_str), now) else {
         return false;
     };
     // A timestamp has nothing to escape, so the new text is the string quoted.
-    entry.raw_value = std::borrow::Cow::Owned(format!("\"{next}\""));
+    entry.raw_value = Cow::Owned(format!("\"{next}\""));
     true
 }
 
@@ -377,13 +375,89 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
     out
 }
 
+/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
+/// for every comment, not only those the two sides added): for each shared id, in ascending order, the earliest comment (by
+/// `created_at`, then content, then record) keeps it and each later one takes the next id above
+/// the file's highest. Returns, per line index, the renumberings to apply; empty when every id is
+/// unique (the common case costs one pass that reads only the comments' ids).
+pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Option<Value>,
+    }
+    let finder = memchr::memmem::Finder::new(COMMENTS_KEY);
+    let mut seen: rustc_hash::FxHashMap<i64, usize> = rustc_hash::FxHashMap::default();
+    let mut repeated: Vec<i64> = Vec::new();
+    let mut highest = 0;
+    let mut involved: Vec<usize> = Vec::new();
+    let mut first_line: rustc_hash::FxHashMap<i64, usize> = rustc_hash::FxHashMap::default();
+    for (i, line) in lines.iter().enumerate() {
+        for at in finder.find_iter(line) {
+            let Some(array) = line[at + COMMENTS_KEY.len()..].strip_prefix(b":") else { continue };
+            let parsed = serde_json::Deserializer::from_slice(array).into_iter::<Vec<IdOnly>>().next();
+            let Some(Ok(comments)) = parsed else { continue };
+            for number in comments.iter().filter_map(|c| c.id.as_ref()?.as_i64()) {
+                highest = highest.max(number);
+                let count = seen.entry(number).or_default();
+                *count += 1;
+                match *count {
+                    1 => {
+                        first_line.insert(number, i);
+                    }
+                    2 => {
+                        repeated.push(number);
+                        involved.extend(first_line.get(&number).copied());
+                        involved.push(i);
+                    }
+                    _ => involved.push(i),
+                }
+            }
+        }
+    }
+    if repeated.is_empty() {
+        return Vec::new();
+    }
+    involved.sort_unstable();
+    involved.dedup();
+    repeated.sort_unstable();
+    // Every comment holding a repeated id: (line, record, number, identity, created_at).
+    let mut sites: Vec<(usize, String, i64, String, String)> = Vec::new();
+    for &i in &involved {
+        let Ok(obj) = RawObject::parse(lines[i]) else { continue };
+        let record = obj.get("id").and_then(crate::record::parse_json_str).map(Cow::into_owned).unwrap_or_default();
+        for c in comments_of(lines[i]) {
+            let Some(number) = c.get("id").and_then(Value::as_i64) else { continue };
+            if repeated.binary_search(&number).is_ok() {
+                let created = c.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned();
+                sites.push((i, record.clone(), number, identity("comments", &c), created));
+            }
+        }
+    }
+    let mut next = highest;
+    let mut out = Vec::new();
+    for number in repeated {
+        let mut sharing: Vec<&(usize, String, i64, String, String)> = sites.iter().filter(|s| s.2 == number).collect();
+        sharing.sort_by(|a, b| timestamp::compare(&a.4, &b.4).then_with(|| a.3.cmp(&b.3)).then_with(|| a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
+        sharing.dedup_by(|a, b| a.0 == b.0 && a.3 == b.3);
+        for later in sharing.iter().skip(1) {
+            next += 1;
+            out.push((later.0, Renumbering { record: later.1.clone(), identity: later.3.clone(), from: number, to: next }));
+        }
+    }
+    out
+}
+
 /// Applies the renumberings of one record to its line; `None` when none of them matched. The
-/// record then equals neither side, so it is stamped one tick newer, unless the field merge
-/// already did (its `updated_at` is then none of `side_stamps`, the sides' raw `updated_at`s).
-/// Decided on values, not bytes, so it does not depend on which side wrote which format.
-pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], side_stamps: &[Option<String>]) -> Option<String> {
+/// record then equals neither side, so it gets the merge stamp of `side_stamps` (the sides'
+/// `updated_at` values), the same one the field merge gives, so stamping twice changes nothing.
+pub(crate) fn apply_renumbering(
+    line: &[u8],
+    changes: &[&Renumbering],
+    side_stamps: &[Option<String>],
+    now: Option<timestamp::Instant>,
+) -> Option<String> {
     let obj = RawObject::parse(line).ok()?;
-    let bump = side_stamps.iter().any(|s| s.as_deref() == obj.get("updated_at"));
     let (colon, comma) = (obj.colon.to_owned(), obj.comma.to_owned());
     let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
     let comments = entries.iter_mut().find(|e| e.key == "comments")?;
@@ -409,9 +483,7 @@ pub(crate) fn apply_renumbering(line: &[u8], changes: &[&Renumbering], side_stam
         return None;
     }
     comments.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
-    if bump {
-        bump_updated_at(&mut entries);
-    }
+    bump_updated_at(&mut entries, side_stamps, now);
     Some(render_entries(&entries, &colon, &comma))
 }
 

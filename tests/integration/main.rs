@@ -11,6 +11,7 @@ mod history;
 mod hook;
 mod hostile;
 mod hosting;
+mod import_renames;
 mod install;
 mod managers;
 mod merge_fixtures;

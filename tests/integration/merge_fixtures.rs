@@ -1,6 +1,7 @@
 //! Walks `fixtures/merge/<case>/`: runs the real `bd-merge` on `base/ours/theirs.jsonl` (with the
-//! flags in `args`, if any) and compares the rewritten ours with `expected.jsonl`, the exit code
-//! with `exit_code` (default 0) and stderr with `stderr` (when present).
+//! flags in `args`, if any, and the `KEY=VALUE` lines of `env`) and compares the rewritten ours
+//! with `expected.jsonl`, the exit code with `exit_code` (default 0) and stderr with `stderr` (when
+//! present). The merge's clock is fixed: `BD_MERGE_NOW` is [`DEFAULT_NOW`] unless `env` sets it.
 //!
 //! `UPDATE_FIXTURES=1` rewrites the expectations from the current behaviour (review the diff!);
 //! `FIXTURE=<name>` runs one case.
@@ -9,6 +10,10 @@ use std::fs;
 use std::path::Path;
 
 use crate::support::{bin, diff, hermetic, run};
+
+/// The merge's own time in every case that does not set one: earlier than every stamp in the
+/// fixtures, so their stamps are "one tick after the later side".
+const DEFAULT_NOW: &str = "2000-01-01T00:00:00Z";
 
 #[test]
 fn merge_fixture_cases() {
@@ -37,7 +42,14 @@ fn check_case(dir: &Path, update: bool) -> Result<(), String> {
         fs::copy(dir.join(f), work.path().join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
     let args = fs::read_to_string(dir.join("args")).unwrap_or_default();
-    let out = run(hermetic(bin("bd-merge"))
+    let env = fs::read_to_string(dir.join("env")).unwrap_or_default();
+    let mut cmd = hermetic(bin("bd-merge"));
+    cmd.env("BD_MERGE_NOW", DEFAULT_NOW);
+    for line in env.lines().filter(|l| !l.trim().is_empty()) {
+        let (key, value) = line.split_once('=').ok_or_else(|| format!("env: {line:?} is not KEY=VALUE"))?;
+        cmd.env(key.trim(), value.trim());
+    }
+    let out = run(cmd
         .current_dir(work.path())
         .args(["base.jsonl", "ours.jsonl", "theirs.jsonl", "-p", ".beads/issues.jsonl"])
         .args(args.split_whitespace()));

@@ -315,3 +315,165 @@ proptest! {
         let _ = merge(&base, &ours, theirs.as_bytes(), &MergeOptions::default());
     }
 }
+
+/// A fixed merge clock for the properties (SPEC: symmetry and idempotence hold for a fixed clock).
+fn fixed_clock() -> MergeOptions {
+    MergeOptions { now: beads_git::timestamp::parse("2025-11-02T12:00:00Z"), ..MergeOptions::default() }
+}
+
+/// Two sides that each add children to one epic, numbered from the side's own counter (as br and
+/// bd do), so both create `bd-ep.1`, ...; each side also adds a record that a `blocks` dependency
+/// ties to its own first child.
+fn concurrent_children() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>, usize, usize)> {
+    (0usize..3, 0usize..4, 0usize..4, any::<u8>(), any::<u8>()).prop_map(|(existing, n_ours, n_theirs, ours_clock, theirs_clock)| {
+        let epic = json!({"id": "bd-ep", "title": "Epic", "created_at": STAMPS[0], "updated_at": STAMPS[0]});
+        let mut base = vec![epic];
+        for k in 1..=existing {
+            base.push(json!({"id": format!("bd-ep.{k}"), "title": format!("old child {k}"), "created_at": STAMPS[0], "updated_at": STAMPS[0]}));
+        }
+        let side = |tag: &str, n: usize, clock: u8| -> Vec<Value> {
+            let mut out = base.clone();
+            for k in 0..n {
+                let child = format!("bd-ep.{}", existing + 1 + k);
+                // Creation times differ between the sides (seconds from each side's own clock).
+                let created = format!("2025-11-02T{:02}:{:02}:{:02}Z", 10 + k, clock % 60, if tag == "ours" { 1 } else { 2 });
+                out.push(json!({"id": child, "title": format!("{tag} child {k}"), "created_at": created, "updated_at": created,
+                    "dependencies": [{"issue_id": child, "depends_on_id": "bd-ep", "type": "parent-child"}],
+                    "comments": [{"id": 10 + k, "issue_id": child, "author": tag, "text": format!("{tag} note {k}"), "created_at": created}]}));
+            }
+            if n > 0 {
+                let referrer = format!("bd-ref-{tag}");
+                out.push(json!({"id": referrer, "title": format!("{tag} referrer"), "created_at": STAMPS[1], "updated_at": STAMPS[1],
+                    "dependencies": [{"issue_id": referrer, "depends_on_id": format!("bd-ep.{}", existing + 1), "type": "blocks"}]}));
+            }
+            out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+            out
+        };
+        (render(&base), render(&side("ours", n_ours, ours_clock)), render(&side("theirs", n_theirs, theirs_clock)), n_ours, n_theirs)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// No merge writes two different issues' content under one id from an add/add with different
+    /// `created_at`: every child either side created is in the result, under its own id, with its
+    /// comment, and each side's `blocks` dependency still points at that side's child.
+    #[test]
+    fn concurrent_children_under_one_id_are_all_kept((base, ours, theirs, n_ours, n_theirs) in concurrent_children()) {
+        let merged = merge(&base, &ours, &theirs, &fixed_clock()).expect("merge").to_vec();
+        let text = String::from_utf8(merged.clone()).expect("utf8");
+        let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("parses")).collect();
+        let ids: BTreeSet<&str> = records.iter().filter_map(|r| r["id"].as_str()).collect();
+        prop_assert_eq!(ids.len(), records.len(), "an id written twice:\n{}", text);
+        for (tag, n) in [("ours", n_ours), ("theirs", n_theirs)] {
+            for k in 0..n {
+                let title = format!("{tag} child {k}");
+                let found: Vec<&Value> = records.iter().filter(|r| r["title"] == json!(title)).collect();
+                prop_assert_eq!(found.len(), 1, "{} is written {} times:\n{}", title, found.len(), text);
+                let record = found[0];
+                let id = record["id"].as_str().expect("string id");
+                prop_assert!(id.starts_with("bd-ep."), "{} moved out of the epic: {}", title, id);
+                prop_assert_eq!(&record["comments"][0]["issue_id"], &json!(id));
+                prop_assert_eq!(&record["comments"][0]["text"], &json!(format!("{tag} note {k}")));
+                prop_assert_eq!(&record["dependencies"][0]["issue_id"], &json!(id));
+            }
+            if n > 0 {
+                let referrer = records.iter().find(|r| r["id"] == json!(format!("bd-ref-{tag}"))).expect("referrer kept");
+                let target = referrer["dependencies"][0]["depends_on_id"].as_str().expect("target");
+                let pointed = records.iter().find(|r| r["id"] == json!(target)).expect("target exists");
+                prop_assert_eq!(&pointed["title"], &json!(format!("{tag} child 0")), "{}'s dependency points at another issue", tag);
+            }
+        }
+        // Symmetric and idempotent for a fixed clock.
+        let swapped = merge(&base, &theirs, &ours, &fixed_clock()).expect("merge").to_vec();
+        let (a, b) = (by_id(&merged), by_id(&swapped));
+        prop_assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (id, (va, _)) in &a {
+            prop_assert_eq!(normalised(va), normalised(&b[id].0), "record {}", id);
+        }
+        let again = merge(&base, &ours, &theirs, &fixed_clock()).expect("merge").to_vec();
+        prop_assert_eq!(again, merged);
+    }
+}
+
+/// bd 1.0.5's derived fields, computed as the test understands them: `blocks` dependencies out
+/// and in, and comments.
+fn with_counts(records: &mut [Value]) {
+    let mut dependents: BTreeMap<String, i64> = BTreeMap::new();
+    for r in records.iter() {
+        for d in r["dependencies"].as_array().into_iter().flatten() {
+            if d["type"] == json!("blocks") {
+                *dependents.entry(d["depends_on_id"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+            }
+        }
+    }
+    for r in records.iter_mut() {
+        let out = r["dependencies"].as_array().map_or(0, |a| a.iter().filter(|d| d["type"] == json!("blocks")).count());
+        let comments = r["comments"].as_array().map_or(0, Vec::len);
+        let id = r["id"].as_str().unwrap_or_default().to_owned();
+        r["dependency_count"] = json!(out);
+        r["dependent_count"] = json!(dependents.get(&id).copied().unwrap_or(0));
+        r["comment_count"] = json!(comments);
+    }
+}
+
+/// A file of `n` records with counts, and two sides that add and remove `blocks` dependencies
+/// and add comments (each side's file has true counts, as bd writes them).
+fn counted_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let edits = || proptest::collection::vec((0usize..6, 0usize..6, 0u8..3), 0..5);
+    (edits(), edits()).prop_map(|(ours, theirs)| {
+        let base: Vec<Value> = (0..6)
+            .map(|n| {
+                let id = format!("bd-{n}");
+                let deps = if n == 0 { json!([{"issue_id": id, "depends_on_id": "bd-1", "type": "blocks"}]) } else { json!([]) };
+                json!({"id": id, "updated_at": STAMPS[0], "dependencies": deps, "comments": []})
+            })
+            .collect();
+        let side = |edits: &[(usize, usize, u8)], tag: &str| -> Vec<Value> {
+            let mut records = base.clone();
+            for (k, (from, to, what)) in edits.iter().enumerate() {
+                let id = format!("bd-{from}");
+                let r = &mut records[*from];
+                r["updated_at"] = json!(STAMPS[1 + k % 3]);
+                match what {
+                    0 if from != to => {
+                        let dep = json!({"issue_id": id, "depends_on_id": format!("bd-{to}"), "type": "blocks"});
+                        let deps = r["dependencies"].as_array_mut().expect("array");
+                        if !deps.contains(&dep) {
+                            deps.push(dep);
+                        }
+                    }
+                    1 => r["dependencies"] = json!([]),
+                    _ => {
+                        let c = json!({"id": 100 + k, "issue_id": id, "author": tag, "text": format!("{tag} {k}"), "created_at": STAMPS[k % 5]});
+                        r["comments"].as_array_mut().expect("array").push(c);
+                    }
+                }
+            }
+            with_counts(&mut records);
+            records
+        };
+        let mut b = base.clone();
+        with_counts(&mut b);
+        (render(&b), render(&side(&ours, "ours")), render(&side(&theirs, "theirs")))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// Every derived count the merge writes equals the one recomputed from the merged file.
+    #[test]
+    fn derived_counts_always_equal_the_recomputed_ones((base, ours, theirs) in counted_triple()) {
+        let merged = merge(&base, &ours, &theirs, &fixed_clock()).expect("merge").to_vec();
+        let written: Vec<Value> = by_id(&merged).into_values().map(|(v, _)| v).collect();
+        let mut recomputed = written.clone();
+        with_counts(&mut recomputed);
+        for (w, r) in written.iter().zip(&recomputed) {
+            for key in ["dependency_count", "dependent_count", "comment_count"] {
+                prop_assert_eq!(&w[key], &r[key], "{} of {}", key, w["id"]);
+            }
+        }
+    }
+}

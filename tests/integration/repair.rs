@@ -196,3 +196,111 @@ fn the_pre_commit_hook_resolves_a_file_with_markers_before_committing_it() {
     assert!(!has_markers(committed.as_bytes()), "the hook resolved the markers: {committed}");
     assert_eq!(committed.as_bytes(), driver_result(&base_file(), &main_file(), &feature_file()));
 }
+
+fn commented(id: &str, title: &str, comments: &[(i64, &str, &str)], at: &str) -> String {
+    let list: Vec<String> = comments
+        .iter()
+        .map(|(n, text, when)| format!(r#"{{"id":{n},"issue_id":"{id}","author":"ann","text":"{text}","created_at":"{when}"}}"#))
+        .collect();
+    format!(
+        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}","comments":[{}]}}"#,
+        list.join(",")
+    )
+}
+
+/// Comment ids shared by two records no line of the conflict touched: git merged both records
+/// cleanly (outside any hunk), so the sides rebuilt from plain markers hold both in common.
+#[test]
+fn regression_resolve_from_committed_markers_left_comment_ids_shared_across_records() {
+    let repo = TestRepo::new();
+    let filler = |n: u8| issue(&format!("bd-f{n}"), "Filler", 2, "", T0);
+    let lines = |one: String, two: String, three: String| file(&[one, filler(1), filler(2), two, filler(3), filler(4), three]);
+    let base = lines(commented("bd-1", "One", &[], T0), issue("bd-2", "Two", 2, "", T0), commented("bd-3", "Three", &[], T0));
+    let t1 = "2025-11-02T10:00:00-08:00";
+    let main = lines(
+        commented("bd-1", "One", &[(5, "main's note", t1)], t1),
+        issue("bd-2", "Two on main", 2, "", t1),
+        commented("bd-3", "Three", &[], T0),
+    );
+    let t2 = "2025-11-03T10:00:00-08:00";
+    let feature = lines(
+        commented("bd-1", "One", &[], T0),
+        issue("bd-2", "Two on feature", 2, "", t2),
+        commented("bd-3", "Three", &[(5, "feature's note", t2)], t2),
+    );
+    repo.commit_file(FILE, &base, "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &feature, "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &main, "main");
+    assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
+    repo.git(&["add", FILE]);
+    repo.git(&["commit", "-q", "--no-edit"]);
+    let out = resolve(repo.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
+    let mut seen = std::collections::BTreeMap::new();
+    for line in merged.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).expect("parses");
+        for c in record["comments"].as_array().into_iter().flatten() {
+            if let Some(other) = seen.insert(c["id"].as_i64().expect("id"), record["id"].clone()) {
+                panic!("comment id {} on {} and {}:\n{merged}", c["id"], other, record["id"]);
+            }
+        }
+    }
+    assert!(merged.contains("main's note") && merged.contains("feature's note"), "{merged}");
+    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    assert!(!String::from_utf8_lossy(&check.stdout).contains("comment id"), "{}", String::from_utf8_lossy(&check.stdout));
+}
+
+/// Two subtasks created under one child id in two clones, joined by `merge=union`: two issues,
+/// not two copies of one.
+#[test]
+fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
+    let repo = TestRepo::new();
+    let child = |title: &str, created: &str, comment: i64| {
+        format!(
+            r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"created_at":"{created}","updated_at":"{created}","dependencies":[{{"issue_id":"bd-ep.1","depends_on_id":"bd-ep","type":"parent-child"}}],"comments":[{{"id":{comment},"issue_id":"bd-ep.1","author":"ann","text":"on {title}","created_at":"{created}"}}]}}"#
+        )
+    };
+    let content = file(&[
+        issue("bd-ep", "Epic", 1, "", T0),
+        child("A's subtask", "2025-11-02T10:00:00-08:00", 1),
+        child("B's subtask", "2025-11-02T11:00:00-08:00", 1),
+    ]);
+    repo.write(FILE, &content);
+    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
+    let records: Vec<serde_json::Value> = merged.lines().map(|l| serde_json::from_str(l).expect("parses")).collect();
+    let find = |title: &str| records.iter().find(|r| r["title"] == title).unwrap_or_else(|| panic!("{title} is gone:\n{merged}"));
+    assert_eq!(find("A's subtask")["id"], "bd-ep.1", "{merged}");
+    let b = find("B's subtask");
+    assert_eq!(b["id"], "bd-ep.2", "{merged}");
+    assert_eq!(b["comments"][0]["issue_id"], "bd-ep.2");
+    assert_eq!(b["dependencies"][0]["issue_id"], "bd-ep.2");
+    assert_ne!(b["comments"][0]["id"], find("A's subtask")["comments"][0]["id"], "comment ids stay unique:\n{merged}");
+}
+
+/// bd 1.0.5's derived counts that disagree with the file: `check` warns and names the fix, which
+/// makes them true.
+#[test]
+fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
+    let repo = TestRepo::new();
+    let content = concat!(
+        r#"{"_type":"issue","id":"bd-1","title":"One","dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks"}],"dependency_count":1,"dependent_count":0,"comment_count":0}"#,
+        "\n",
+        r#"{"_type":"issue","id":"bd-2","title":"Two","dependency_count":0,"dependent_count":0,"comment_count":0}"#,
+        "\n"
+    );
+    repo.write(FILE, content.as_bytes());
+    let check = || run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let report = String::from_utf8_lossy(&check().stdout).into_owned();
+    assert!(report.contains("dependent_count is 0 but the file implies 1") && report.contains("bd-merge dedupe"), "{report}");
+    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(repo.read(FILE))
+        .expect("utf8")
+        .contains(r#""id":"bd-2","title":"Two","dependency_count":0,"dependent_count":1"#));
+    assert!(!String::from_utf8_lossy(&check().stdout).contains("stale"), "fixed");
+}

@@ -23,7 +23,7 @@ pub fn path_with_our_binaries(extra: &[&Path]) -> std::ffi::OsString {
     std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).expect("PATH entries join")
 }
 
-/// A command with every `GIT_*` variable cleared and a fixed identity and clock, so tests never
+/// A command with every `GIT_*` variable cleared and a fixed identity and clocks, so tests never
 /// see the developer's or CI's git configuration.
 pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::new(program);
@@ -41,6 +41,8 @@ pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
         .env("GIT_AUTHOR_DATE", "2025-11-01T12:00:00Z")
         .env("GIT_COMMITTER_DATE", "2025-11-01T12:00:00Z")
         .env("GIT_TERMINAL_PROMPT", "0")
+        // The merge's clock, fixed like git's: earlier than every stamp in the tests' data.
+        .env("BD_MERGE_NOW", "2000-01-01T00:00:00Z")
         .env_remove("BD_MERGE")
         .env_remove("GEMBA_NOTIFY_URL")
         .env_remove("GEMBA_NOTIFY_AUTH")

@@ -1,0 +1,52 @@
+//! `bd-sync import`'s three-way merge meets two issues created under one id: one created through
+//! SQL in this cache and never exported, the other brought by the file (a pull). Both must survive
+//! import and export, under two ids.
+
+use crate::sync::Workspace;
+
+const EPIC: &str = r#"{"id":"bd-ep","title":"Epic","status":"open","priority":1,"issue_type":"epic","created_at":"2025-11-01T10:00:00Z","updated_at":"2025-11-01T10:00:00Z"}"#;
+
+fn child(title: &str, created: &str) -> String {
+    format!(
+        r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+    )
+}
+
+/// The titles of the exported file's records, by id.
+fn exported(ws: &Workspace) -> Vec<(String, String)> {
+    String::from_utf8(ws.read())
+        .expect("utf8")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("parses");
+            (v["id"].as_str().unwrap_or("").to_owned(), v["title"].as_str().unwrap_or("").to_owned())
+        })
+        .collect()
+}
+
+fn scenario(cache_created: &str, file_created: &str) -> (Vec<(String, String)>, String) {
+    let ws = Workspace::new(format!("{EPIC}\n").as_bytes());
+    ws.ok(&["import"]);
+    ws.sql(&format!(
+        "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-ep.1', 'Made in this cache', 'open', 2, '{cache_created}', '{cache_created}');"
+    ));
+    // A pull brings another clone's subtask under the same id.
+    std::fs::write(ws.file(), format!("{EPIC}\n{}\n", child("Made in another clone", file_created))).expect("write");
+    let out = ws.sync(&["import"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    ws.ok(&["export"]);
+    (exported(&ws), said)
+}
+
+#[test]
+fn regression_import_merged_a_subtask_made_in_the_cache_with_another_clones_under_one_id() {
+    // The cache's subtask is the later one: it moves to bd-ep.2 and the user is told.
+    let (records, said) = scenario("2025-11-02T12:00:00Z", "2025-11-02T11:00:00Z");
+    let want = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(records, want(&[("bd-ep", "Epic"), ("bd-ep.1", "Made in another clone"), ("bd-ep.2", "Made in this cache")]), "{said}");
+    assert!(said.contains("bd-ep.1 is now bd-ep.2"), "{said}");
+    // The file's subtask is the later one: it moves, the cache's keeps the id.
+    let (records, said) = scenario("2025-11-02T11:00:00Z", "2025-11-02T12:00:00Z");
+    assert_eq!(records, want(&[("bd-ep", "Epic"), ("bd-ep.1", "Made in this cache"), ("bd-ep.2", "Made in another clone")]), "{said}");
+}
