@@ -31,6 +31,17 @@ fn issue(id: &str, title: &str, updated: &str, extra: &str) -> String {
     )
 }
 
+/// A child of the epic bd-10, created at `at`: two clones each number theirs `bd-10.1`.
+fn child(id: &str, title: &str, at: &str) -> String {
+    issue(
+        id,
+        title,
+        at,
+        &format!(r#","dependencies":[{{"issue_id":"{id}","depends_on_id":"bd-10","type":"parent-child","created_at":"{at}"}}]"#),
+    )
+    .replace(r#""created_at":"2025-11-01T10:00:00Z""#, &format!(r#""created_at":"{at}""#))
+}
+
 fn comment(id: u32, issue: &str, text: &str, at: &str) -> String {
     format!(r#"{{"id":{id},"issue_id":"{issue}","author":"a","text":"{text}","created_at":"{at}"}}"#)
 }
@@ -75,6 +86,7 @@ impl Scenario {
             issue("bd-3", "Three", t0, ""),
             issue("bd-4", "Four", t0, ""),
             issue("bd-5", "Five", t0, ""),
+            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
         ];
         let write = |dir: &Path, lines: &[String], src: &str| {
             std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
@@ -93,6 +105,8 @@ impl Scenario {
             issue("bd-2", "Two", t1, "").replace(r#""priority":2"#, r#""priority":0"#),
             issue("bd-3", "Three", t1, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from topic", t1))),
             issue("bd-5", "Five", t0, ""),
+            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
+            child("bd-10.1", "Subtask added on topic", t1),
         ];
         write(&seed, &topic, if conflicting { "line 1\nline 2 on topic\nline 3\n" } else { "line 1\nline 2\nline 3\ntopic's line\n" });
         git(&seed, &["add", "-A"]);
@@ -107,6 +121,8 @@ impl Scenario {
             issue("bd-3", "Three", t2, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from main", t2))),
             issue("bd-4", "Four, edited on main", t2, ""),
             issue("bd-5", "Five", t0, ""),
+            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
+            child("bd-10.1", "Subtask added on main", t2),
         ];
         write(&seed, &main, if conflicting { "line 1\nline 2 on main\nline 3\n" } else { "line 0 from main\nline 1\nline 2\nline 3\n" });
         git(&seed, &["add", "-A"]);
@@ -231,6 +247,19 @@ fn assert_plain_merge_keeps_both_sides(s: &Scenario) {
     assert_ne!(ids[0], ids[1], "the two comments do not share an id");
     assert_eq!(merged["bd-4"]["title"], "Four, edited on main", "an edit against a deletion keeps the edit");
     assert!(merged.contains_key("bd-5"));
+    // Both clones' subtasks of the epic: one keeps bd-10.1, the later one is renumbered.
+    let mut children: Vec<(&str, &str)> = merged
+        .iter()
+        .filter(|(id, _)| id.starts_with("bd-10."))
+        .map(|(id, v)| (id.as_str(), v["title"].as_str().expect("title")))
+        .collect();
+    children.sort();
+    assert_eq!(children, [("bd-10.1", "Subtask added on topic"), ("bd-10.2", "Subtask added on main")], "both subtasks kept");
+    for (id, _) in &children {
+        let deps = merged[*id]["dependencies"].as_array().expect("dependencies");
+        assert_eq!(deps[0]["issue_id"], *id, "the renamed child's own dependency follows its new id");
+        assert_eq!(deps[0]["depends_on_id"], "bd-10");
+    }
     let src = std::fs::read_to_string(main.join("src.txt")).expect("read");
     assert!(src.contains("line 0 from main") && src.contains("topic's line"), "both sides of the source file: {src}");
 }
@@ -251,7 +280,7 @@ fn the_action_updates_a_pull_request_so_a_plain_merge_into_main_is_clean() {
     assert!(summary.contains("\"outcome\": \"merged\""), "{summary}");
     let message = git(&s.remote(), &["log", "-1", "--format=%B", "topic"]);
     assert!(message.starts_with("Merge main into topic"), "{message}");
-    for id in ["bd-1", "bd-2", "bd-3"] {
+    for id in ["bd-1", "bd-2", "bd-3", "bd-10.1"] {
         assert!(message.contains(&format!("  {id}\n")), "the message lists {id}:\n{message}");
     }
     assert_eq!(git(&s.remote(), &["rev-list", "--parents", "-n", "1", "topic"]).split(' ').count(), 3, "a merge commit");
