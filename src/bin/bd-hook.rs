@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bd-hook: {e:#}");
+            eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
             ExitCode::from(if cli.strict { 2 } else { 0 })
         }
     }
@@ -142,7 +142,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         if cli.dry_run || notifier.is_none() {
             let mut out = std::io::stdout().lock();
             for id in ids {
-                let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
+                let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| beads_git::record::escaped(id).into_owned());
                 let _ = writeln!(out, "{body}");
             }
             return true;
@@ -150,7 +150,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         let report =
             notifier.as_ref().expect("checked above").send(ids, Delivery { concurrency: cli.concurrency, ..Delivery::within(total) });
         for (id, reason) in report.failed() {
-            eprintln!("bd-hook: {id}: not delivered: {reason}");
+            eprintln!("bd-hook: {}: not delivered: {}", beads_git::record::escaped(id), beads_git::record::escaped(reason));
         }
         report.all_delivered()
     };
@@ -158,7 +158,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(dir) = &cli.watch {
         let stop = watch::stop_on_signals()?;
         let mut options = WatchOptions::new(watch::beads_dir(dir));
-        options.notice = |text| eprintln!("bd-hook: {text}");
+        options.notice = |text| eprintln!("bd-hook: {}", beads_git::record::printable_lines(text));
         options.poll = cli.poll.map(Duration::from_millis);
         options.debounce = Duration::from_millis(cli.debounce);
         let mut failed = false;

@@ -7,6 +7,7 @@ use anyhow::Context;
 use beads_git::issue_diff;
 use beads_git::merge::driver::{self, Destination, DriverOptions, DriverOutcome};
 use beads_git::merge::{ConflictPolicy, Markers, MergeOptions};
+use beads_git::record::{escaped, escaped_path, printable_lines};
 use clap::Parser;
 
 /// Field-level three-way merge of beads `issues.jsonl` files.
@@ -113,7 +114,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
         Repair::Diff { files, json } => {
             let (label, old, new) = match files.as_slice() {
                 [old, new] => (None, old, new),
-                [path, old, _, _, new, _, _] => (Some(path.display().to_string()), old, new),
+                [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
                 _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
             };
             let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
@@ -138,7 +139,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             let path = default_issues_file(path.as_ref())?;
             let options =
                 ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, markers: Markers::default() }, stage, check };
-            let name = path.display();
+            let name = escaped_path(&path);
             match repair::resolve(&options)? {
                 Resolution::NothingToDo => {
                     eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
@@ -153,7 +154,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                         eprintln!("bd-merge: {name}: needs resolving (sides from {from}): run `bd-merge resolve`");
                         return Ok(ExitCode::from(1));
                     };
-                    print_report(&name.to_string(), &report, quiet);
+                    print_report(&name, &report, quiet);
                     eprintln!(
                         "bd-merge: {name}: resolved from {from}{}",
                         if report.exit_code() == 0 {
@@ -174,14 +175,14 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             let path = default_issues_file(path.as_ref())?;
             let content = std::fs::read(&path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
             let (out, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
+            let name = escaped_path(&path);
             for w in &warnings {
-                eprintln!("bd-merge: {}: warning: {w}", path.display());
+                eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
             }
             for d in &done {
                 eprintln!(
-                    "bd-merge: {}: {}: {} copies on lines {:?} {} one record",
-                    path.display(),
-                    d.id,
+                    "bd-merge: {name}: {}: {} copies on lines {:?} {} one record",
+                    escaped(&d.id),
                     d.copies,
                     d.lines,
                     if check { "would become" } else { "became" }
@@ -193,20 +194,22 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             if out != content {
                 beads_git::jsonl::write_atomic(&path, &out)?;
             } else if done.is_empty() {
-                eprintln!("bd-merge: {}: no id on several lines", path.display());
+                eprintln!("bd-merge: {name}: no id on several lines");
             }
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
+/// The driver's report on stderr; `name` is already escaped, and so is every line from the data
+/// (a report is one line: a newline from the data is escaped too).
 fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     for w in &report.warnings {
-        eprintln!("bd-merge: {name}: warning: {w}");
+        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
     }
     if !quiet {
         for r in &report.reports {
-            eprintln!("bd-merge: {name}: {r}");
+            eprintln!("bd-merge: {name}: {}", escaped(&r.to_string()));
         }
     }
     match &report.outcome {
@@ -216,7 +219,8 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
             eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)")
         }
         DriverOutcome::Fallback { reason, conflicted } => eprintln!(
-            "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            "bd-merge: {}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            printable_lines(reason),
             if *conflicted { " and left conflict markers" } else { " cleanly" }
         ),
     }
@@ -228,7 +232,7 @@ fn main() -> ExitCode {
         return match repair(Repair::parse()) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("bd-merge: {e:#}");
+                eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
                 ExitCode::from(2)
             }
         };
@@ -237,18 +241,18 @@ fn main() -> ExitCode {
     let options = match options(&cli) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("bd-merge: {e:#}");
+            eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
             return ExitCode::from(2);
         }
     };
-    let name = driver::display_name(&options);
+    let name = escaped(&driver::display_name(&options)).into_owned();
     match driver::run(&options) {
         Ok(report) => {
             print_report(&name, &report, cli.quiet);
             ExitCode::from(report.exit_code())
         }
         Err(e) => {
-            let text = format!("{e:#}");
+            let text = printable_lines(&format!("{e:#}")).into_owned();
             // A reason that already names the file is not prefixed twice.
             if text.starts_with(&format!("{name}: ")) {
                 eprintln!("bd-merge: {text}");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::record::{escaped, escaped_path, printable_lines};
 use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
@@ -188,15 +189,16 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
-                eprintln!("bd-sync: {invalid}");
+                eprintln!("bd-sync: {}", printable_lines(&invalid.to_string()));
             } else if beads_git::cache::is_busy(&e) {
                 // Every write happens inside the one transaction that could not start.
                 eprintln!(
                     "bd-sync: the cache database stayed locked by another SQLite writer (an open transaction, in sqlite3 say) \
-                     for longer than --timeout; nothing was written ({e:#})"
+                     for longer than --timeout; nothing was written ({})",
+                    printable_lines(&format!("{e:#}"))
                 );
             } else {
-                eprintln!("bd-sync: {e:#}");
+                eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
             }
             ExitCode::from(2)
         }
@@ -231,7 +233,7 @@ fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache,
 
 /// Prints what the cache tells a waiting person.
 fn notice(text: &str) {
-    eprintln!("bd-sync: {text}");
+    eprintln!("bd-sync: {}", printable_lines(text));
 }
 
 /// Whether stderr can draw a progress bar: a terminal that is not `TERM=dumb`.
@@ -288,12 +290,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if *print_changed {
                 for id in report.changed_ids() {
-                    println!("{id}");
+                    println!("{}", escaped(id));
                 }
             } else if !report.noop {
                 eprintln!(
                     "bd-sync: imported {}: {} added, {} changed, {} removed, {} merged with cache edits",
-                    paths.file.display(),
+                    escaped_path(&paths.file),
                     report.added.len(),
                     report.changed.len(),
                     report.removed.len(),
@@ -313,7 +315,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                         serde_json::to_string_pretty(&serde_json::json!({ "snapshot": other.display().to_string(), "issues": n }))?
                     );
                 } else {
-                    eprintln!("bd-sync: wrote a snapshot of the cache to {}: {n} issue(s)", other.display());
+                    eprintln!("bd-sync: wrote a snapshot of the cache to {}: {n} issue(s)", escaped_path(&other));
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -322,7 +324,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if !report.unchanged {
-                eprintln!("bd-sync: exported {}: {} written, {} removed", paths.file.display(), report.written.len(), report.removed.len());
+                eprintln!(
+                    "bd-sync: exported {}: {} written, {} removed",
+                    escaped_path(&paths.file),
+                    report.written.len(),
+                    report.removed.len()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -338,7 +345,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             };
             let actions = match install::install(&options) {
                 Err(e) if e.downcast_ref::<install::InstallRefusal>().is_some() => {
-                    eprintln!("bd-sync: {e}");
+                    eprintln!("bd-sync: {}", printable_lines(&e.to_string()));
                     return Ok(ExitCode::from(1));
                 }
                 other => other?,
@@ -358,11 +365,14 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             // Fail-open: a hook must never fail the git operation it runs in.
             match install::Hook::from_name(hook) {
                 None => {
-                    eprintln!("bd-sync: hook: unknown hook {hook:?} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)")
+                    eprintln!(
+                        "bd-sync: hook: unknown hook {} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)",
+                        escaped(hook)
+                    )
                 }
                 Some(h) => {
                     if let Err(e) = install::own_bin_dir().and_then(|dir| install::run_hook(h, args, &dir)) {
-                        eprintln!("bd-sync: hook {hook}: {e:#}");
+                        eprintln!("bd-sync: hook {hook}: {}", printable_lines(&format!("{e:#}")));
                     }
                 }
             }
@@ -379,12 +389,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else if !s.cache_exists {
-                println!("file    {}", s.file);
-                println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", s.db);
+                println!("file    {}", escaped(&s.file));
+                println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", escaped(&s.db));
             } else {
-                println!("file    {}", s.file);
-                println!("cache   {} (schema {})", s.db, s.schema_version);
-                let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                println!("file    {}", escaped(&s.file));
+                println!("cache   {} (schema {})", escaped(&s.db), s.schema_version);
+                let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {}", escaped(k))).collect();
                 println!("issues  {} ({})", s.issues, by.join(", "));
                 println!("dirty   {} unexported edit(s)", s.dirty);
                 println!(
@@ -405,10 +415,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             } else {
                 for f in &report.findings {
                     let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
-                    let id = f.id.as_deref().map(|i| format!(" {i}:")).unwrap_or_default();
-                    println!("{}{line}: {} {}:{id} {}", report.file, f.severity, f.kind, f.message);
+                    let id = f.id.as_deref().map(|i| format!(" {}:", escaped(i))).unwrap_or_default();
+                    println!("{}{line}: {} {}:{id} {}", escaped(&report.file), f.severity, f.kind, escaped(&f.message));
                 }
-                eprintln!("bd-sync: check {}: {}", report.file, report.summary());
+                eprintln!("bd-sync: check {}: {}", escaped(&report.file), report.summary());
             }
             let failed = report.errors > 0 || (*strict && report.warnings > 0);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -437,7 +447,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             } else {
                 print!("{}", beads_git::issue_diff::render(&report.issues, beads_git::issue_diff::Style::for_stdout()));
                 if report.issues.is_empty() {
-                    eprintln!("bd-sync: no issue changed between {} and {}", report.old, report.new);
+                    eprintln!("bd-sync: no issue changed between {} and {}", escaped(&report.old), escaped(&report.new));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -451,8 +461,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 for e in &entries {
                     let c = &e.commit;
                     let short = &c.commit[..c.commit.len().min(12)];
-                    println!("commit {short}  {}  {} <{}>", c.date, c.author, c.email);
-                    println!("    {}", c.subject);
+                    println!("commit {}  {}  {} <{}>", escaped(short), escaped(&c.date), escaped(&c.author), escaped(&c.email));
+                    println!("    {}", escaped(&c.subject));
                     for line in
                         beads_git::issue_diff::render(std::slice::from_ref(&e.change), beads_git::issue_diff::Style::for_stdout()).lines()
                     {
@@ -469,7 +479,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Show { id } => {
             let cache = open_fresh(cli)?;
             let Some(shown) = query::show(&cache, id)? else {
-                eprintln!("bd-sync: no issue {id:?} in {}", cache.paths.file.display());
+                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
                 return Ok(ExitCode::from(1));
             };
             if cli.json {
@@ -488,7 +498,7 @@ fn open_fresh(cli: &Cli) -> Result<Cache> {
     if let Some(r) = imported.filter(|r| !r.noop) {
         eprintln!(
             "bd-sync: imported {} first: {} added, {} changed, {} removed",
-            cache.paths.file.display(),
+            escaped_path(&cache.paths.file),
             r.added.len(),
             r.changed.len(),
             r.removed.len()
@@ -511,17 +521,17 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
         return Ok(());
     }
     let changed = |a: &&install::Action| a.change != install::Change::Unchanged && a.change != install::Change::Absent;
-    let width = actions.iter().filter(changed).map(|a| a.what.chars().count()).max().unwrap_or(0);
+    let width = actions.iter().filter(changed).map(|a| escaped(&a.what).chars().count()).max().unwrap_or(0);
     for a in actions {
         if let Some(w) = &a.warning {
-            eprintln!("bd-sync: warning: {w}");
+            eprintln!("bd-sync: warning: {}", printable_lines(w));
         }
     }
     for a in actions.iter().filter(changed) {
         let change = format!("{:?}", a.change).to_lowercase();
         let change = if dry_run { format!("would be {change}") } else { change };
-        let path = if a.path == a.what { String::new() } else { format!("  {}", a.path) };
-        println!("{:<width$}  {change}{path}", a.what);
+        let path = if a.path == a.what { String::new() } else { format!("  {}", escaped(&a.path)) };
+        println!("{:<width$}  {change}{path}", escaped(&a.what));
     }
     if actions.iter().all(|a| matches!(a.change, install::Change::Unchanged | install::Change::Absent)) {
         println!("nothing to change");
@@ -535,15 +545,16 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
 fn priority_label(p: &serde_json::Value) -> String {
     match p {
         serde_json::Value::Number(n) => format!("P{n}"),
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => escaped(s).into_owned(),
         _ => "P?".into(),
     }
 }
 
 fn print_issues(list: &[query::IssueSummary]) {
     let color = beads_git::issue_diff::Style::for_stdout().color;
-    let id_width = list.iter().map(|i| i.id.chars().count()).max().unwrap_or(0);
-    let status_width = list.iter().map(|i| i.status.as_deref().unwrap_or("-").chars().count()).max().unwrap_or(0);
+    // Each value escaped: an id holding a newline or an ESC stays one cell of one row.
+    let id_width = list.iter().map(|i| escaped(&i.id).chars().count()).max().unwrap_or(0);
+    let status_width = list.iter().map(|i| escaped(i.status.as_deref().unwrap_or("-")).chars().count()).max().unwrap_or(0);
     for i in list {
         let p = priority_label(&i.priority);
         let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") {
@@ -551,12 +562,16 @@ fn print_issues(list: &[query::IssueSummary]) {
         } else {
             format!("{p:<4}")
         };
-        let blockers = if i.blocked_by.is_empty() { String::new() } else { format!("  (blocked by {})", i.blocked_by.join(", ")) };
+        let blockers = if i.blocked_by.is_empty() {
+            String::new()
+        } else {
+            format!("  (blocked by {})", i.blocked_by.iter().map(|b| escaped(b)).collect::<Vec<_>>().join(", "))
+        };
         let line = format!(
             "{p} {:<id_width$}  {:<status_width$}  {}{blockers}",
-            i.id,
-            i.status.as_deref().unwrap_or("-"),
-            i.title.as_deref().unwrap_or("")
+            escaped(&i.id),
+            escaped(i.status.as_deref().unwrap_or("-")),
+            escaped(i.title.as_deref().unwrap_or(""))
         );
         println!("{}", line.trim_end());
     }
@@ -567,11 +582,13 @@ fn print_issues(list: &[query::IssueSummary]) {
 
 fn print_shown(shown: &query::Shown) {
     let issue: serde_json::Value = serde_json::from_str(shown.issue.get()).unwrap_or_default();
+    // Every value escaped (one line each); the description keeps its own lines, each escaped.
     let text = |k: &str| match issue.get(k) {
-        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::String(s)) => Some(escaped(s).into_owned()),
         Some(serde_json::Value::Null) | None => None,
-        Some(v) => Some(v.to_string()),
+        Some(v) => Some(escaped(&v.to_string()).into_owned()),
     };
+    let raw_text = |k: &str| issue.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
     println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
     let mut fields: Vec<(&str, String)> = Vec::new();
     for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
@@ -588,12 +605,12 @@ fn print_shown(shown: &query::Shown) {
         }
     }
     if let Some(serde_json::Value::Array(labels)) = issue.get("labels") {
-        let names: Vec<String> = labels.iter().map(|l| l.as_str().map(str::to_owned).unwrap_or_else(|| l.to_string())).collect();
+        let names: Vec<String> = labels.iter().map(|l| escaped(l.as_str().unwrap_or(&l.to_string())).into_owned()).collect();
         fields.push(("labels", names.join(", ")));
     }
     for (label, ids) in [("blocked by", &shown.blocked_by), ("blocks", &shown.blocks), ("children", &shown.children)] {
         if !ids.is_empty() {
-            fields.push((label, ids.join(", ")));
+            fields.push((label, ids.iter().map(|i| escaped(i)).collect::<Vec<_>>().join(", ")));
         }
     }
     if let Some(serde_json::Value::Array(c)) = issue.get("comments") {
@@ -605,10 +622,10 @@ fn print_shown(shown: &query::Shown) {
     if shown.dirty {
         println!("  (edited in the cache, not yet exported)");
     }
-    if let Some(d) = text("description").filter(|d| !d.trim().is_empty()) {
+    if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
         println!();
         for line in d.lines() {
-            println!("  {line}");
+            println!("  {}", escaped(line));
         }
     }
 }

@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod history;
 mod hook;
+mod hostile_output;
 mod install;
 mod managers;
 mod merge_fixtures;
