@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use beads_git::issue_diff;
 use beads_git::merge::driver::{self, Destination, DriverOptions, DriverOutcome};
 use beads_git::merge::{ConflictPolicy, Markers, MergeOptions};
@@ -28,8 +27,8 @@ struct Cli {
     /// How to settle a field both sides changed when no merge rule can.
     #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
     conflict: ConflictPolicy,
-    /// Conflict marker size (git's %L).
-    #[arg(short = 'l', long = "marker-size", value_name = "N")]
+    /// Conflict marker size (git's %L, from a `conflict-marker-size` attribute), at most 256; below 7 counts as 7.
+    #[arg(short = 'l', long = "marker-size", value_name = "N", allow_hyphen_values = true)]
     marker_size: Option<String>,
     /// Path of the file being merged, for messages (git's %P).
     #[arg(short = 'p', long = "path", value_name = "PATH")]
@@ -117,8 +116,8 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                 [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
                 _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
             };
-            let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-            let changes = issue_diff::diff_files(read(old)?, read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let changes =
+                issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
             if json {
                 let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -131,7 +130,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Repair::Textconv { file } => {
-            let content = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let content = beads_git::jsonl::read(&file)?;
             print!("{}", issue_diff::textconv(&content));
             Ok(ExitCode::SUCCESS)
         }
@@ -173,7 +172,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
         }
         Repair::Dedupe { path, check } => {
             let path = default_issues_file(path.as_ref())?;
-            let content = std::fs::read(&path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            let content = beads_git::jsonl::read(&path)?;
             let (out, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
             let name = escaped_path(&path);
             for w in &warnings {
@@ -264,6 +263,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// The longest conflict marker: git's `%L` comes from a `conflict-marker-size` attribute that a
+/// committed `.gitattributes` can set to anything, and a marker is written on every conflict.
+const MAX_MARKER_SIZE: usize = 256;
+
+/// `-l N`, checked: a number of at most [`MAX_MARKER_SIZE`].
+fn marker_size(text: &str) -> anyhow::Result<usize> {
+    let shown = escaped(text);
+    match text.parse::<u64>() {
+        Ok(n) if n <= MAX_MARKER_SIZE as u64 => Ok(n as usize),
+        Ok(_) => anyhow::bail!(
+            "marker size {shown} is out of range (at most {MAX_MARKER_SIZE}): git passes -l %L from the file's \
+             conflict-marker-size attribute; set a smaller one in .gitattributes"
+        ),
+        Err(_) => anyhow::bail!("marker size {shown:?} is not a number (git's %L: a conflict-marker-size attribute)"),
+    }
+}
+
 /// Builds driver options, treating placeholders git did not expand as not given.
 fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
     let given = |v: &Option<String>| v.clone().filter(|s| !driver::is_unexpanded_placeholder(s));
@@ -280,7 +296,7 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         (None, None) => Destination::ReplaceOurs,
     };
     let size = match given(&cli.marker_size) {
-        Some(s) => s.parse::<usize>().map_err(|_| anyhow::anyhow!("marker size {s:?} is not a number"))?,
+        Some(s) => marker_size(&s)?,
         None => 7,
     };
     let default = Markers::default();

@@ -47,8 +47,8 @@ enum Command {
         /// Re-read every line even if the file looks unchanged.
         #[arg(long)]
         force: bool,
-        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
-        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
         timeout: u64,
         /// Make FILE the cache's issues file (import refuses another file than the one it syncs with).
         #[arg(long)]
@@ -61,8 +61,8 @@ enum Command {
         /// Policy when the file changed too and must be merged first.
         #[arg(long = "conflict", value_enum, default_value_t = import::SyncPolicy::Newest)]
         conflict: import::SyncPolicy,
-        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
-        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
         timeout: u64,
         /// If the export changed the file, `git add` it (the pre-commit hook uses this).
         #[arg(long)]
@@ -135,17 +135,20 @@ enum Command {
     Log {
         /// The issue id.
         id: String,
-        /// Which commits to look at, as `git log` takes them (`main..topic`, `-20`) [default: HEAD's history].
+        /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
         #[arg(allow_hyphen_values = true)]
         range: Option<String>,
     },
 }
 
+/// The longest `--timeout`: a day (longer waits overflow SQLite's busy timeout, in milliseconds).
+const MAX_TIMEOUT: u64 = 86_400;
+
 /// Filters of `ready` and `blocked`.
 #[derive(clap::Args, Debug)]
 struct ListArgs {
-    /// At most this many issues (the first in order).
-    #[arg(long, value_name = "N")]
+    /// At most this many issues (the first in order), 0 to 2^63-1.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=i64::MAX as u64))]
     limit: Option<usize>,
     /// Only issues assigned to this person.
     #[arg(long, value_name = "WHO")]

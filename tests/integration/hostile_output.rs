@@ -159,3 +159,180 @@ fn regression_an_id_holding_a_newline_forged_a_row_in_ready() {
         assert_no_raw_controls(what, out);
     }
 }
+
+/// `bd-sync log ID RANGE` handed RANGE to `git log` as it was: `--output=FILE` made git write
+/// (and truncate) any file. A RANGE starting with `-` is now a usage error, except `-N` (the
+/// documented "last N commits"), and RANGE goes to git after `--end-of-options`.
+#[test]
+fn regression_log_range_starting_with_a_dash_reached_git_as_an_option() {
+    let repo = TestRepo::new();
+    let dir = repo.path();
+    repo.commit_file(FILE, br#"{"id":"bd-1","title":"One","status":"open"}"#, "one");
+    repo.commit_file(FILE, br#"{"id":"bd-1","title":"One, retitled","status":"open"}"#, "two");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "precious\n").expect("write");
+    for range in [format!("--output={}", victim.display()), "--exec-path=/tmp".into(), "-p".into(), "--all".into()] {
+        let out = sync(dir, &["log", "bd-1", &range]);
+        assert_eq!(out.status.code(), Some(2), "log bd-1 {range}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("RANGE"), "the message says what RANGE takes");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious\n", "git never saw {range}");
+    }
+    // What RANGE is for still works: `-N`, a revision, a range.
+    for (range, commits) in [("-1", 1), ("HEAD", 2), ("HEAD~1..HEAD", 1)] {
+        let out = sync(dir, &["log", "bd-1", range]);
+        assert!(out.status.success(), "log bd-1 {range}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.matches("commit ").count(), commits, "log bd-1 {range}:\n{text}");
+    }
+}
+
+/// git passes `%L` from a `conflict-marker-size` attribute a committed `.gitattributes` can set:
+/// 18446744073709551615 made bd-merge build markers that long and die. Numbers out of range are
+/// now usage errors (exit 2, naming the flag) in all three binaries, never a panic.
+#[test]
+fn regression_marker_size_from_attributes_overflowed() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let f = |name: &str, content: &str| {
+        let p = files.path().join(name);
+        std::fs::write(&p, content).expect("write");
+        p.to_string_lossy().into_owned()
+    };
+    let line = |title: &str, at: &str| format!("{{\"id\":\"bd-1\",\"title\":\"{title}\",\"updated_at\":\"{at}\"}}\n");
+    let base = f("base", &line("B", "2025-01-01T00:00:00Z"));
+    let ours = f("ours", &line("O", "2025-01-02T00:00:00Z"));
+    let theirs = f("theirs", &line("T", "2025-01-03T00:00:00Z"));
+    let out = f("out", "");
+    for size in ["18446744073709551615", "4294967296", "1000000000", "257", "-1", "1e3"] {
+        let r = merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
+        assert_eq!(r.status.code(), Some(2), "-l {size}: {:?} {}", r.status, String::from_utf8_lossy(&r.stderr));
+        assert!(String::from_utf8_lossy(&r.stderr).contains("marker size"), "-l {size}: {}", String::from_utf8_lossy(&r.stderr));
+    }
+    // Sizes git really uses still work (a size below 7 is raised to 7, as before).
+    for (size, marker) in [("32", "<".repeat(32)), ("256", "<".repeat(256)), ("3", "<".repeat(7))] {
+        let r = merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
+        assert_eq!(r.status.code(), Some(1), "-l {size}: {}", String::from_utf8_lossy(&r.stderr));
+        let merged = std::fs::read_to_string(&out).expect("merged");
+        assert!(merged.lines().any(|l| l.split(' ').next() == Some(marker.as_str())), "-l {size}:\n{merged}");
+    }
+    // The other numeric flags: usage errors (clap's exit 2), never a panic.
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, br#"{"id":"bd-1","title":"One","status":"open"}"#, "one");
+    for args in [
+        &["import", "--timeout", "9999999"][..],
+        &["export", "--timeout", "18446744073709551615"],
+        &["ready", "--limit", "18446744073709551615"],
+        &["blocked", "--limit=-1"],
+        &["ready", "--priority", "P99999999999999999999"],
+    ] {
+        let r = sync(repo.path(), args);
+        assert_eq!(r.status.code(), Some(2), "bd-sync {args:?}: {:?} {}", r.status, String::from_utf8_lossy(&r.stderr));
+        assert!(String::from_utf8_lossy(&r.stderr).contains("invalid value"), "bd-sync {args:?}: {}", String::from_utf8_lossy(&r.stderr));
+    }
+    assert!(sync(repo.path(), &["import", "--timeout", "86400"]).status.success(), "a day is a valid timeout");
+    assert!(sync(repo.path(), &["ready", "--limit", "1000000"]).status.success(), "a large limit is valid");
+}
+
+/// Runs `bin args` with its address space capped (so an input read without bound fails fast
+/// instead of taking the machine's memory) and a deadline; returns the output, or panics
+/// naming a run that hung.
+fn bounded(program: &Path, dir: &Path, args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = hermetic(program);
+    cmd.current_dir(dir).args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("{} {args:?} still ran after 20 s: {}", program.display(), String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// `/dev/zero` (or a symlink to it, a FIFO, a huge sparse file) given as an input file was read
+/// until memory ran out (or, a FIFO, waited for ever). Inputs must now be regular files no
+/// larger than memory can hold: anything else is exit 2 with a message naming the file.
+#[test]
+fn regression_dev_zero_as_input_read_until_memory_ran_out() {
+    let repo = TestRepo::new();
+    let dir = repo.path();
+    repo.commit_file(FILE, br#"{"id":"bd-1","title":"One","status":"open"}"#, "one");
+    let ok = dir.join(FILE).to_string_lossy().into_owned();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.jsonl")).expect("symlink");
+    let fifo = dir.join("fifo.jsonl");
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("path");
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    // A regular file bigger than the address space the run may use.
+    let sparse = std::fs::File::create(dir.join("sparse.jsonl")).expect("create");
+    sparse.set_len(3 << 30).expect("a sparse file");
+    let merge_bin = bin("bd-merge");
+    let out_file = dir.join("out.jsonl").to_string_lossy().into_owned();
+    for bad in ["/dev/zero", "zero.jsonl", "fifo.jsonl", "sparse.jsonl"] {
+        let runs: Vec<(String, Output)> = vec![
+            ("driver (base)".into(), bounded(&merge_bin, dir, &[bad, &ok, &ok, "-o", &out_file])),
+            ("driver (theirs)".into(), bounded(&merge_bin, dir, &[&ok, &ok, bad, "-o", &out_file])),
+            ("diff".into(), bounded(&merge_bin, dir, &["diff", &ok, bad])),
+            ("textconv".into(), bounded(&merge_bin, dir, &["textconv", bad])),
+            ("dedupe".into(), bounded(&merge_bin, dir, &["dedupe", "--check", bad])),
+            ("resolve".into(), bounded(&merge_bin, dir, &["resolve", "--check", bad])),
+            ("bd-sync check".into(), bounded(&bin("bd-sync"), dir, &["check", bad])),
+        ];
+        for (what, out) in runs {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what} {bad}: {:?}: {stderr}", out.status);
+            assert!(stderr.contains(bad.trim_start_matches("/dev/")), "{what} {bad}: the message names the file: {stderr}");
+            let reason = if bad == "sparse.jsonl" { "do not fit in memory" } else { "not a regular file" };
+            assert!(stderr.contains(reason) || what == "resolve" && bad == "/dev/zero", "{what} {bad}: says why: {stderr}");
+        }
+    }
+}
+
+/// bd-merge mapped inputs of 1 MiB and more: a file truncated while mapped killed it with
+/// SIGBUS. Inputs are now read, so a shrinking input is read as it is (or is an error), and the
+/// run always ends with an exit code.
+#[test]
+fn regression_a_truncated_input_killed_bd_merge_with_sigbus() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record = |i: usize, title: &str| {
+        format!("{{\"id\":\"bd-{i}\",\"title\":\"{title} {i}\",\"description\":\"{}\",\"status\":\"open\"}}\n", "x".repeat(400))
+    };
+    let content = |title: &str| (0..40_000).map(|i| record(i, title)).collect::<String>();
+    let (base, ours, theirs) = (dir.path().join("base"), dir.path().join("ours"), dir.path().join("theirs"));
+    let out = dir.path().join("out").to_string_lossy().into_owned();
+    let mut signals = Vec::new();
+    for round in 0..12u64 {
+        std::fs::write(&base, content("base")).expect("write");
+        std::fs::write(&ours, content("ours")).expect("write");
+        std::fs::write(&theirs, content("theirs")).expect("write");
+        let mut child = hermetic(bin("bd-merge"))
+            .args([base.as_os_str(), ours.as_os_str(), theirs.as_os_str()])
+            .args(["-o", &out])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        // Truncate theirs at a different moment each round, while bd-merge reads and merges it.
+        std::thread::sleep(std::time::Duration::from_millis(2 + round * 7));
+        std::fs::OpenOptions::new().write(true).open(&theirs).expect("open").set_len(100).expect("truncate");
+        let status = child.wait().expect("wait");
+        if let Some(signal) = status.signal() {
+            signals.push((round, signal));
+        }
+    }
+    assert!(signals.is_empty(), "bd-merge died by a signal (round, signal): {signals:?}");
+}
