@@ -515,9 +515,8 @@ pub struct CheckOptions {
 
 /// Checks the file and, when it is in a git repository, the installation.
 pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
-    use anyhow::Context;
     let path = &options.file;
-    let content = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let content = crate::jsonl::read(path)?;
     let (mut findings, external) = check_file(&content);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     if let Some(bin_dir) = &options.bin_dir {

@@ -22,12 +22,25 @@ pub fn merge_file(ours: &Path, base: &Path, theirs: &Path, markers: &Markers) ->
         cmd.arg("--diff3");
     }
     cmd.args(["-L", &markers.ours, "-L", &markers.base, "-L", &markers.theirs]);
-    cmd.arg(ours).arg(base).arg(theirs).stdin(Stdio::null());
+    cmd.arg(not_an_option(ours).as_os_str())
+        .arg(not_an_option(base).as_os_str())
+        .arg(not_an_option(theirs).as_os_str())
+        .stdin(Stdio::null());
     let output = cmd.output().context("running `git merge-file` (is git installed?)")?;
     match output.status.code() {
         Some(0) => Ok((output.stdout, false)),
         Some(n) if (1..=127).contains(&n) => Ok((output.stdout, true)),
         _ => bail!("`git merge-file` failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
+    }
+}
+
+/// A relative path that starts with `-` made explicit (`./-x`), so git reads it as a path and
+/// never as an option (works with every git, unlike `--end-of-options`, which needs git 2.24).
+fn not_an_option(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if path.as_os_str().as_encoded_bytes().starts_with(b"-") {
+        std::borrow::Cow::Owned(Path::new(".").join(path))
+    } else {
+        std::borrow::Cow::Borrowed(path)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::diff::Snapshot;
@@ -32,7 +32,7 @@ pub struct DiffOptions {
 pub fn diff(options: &DiffOptions) -> Result<FileDiff> {
     let dir = options.working_file.parent().unwrap_or(Path::new("."));
     let repo = Repo::discover(dir)?;
-    let working = || std::fs::read(&options.working_file).with_context(|| format!("reading {}", options.working_file.display()));
+    let working = || crate::jsonl::read(&options.working_file);
     let (old_name, new_name, old, new) = match options.spec.as_deref() {
         None => ("HEAD".to_owned(), options.working_file.display().to_string(), repo.issues_at("HEAD", None)?, working()?),
         Some(spec) if spec.contains("..") => {
@@ -87,7 +87,12 @@ pub fn log(dir: &Path, id: &str, range: Option<&str>) -> Result<Vec<LogEntry>> {
         "--no-abbrev".into(),
         "--no-renames".into(),
     ];
-    args.extend(range.map(str::to_owned));
+    match range.map(log_range).transpose()? {
+        Some(LogRange::Last(n)) => args.push(format!("--max-count={n}")),
+        // After --end-of-options git takes RANGE as a revision, whatever it holds.
+        Some(LogRange::Revisions(r)) => args.extend(["--end-of-options".to_owned(), r.to_owned()]),
+        None => {}
+    }
     args.push("--".into());
     // From the top of the tree wherever `dir` is (and in a bare repository).
     args.extend(ISSUES_PATHS.iter().map(|p| format!(":(top){p}")));
@@ -105,6 +110,31 @@ pub fn log(dir: &Path, id: &str, range: Option<&str>) -> Result<Vec<LogEntry>> {
 
 /// One commit of `git log --raw` over the issues files: the file's blob before and after (under
 /// either name; `None` where it did not exist).
+/// What `bd-sync log ID RANGE` accepts as RANGE.
+#[derive(Debug, PartialEq, Eq)]
+enum LogRange<'a> {
+    /// `-N`: the last N commits.
+    Last(u32),
+    /// Revisions as `git log` takes them (`main..topic`, `HEAD~5..`, `v1.0`).
+    Revisions(&'a str),
+}
+
+/// Checks RANGE before it reaches git: `-N`, or revisions; anything else starting with `-` would
+/// be a `git log` option (`--output=FILE` writes any file) and is refused.
+fn log_range(range: &str) -> Result<LogRange<'_>> {
+    match range.strip_prefix('-') {
+        None if !range.is_empty() => Ok(LogRange::Revisions(range)),
+        Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            n.parse().map(LogRange::Last).map_err(|_| anyhow::anyhow!("RANGE {range}: too many commits (at most -{})", u32::MAX))
+        }
+        _ => anyhow::bail!(
+            "RANGE {} is not a range: give revisions (`main..topic`, `HEAD~5..`) or `-N` for the last N commits; \
+             git options are not passed through",
+            crate::record::escaped(&format!("{range:?}"))
+        ),
+    }
+}
+
 struct Touch {
     commit: CommitInfo,
     old: Option<String>,
@@ -189,6 +219,15 @@ fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_range_is_revisions_or_a_count_never_an_option() {
+        assert_eq!(log_range("main..topic").ok(), Some(LogRange::Revisions("main..topic")));
+        assert_eq!(log_range("-20").ok(), Some(LogRange::Last(20)));
+        for bad in ["--output=/tmp/x", "-p", "-", "", "-1x", "-99999999999"] {
+            assert!(log_range(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn the_issue_line_is_found_by_its_own_id_only() {

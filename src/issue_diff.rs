@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::diff::{changes, Snapshot};
-use crate::record::RawObject;
+use crate::record::{escaped, RawObject};
 
 /// How one issue differs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -239,12 +239,22 @@ impl Style {
     }
 }
 
-/// A value as a person reads it: strings without quotes, the rest as compact JSON.
+/// A value as a person reads it: strings without quotes, the rest as compact JSON; control
+/// characters escaped ([`escaped`]), so a value is one line that cannot drive a terminal.
 pub fn show_value(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => escaped(s).into_owned(),
         Value::Null => "(none)".into(),
-        other => other.to_string(),
+        other => escaped(&other.to_string()).into_owned(),
+    }
+}
+
+/// A string as it is (to be split into lines, each then escaped), any other value as
+/// [`show_value`] shows it.
+fn raw_text(v: &Value) -> std::borrow::Cow<'_, str> {
+    match v {
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(show_value(other)),
     }
 }
 
@@ -255,8 +265,8 @@ fn show_element(field: &str, v: &Value) -> String {
     match field {
         "dependencies" => format!("{} {}", v.get("type").map(show_value).unwrap_or_else(|| "blocks".into()), s("depends_on_id")),
         "comments" => {
-            let text = s("text");
-            let first = text.lines().next().unwrap_or("");
+            let text = raw_text(v.get("text").unwrap_or(&Value::Null));
+            let first = escaped(text.lines().next().unwrap_or(""));
             let more = if text.lines().count() > 1 { " ..." } else { "" };
             format!("#{} {}: {first}{more}", s("id"), s("author"))
         }
@@ -264,43 +274,47 @@ fn show_element(field: &str, v: &Value) -> String {
     }
 }
 
-/// The human report: one block per issue.
+/// The human report: one block per issue. Ids, field names and values are escaped
+/// ([`escaped`]): nothing from the data drives a terminal or starts a line of its own.
 pub fn render(changes: &[IssueChange], style: Style) -> String {
     let mut out = String::new();
     for change in changes {
+        let id = escaped(change.id());
         let quoted = |t: &Option<String>| t.as_deref().map(|t| format!(" {t:?}")).unwrap_or_default();
         match change {
-            IssueChange::Added { id, title } => {
+            IssueChange::Added { title, .. } => {
                 let _ = writeln!(out, "{}", style.paint("32", &format!("+ {id}{} (added)", quoted(title))));
             }
-            IssueChange::Removed { id, title } => {
+            IssueChange::Removed { title, .. } => {
                 let _ = writeln!(out, "{}", style.paint("31", &format!("- {id}{} (removed)", quoted(title))));
             }
-            IssueChange::Reformatted { id } => {
+            IssueChange::Reformatted { .. } => {
                 let _ = writeln!(out, "= {id} (re-formatted, same values)");
             }
-            IssueChange::Changed { id, title, fields } => {
+            IssueChange::Changed { title, fields, .. } => {
                 let _ = writeln!(out, "{}", style.paint("1", &format!("~ {id}{}", quoted(title))));
                 for f in fields {
+                    let (FieldChange::Scalar { field, .. } | FieldChange::Set { field, .. } | FieldChange::Text { field, .. }) = f;
+                    let name = escaped(field);
                     match f {
-                        FieldChange::Scalar { field, old, new } => {
+                        FieldChange::Scalar { old, new, .. } => {
                             let _ = writeln!(
                                 out,
-                                "    {field}: {} -> {}",
+                                "    {name}: {} -> {}",
                                 style.paint("31", &show_value(old)),
                                 style.paint("32", &show_value(new))
                             );
                         }
-                        FieldChange::Set { field, added, removed } => {
+                        FieldChange::Set { added, removed, .. } => {
                             let mut parts: Vec<String> =
                                 added.iter().map(|v| style.paint("32", &format!("+{}", show_element(field, v)))).collect();
                             parts.extend(removed.iter().map(|v| style.paint("31", &format!("-{}", show_element(field, v)))));
-                            let _ = writeln!(out, "    {field}: {}", parts.join("  "));
+                            let _ = writeln!(out, "    {name}: {}", parts.join("  "));
                         }
-                        FieldChange::Text { field, lines } => {
-                            let _ = writeln!(out, "    {field}:");
+                        FieldChange::Text { lines, .. } => {
+                            let _ = writeln!(out, "    {name}:");
                             for l in lines {
-                                let text = format!("{}{}", l.op, l.text);
+                                let text = format!("{}{}", l.op, escaped(&l.text));
                                 let painted = match l.op {
                                     '+' => style.paint("32", &text),
                                     '-' => style.paint("31", &text),
@@ -321,12 +335,13 @@ pub fn render(changes: &[IssueChange], style: Style) -> String {
 /// prefixed with its id (`bd-12 status: open`), arrays one element per line, multi-line text one
 /// line per line (`bd-12 description| ...`). git's own line diff of this shows which fields
 /// changed, in `git diff`, `git log -p` and `git show` alike; re-formatted records convert to the
-/// same text and show no change. Lines that are not issues are passed through.
+/// same text and show no change. Lines that are not issues are passed through. Everything from
+/// the data is escaped ([`escaped`]): git pages this text to a terminal.
 pub fn textconv(content: &[u8]) -> String {
     let mut out = String::with_capacity(content.len() + content.len() / 4);
     for line in content.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         let Some((order, map)) = parse(line).filter(|(_, m)| m.get("id").is_some_and(Value::is_string) && m.get("_type").is_none()) else {
-            out.push_str(&String::from_utf8_lossy(line));
+            out.push_str(&escaped(&String::from_utf8_lossy(line)));
             out.push('\n');
             continue;
         };
@@ -334,6 +349,7 @@ pub fn textconv(content: &[u8]) -> String {
         let _ = writeln!(out, "{id}");
         for key in order.iter().filter(|k| *k != "id") {
             let Some(v) = map.get(key) else { continue };
+            let name = escaped(key);
             match v {
                 Value::Array(items) if SET_FIELDS.contains(&key.as_str()) => {
                     for item in items {
@@ -341,21 +357,21 @@ pub fn textconv(content: &[u8]) -> String {
                             let head =
                                 format!("#{} {} {}", show_value(&item["id"]), show_value(&item["author"]), show_value(&item["created_at"]));
                             let _ = writeln!(out, "{id} comment {head}");
-                            for l in show_value(&item["text"]).lines() {
+                            for l in raw_text(&item["text"]).lines().map(escaped) {
                                 let _ = writeln!(out, "{id} comment {head}| {l}");
                             }
                         } else {
-                            let _ = writeln!(out, "{id} {key}: {}", show_element(key, item));
+                            let _ = writeln!(out, "{id} {name}: {}", show_element(key, item));
                         }
                     }
                 }
                 Value::String(s) if s.contains('\n') => {
                     for l in s.lines() {
-                        let _ = writeln!(out, "{id} {key}| {l}");
+                        let _ = writeln!(out, "{id} {name}| {}", escaped(l));
                     }
                 }
                 other => {
-                    let _ = writeln!(out, "{id} {key}: {}", show_value(other));
+                    let _ = writeln!(out, "{id} {name}: {}", show_value(other));
                 }
             }
         }

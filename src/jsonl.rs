@@ -10,7 +10,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 /// The UTF-8 byte order mark.
 pub const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -327,38 +327,61 @@ fn set_new_file_mode(_: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A whole file's bytes: memory-mapped when large, read into memory otherwise.
-pub enum Content {
-    /// Small files are simply read.
-    Owned(Vec<u8>),
-    /// Large files are mapped, which saves copying (and zeroing) hundreds of megabytes.
-    Mapped(memmap2::Mmap),
+/// The largest input file read into memory: issues files are far smaller (1M issues are about a
+/// gigabyte), and a bound keeps a huge sparse file from taking the machine's memory.
+pub const MAX_INPUT_BYTES: u64 = 4 << 30;
+
+/// Reads a whole input file (a merge input, a file to diff, convert, resolve, dedupe or check),
+/// naming it in every error.
+///
+/// Inputs come from git, from the user and from a repository that may be hostile, so the file
+/// must be a regular file (a symlink to one is fine): `/dev/zero`, a FIFO, a socket or a
+/// directory is refused without being read (a FIFO is opened non-blocking, so opening it does not
+/// wait for a writer). At most the size `stat` gave is read, and no more than
+/// [`MAX_INPUT_BYTES`]; memory is reserved first, so a file too large for it is an error, not an
+/// abort. The bytes are read, never memory-mapped: a mapped file that another process truncates
+/// kills the reader with SIGBUS, and a read of a shrinking file just ends early.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    let name = || crate::record::escaped_path(path);
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).with_context(|| format!("reading {}", name()))?;
+    let meta = file.metadata().with_context(|| format!("reading {}", name()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file ({}): an input must be a file", name(), file_kind(&meta));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        bail!("{} is {} bytes, more than the {} GiB an input may be", name(), meta.len(), MAX_INPUT_BYTES >> 30);
+    }
+    let len = meta.len() as usize;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| anyhow::anyhow!("{}: {len} bytes do not fit in memory", name()))?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, meta.len()), &mut bytes).with_context(|| format!("reading {}", name()))?;
+    Ok(bytes)
 }
 
-impl std::ops::Deref for Content {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Content::Owned(v) => v,
-            Content::Mapped(m) => m,
+fn file_kind(meta: &fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_char_device() {
+            return "a character device";
+        } else if t.is_block_device() {
+            return "a block device";
+        } else if t.is_fifo() {
+            return "a FIFO";
+        } else if t.is_socket() {
+            return "a socket";
         }
     }
-}
-
-/// Reads a whole file, naming it in the error. Files of 1 MiB and more are mapped; callers must
-/// only map files nobody rewrites in place while we run (git's merge inputs, our own snapshots).
-pub fn read(path: &Path) -> Result<Content> {
-    let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
-    if meta.is_file() && meta.len() >= 1 << 20 {
-        // SAFETY: the mapping is read-only; see the caller contract above.
-        if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
-            return Ok(Content::Mapped(map));
-        }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::io::Read::read_to_end(&mut &file, &mut bytes).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Content::Owned(bytes))
 }
 
 #[cfg(test)]
@@ -382,6 +405,17 @@ mod tests {
         write_atomic(&target, b"new").expect("test input is valid");
         assert_eq!(fs::read(&target).expect("test input is valid"), b"new");
         assert_eq!(fs::read_dir(dir.path()).expect("test input is valid").count(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn regression_an_input_that_is_not_a_regular_file_is_refused_unread() {
+        for not_a_file in ["/dev/zero", "/dev/null", "/"] {
+            let e = read(Path::new(not_a_file)).expect_err(not_a_file);
+            assert!(format!("{e:#}").contains("not a regular file"), "{not_a_file}: {e:#}");
+        }
+        let dir = tempfile::tempdir().expect("test input is valid");
+        fs::write(dir.path().join("f"), b"{\"id\":\"a\"}\n").expect("test input is valid");
+        assert_eq!(read(&dir.path().join("f")).expect("a regular file"), b"{\"id\":\"a\"}\n");
     }
 
     #[test]

@@ -41,23 +41,64 @@ impl fmt::Display for LineProblem {
     }
 }
 
+/// True for a character that must not reach a terminal raw: C0 and C1 controls (ESC, BEL, CR,
+/// newline, CSI U+009B, NEL U+0085, ...), DEL, the Unicode line and paragraph separators, and the
+/// bidirectional overrides that make text read otherwise than it is.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Text safe to print on a terminal: control characters (ESC, BEL, C1 controls, ...) from a
 /// user's file are shown as `\u{1b}` escapes instead of being sent raw, so a crafted line
 /// cannot drive the terminal. At most `max` characters, then `...`.
 pub fn printable(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max * 2));
+    let mut out = String::with_capacity(text.len().min(max.saturating_mul(2)));
     for (i, c) in text.chars().enumerate() {
         if i == max {
             out.push_str("...");
             break;
         }
-        if c.is_control() {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
+        push_printable(&mut out, c);
     }
     out
+}
+
+fn push_printable(out: &mut String, c: char) {
+    if is_unprintable(c) {
+        out.push_str(&format!("\\u{{{:x}}}", c as u32));
+    } else {
+        out.push(c);
+    }
+}
+
+/// One value from the data (an id, a title, a path, a commit subject) as it may be printed in
+/// human-readable output: every [`is_unprintable`] character escaped, newlines included, so a
+/// value is always one line and can neither drive a terminal nor forge a row. Borrowed (no copy)
+/// when there is nothing to escape. Every binary prints data through this, [`printable`] or
+/// [`printable_lines`].
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unprintable) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        push_printable(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// A whole diagnostic message of several lines (an error chain, a report): like [`escaped`] but
+/// keeps the newlines that separate its lines.
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && is_unprintable(c)) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.split('\n').map(escaped).collect::<Vec<_>>().join("\n"))
+}
+
+/// A path for a message: lossy UTF-8, escaped as [`escaped`] does.
+pub fn escaped_path(path: &std::path::Path) -> String {
+    escaped(&path.to_string_lossy()).into_owned()
 }
 
 /// True when a line starts with one of git's conflict markers (any marker size of 7 or more).
@@ -110,14 +151,15 @@ pub fn kind_rank(key: &str) -> u8 {
     }
 }
 
-/// A key as a person reads it: the issue id, `(header)`, `memory <key>`, `<type> <id>`.
+/// A key as a person reads it: the issue id, `(header)`, `memory <key>`, `<type> <id>`
+/// (escaped as [`escaped`] does).
 pub fn key_label(key: &str) -> Cow<'_, str> {
     if key == HEADER_KEY {
         return Cow::Borrowed("(header)");
     }
     match key.strip_prefix('\0').and_then(|rest| rest.split_once('\0')) {
-        Some((kind, k)) => Cow::Owned(format!("{kind} {}", printable(k, 80))),
-        None => Cow::Borrowed(key),
+        Some((kind, k)) => Cow::Owned(format!("{} {}", escaped(kind), printable(k, 80))),
+        None => escaped(key),
     }
 }
 
@@ -505,6 +547,9 @@ mod tests {
         assert_eq!(printable("a\u{1b}]0;PWNED\u{7}b", 80), "a\\u{1b}]0;PWNED\\u{7}b");
         assert_eq!(printable("\u{9b}31m", 80), "\\u{9b}31m");
         assert_eq!(printable("abcdef", 3), "abc...");
+        assert_eq!(escaped("a\nb\u{2028}c\u{202e}"), "a\\u{a}b\\u{2028}c\\u{202e}");
+        assert!(matches!(escaped("plain ünïcode"), Cow::Borrowed(_)));
+        assert_eq!(printable_lines("one\u{1b}[2J\ntwo\r"), "one\\u{1b}[2J\ntwo\\u{d}");
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bd-hook: {e:#}");
+            eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
             ExitCode::from(if cli.strict { 2 } else { 0 })
         }
     }
@@ -181,7 +181,15 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
         for id in ids {
-            let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| id.clone());
+            // NUL-separated ids go to a program as they are; one per line, they are escaped
+            // (a newline in an id would otherwise forge a second one).
+            let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| {
+                if cli.null {
+                    id.clone()
+                } else {
+                    beads_git::record::escaped(id).into_owned()
+                }
+            });
             let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
         }
         let _ = out.flush();
@@ -190,7 +198,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     let send = |ids: &[String]| -> Option<Report> {
         let report = notifier.as_ref()?.send(ids, Delivery { concurrency, ..Delivery::within(total) });
         if let Some(line) = report.failure_summary() {
-            eprintln!("bd-hook: {line}");
+            eprintln!("bd-hook: {}", beads_git::record::escaped(&line));
         }
         Some(report)
     };
@@ -244,7 +252,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(dir) = &cli.watch {
         let stop = watch::stop_on_signals()?;
         let mut options = WatchOptions::new(watch::beads_dir(dir));
-        options.notice = |text| eprintln!("bd-hook: {text}");
+        options.notice = |text| eprintln!("bd-hook: {}", beads_git::record::printable_lines(text));
         options.poll = cli.poll.map(Duration::from_millis);
         options.debounce = Duration::from_millis(cli.debounce);
         let mut failed = false;

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use beads_git::issue_diff;
 use beads_git::merge::driver::{self, Destination, DriverOptions, DriverOutcome};
 use beads_git::merge::{ConflictPolicy, Markers, MergeOptions};
+use beads_git::record::{escaped, escaped_path, printable_lines};
 use clap::Parser;
 
 /// Field-level three-way merge of beads `issues.jsonl` files.
@@ -27,8 +27,8 @@ struct Cli {
     /// How to settle a field both sides changed when no merge rule can.
     #[arg(long = "conflict", value_enum, default_value_t = ConflictPolicy::Newest)]
     conflict: ConflictPolicy,
-    /// Conflict marker size (git's %L).
-    #[arg(short = 'l', long = "marker-size", value_name = "N")]
+    /// Conflict marker size (git's %L, from a `conflict-marker-size` attribute), at most 256; below 7 counts as 7.
+    #[arg(short = 'l', long = "marker-size", value_name = "N", allow_hyphen_values = true)]
     marker_size: Option<String>,
     /// Path of the file being merged, for messages (git's %P).
     #[arg(short = 'p', long = "path", value_name = "PATH")]
@@ -132,7 +132,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     match cmd {
         Repair::UpdateBranch { base, push, message, branch, json } => {
             use beads_git::update_branch::{update_branch, UpdateOptions, UpdateOutcome};
-            let exe = std::env::current_exe().context("finding the running executable")?;
+            let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the running executable: {e}"))?;
             let options = UpdateOptions {
                 repo: std::env::current_dir()?,
                 base,
@@ -168,11 +168,11 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
         Repair::Diff { files, json } => {
             let (label, old, new) = match files.as_slice() {
                 [old, new] => (None, old, new),
-                [path, old, _, _, new, _, _] => (Some(path.display().to_string()), old, new),
+                [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
                 _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
             };
-            let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-            let changes = issue_diff::diff_files(read(old)?, read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let changes =
+                issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
             if json {
                 let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -185,7 +185,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Repair::Textconv { file } => {
-            let content = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let content = beads_git::jsonl::read(&file)?;
             print!("{}", issue_diff::textconv(&content));
             Ok(ExitCode::SUCCESS)
         }
@@ -193,7 +193,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             let path = default_issues_file(path.as_ref())?;
             let options =
                 ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict, ..MergeOptions::default() }, stage, check };
-            let name = path.display();
+            let name = escaped_path(&path);
             match repair::resolve(&options)? {
                 Resolution::NothingToDo => {
                     eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
@@ -208,7 +208,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                         eprintln!("bd-merge: {name}: needs resolving (sides from {from}): run `bd-merge resolve`");
                         return Ok(ExitCode::from(1));
                     };
-                    print_report(&name.to_string(), &report, quiet);
+                    print_report(&name, &report, quiet);
                     eprintln!(
                         "bd-merge: {name}: resolved from {from}{}",
                         if report.exit_code() == 0 {
@@ -227,16 +227,16 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
         }
         Repair::Dedupe { path, check } => {
             let path = default_issues_file(path.as_ref())?;
-            let content = std::fs::read(&path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            let content = beads_git::jsonl::read(&path)?;
             let (out, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
+            let name = escaped_path(&path);
             for w in &warnings {
-                eprintln!("bd-merge: {}: warning: {w}", path.display());
+                eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
             }
             for d in &done {
                 eprintln!(
-                    "bd-merge: {}: {}: {} copies on lines {:?} {} one record",
-                    path.display(),
-                    d.id,
+                    "bd-merge: {name}: {}: {} copies on lines {:?} {} one record",
+                    escaped(&d.id),
                     d.copies,
                     d.lines,
                     if check { "would become" } else { "became" }
@@ -248,20 +248,22 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             if out != content {
                 beads_git::jsonl::write_atomic(&path, &out)?;
             } else if done.is_empty() {
-                eprintln!("bd-merge: {}: no id on several lines", path.display());
+                eprintln!("bd-merge: {name}: no id on several lines");
             }
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
+/// The driver's report on stderr; `name` is already escaped, and so is every line from the data
+/// (a report is one line: a newline from the data is escaped too).
 fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     for w in &report.warnings {
-        eprintln!("bd-merge: {name}: warning: {w}");
+        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
     }
     if !quiet {
         for r in &report.reports {
-            eprintln!("bd-merge: {name}: {r}");
+            eprintln!("bd-merge: {name}: {}", escaped(&r.to_string()));
         }
     }
     match &report.outcome {
@@ -271,7 +273,8 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
             eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)")
         }
         DriverOutcome::Fallback { reason, conflicted } => eprintln!(
-            "bd-merge: {reason}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            "bd-merge: {}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            printable_lines(reason),
             if *conflicted { " and left conflict markers" } else { " cleanly" }
         ),
     }
@@ -286,7 +289,7 @@ fn main() -> ExitCode {
         return match repair(Repair::parse()) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("bd-merge: {e:#}");
+                eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
                 ExitCode::from(2)
             }
         };
@@ -295,18 +298,18 @@ fn main() -> ExitCode {
     let options = match options(&cli) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("bd-merge: {e:#}");
+            eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
             return ExitCode::from(2);
         }
     };
-    let name = driver::display_name(&options);
+    let name = escaped(&driver::display_name(&options)).into_owned();
     match driver::run(&options) {
         Ok(report) => {
             print_report(&name, &report, cli.quiet);
             ExitCode::from(report.exit_code())
         }
         Err(e) => {
-            let text = format!("{e:#}");
+            let text = printable_lines(&format!("{e:#}")).into_owned();
             // A reason that already names the file is not prefixed twice.
             if text.starts_with(&format!("{name}: ")) {
                 eprintln!("bd-merge: {text}");
@@ -315,6 +318,23 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+/// The longest conflict marker: git's `%L` comes from a `conflict-marker-size` attribute that a
+/// committed `.gitattributes` can set to anything, and a marker is written on every conflict.
+const MAX_MARKER_SIZE: usize = 256;
+
+/// `-l N`, checked: a number of at most [`MAX_MARKER_SIZE`].
+fn marker_size(text: &str) -> anyhow::Result<usize> {
+    let shown = escaped(text);
+    match text.parse::<u64>() {
+        Ok(n) if n <= MAX_MARKER_SIZE as u64 => Ok(n as usize),
+        Ok(_) => anyhow::bail!(
+            "marker size {shown} is out of range (at most {MAX_MARKER_SIZE}): git passes -l %L from the file's \
+             conflict-marker-size attribute; set a smaller one in .gitattributes"
+        ),
+        Err(_) => anyhow::bail!("marker size {shown:?} is not a number (git's %L: a conflict-marker-size attribute)"),
     }
 }
 
@@ -334,7 +354,7 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         (None, None) => Destination::ReplaceOurs,
     };
     let size = match given(&cli.marker_size) {
-        Some(s) => s.parse::<usize>().map_err(|_| anyhow::anyhow!("marker size {s:?} is not a number"))?,
+        Some(s) => marker_size(&s)?,
         None => 7,
     };
     let default = Markers::default();

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::record::{escaped, escaped_path, printable_lines};
 use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
@@ -50,8 +51,8 @@ enum Command {
         /// Re-read every line even if the file looks unchanged.
         #[arg(long)]
         force: bool,
-        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
-        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
         timeout: u64,
         /// Make FILE the cache's issues file (import refuses another file than the one it syncs with).
         #[arg(long)]
@@ -64,8 +65,8 @@ enum Command {
         /// Policy when the file changed too and must be merged first.
         #[arg(long = "conflict", value_enum, default_value_t = import::SyncPolicy::Newest)]
         conflict: import::SyncPolicy,
-        /// Give up when another process keeps the cache locked this many seconds (nothing is written then).
-        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
         timeout: u64,
         /// If the export changed the file, `git add` it (the pre-commit hook uses this).
         #[arg(long)]
@@ -138,17 +139,20 @@ enum Command {
     Log {
         /// The issue id.
         id: String,
-        /// Which commits to look at, as `git log` takes them (`main..topic`, `-20`) [default: HEAD's history].
+        /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
         #[arg(allow_hyphen_values = true)]
         range: Option<String>,
     },
 }
 
+/// The longest `--timeout`: a day (longer waits overflow SQLite's busy timeout, in milliseconds).
+const MAX_TIMEOUT: u64 = 86_400;
+
 /// Filters of `ready` and `blocked`.
 #[derive(clap::Args, Debug)]
 struct ListArgs {
-    /// At most this many issues (the first in order).
-    #[arg(long, value_name = "N")]
+    /// At most this many issues (the first in order), 0 to 2^63-1.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=i64::MAX as u64))]
     limit: Option<usize>,
     /// Only issues assigned to this person.
     #[arg(long, value_name = "WHO")]
@@ -192,15 +196,16 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
-                eprintln!("bd-sync: {invalid}");
+                eprintln!("bd-sync: {}", printable_lines(&invalid.to_string()));
             } else if beads_git::cache::is_busy(&e) {
                 // Every write happens inside the one transaction that could not start.
                 eprintln!(
                     "bd-sync: the cache database stayed locked by another SQLite writer (an open transaction, in sqlite3 say) \
-                     for longer than --timeout; nothing was written ({e:#})"
+                     for longer than --timeout; nothing was written ({})",
+                    printable_lines(&format!("{e:#}"))
                 );
             } else {
-                eprintln!("bd-sync: {e:#}");
+                eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
             }
             ExitCode::from(2)
         }
@@ -247,7 +252,7 @@ fn open_bound(cli: &Cli, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache,
 
 /// Prints what the cache tells a waiting person.
 fn notice(text: &str) {
-    eprintln!("bd-sync: {text}");
+    eprintln!("bd-sync: {}", printable_lines(text));
 }
 
 /// Whether stderr can draw a progress bar: a terminal that is not `TERM=dumb`.
@@ -281,7 +286,9 @@ fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
             if id.contains(['\n', '\r']) || id.starts_with('#') || id.trim() != *id {
                 lossy.push(beads_git::record::printable(id, 40));
             }
-            out.write_all(id.as_bytes())?;
+            // One per line, an id is escaped: a control character never reaches a terminal
+            // and a newline never forges a second id (-z keeps every id exact).
+            out.write_all(escaped(id).as_bytes())?;
             out.write_all(b"\n")?;
         }
     }
@@ -344,7 +351,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             } else if !report.noop {
                 eprintln!(
                     "bd-sync: imported {}: {} added, {} changed, {} removed, {} merged with cache edits",
-                    paths.file.display(),
+                    escaped_path(&paths.file),
                     report.added.len(),
                     report.changed.len(),
                     report.removed.len(),
@@ -364,7 +371,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                         serde_json::to_string_pretty(&serde_json::json!({ "snapshot": other.display().to_string(), "issues": n }))?
                     );
                 } else {
-                    eprintln!("bd-sync: wrote a snapshot of the cache to {}: {n} issue(s)", other.display());
+                    eprintln!("bd-sync: wrote a snapshot of the cache to {}: {n} issue(s)", escaped_path(&other));
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -373,7 +380,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else if !report.unchanged {
-                eprintln!("bd-sync: exported {}: {} written, {} removed", paths.file.display(), report.written.len(), report.removed.len());
+                eprintln!(
+                    "bd-sync: exported {}: {} written, {} removed",
+                    escaped_path(&paths.file),
+                    report.written.len(),
+                    report.removed.len()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -389,7 +401,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             };
             let actions = match install::install(&options) {
                 Err(e) if e.downcast_ref::<install::InstallRefusal>().is_some() => {
-                    eprintln!("bd-sync: {e}");
+                    eprintln!("bd-sync: {}", printable_lines(&e.to_string()));
                     return Ok(ExitCode::from(1));
                 }
                 other => other?,
@@ -409,11 +421,14 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             // Fail-open: a hook must never fail the git operation it runs in.
             match install::Hook::from_name(hook) {
                 None => {
-                    eprintln!("bd-sync: hook: unknown hook {hook:?} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)")
+                    eprintln!(
+                        "bd-sync: hook: unknown hook {} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)",
+                        escaped(hook)
+                    )
                 }
                 Some(h) => {
                     if let Err(e) = install::own_bin_dir().and_then(|dir| install::run_hook(h, args, &dir)) {
-                        eprintln!("bd-sync: hook {hook}: {e:#}");
+                        eprintln!("bd-sync: hook {hook}: {}", printable_lines(&format!("{e:#}")));
                     }
                 }
             }
@@ -430,12 +445,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else if !s.cache_exists {
-                println!("file    {}", s.file);
-                println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", s.db);
+                println!("file    {}", escaped(&s.file));
+                println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", escaped(&s.db));
             } else {
-                println!("file    {}", s.file);
-                println!("cache   {} (schema {})", s.db, s.schema_version);
-                let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                println!("file    {}", escaped(&s.file));
+                println!("cache   {} (schema {})", escaped(&s.db), s.schema_version);
+                let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {}", escaped(k))).collect();
                 println!("issues  {} ({})", s.issues, by.join(", "));
                 println!("dirty   {} unexported edit(s)", s.dirty);
                 println!(
@@ -456,10 +471,10 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             } else {
                 for f in &report.findings {
                     let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
-                    let id = f.id.as_deref().map(|i| format!(" {i}:")).unwrap_or_default();
-                    println!("{}{line}: {} {}:{id} {}", report.file, f.severity, f.kind, f.message);
+                    let id = f.id.as_deref().map(|i| format!(" {}:", escaped(i))).unwrap_or_default();
+                    println!("{}{line}: {} {}:{id} {}", escaped(&report.file), f.severity, f.kind, escaped(&f.message));
                 }
-                eprintln!("bd-sync: check {}: {}", report.file, report.summary());
+                eprintln!("bd-sync: check {}: {}", escaped(&report.file), report.summary());
             }
             let failed = report.errors > 0 || (*strict && report.warnings > 0);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -488,7 +503,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             } else {
                 print!("{}", beads_git::issue_diff::render(&report.issues, beads_git::issue_diff::Style::for_stdout()));
                 if report.issues.is_empty() {
-                    eprintln!("bd-sync: no issue changed between {} and {}", report.old, report.new);
+                    eprintln!("bd-sync: no issue changed between {} and {}", escaped(&report.old), escaped(&report.new));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -502,8 +517,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 for e in &entries {
                     let c = &e.commit;
                     let short = &c.commit[..c.commit.len().min(12)];
-                    println!("commit {short}  {}  {} <{}>", c.date, c.author, c.email);
-                    println!("    {}", c.subject);
+                    println!("commit {}  {}  {} <{}>", escaped(short), escaped(&c.date), escaped(&c.author), escaped(&c.email));
+                    println!("    {}", escaped(&c.subject));
                     for line in
                         beads_git::issue_diff::render(std::slice::from_ref(&e.change), beads_git::issue_diff::Style::for_stdout()).lines()
                     {
@@ -520,7 +535,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Show { id } => {
             let cache = open_fresh(cli)?;
             let Some(shown) = query::show(&cache, id)? else {
-                eprintln!("bd-sync: no issue {id:?} in {}", cache.paths.file.display());
+                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
                 return Ok(ExitCode::from(1));
             };
             if cli.json {
@@ -539,7 +554,7 @@ fn open_fresh(cli: &Cli) -> Result<Cache> {
     if let Some(r) = imported.filter(|r| !r.noop) {
         eprintln!(
             "bd-sync: imported {} first: {} added, {} changed, {} removed",
-            cache.paths.file.display(),
+            escaped_path(&cache.paths.file),
             r.added.len(),
             r.changed.len(),
             r.removed.len()
@@ -571,17 +586,17 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
         return Ok(());
     }
     let changed = |a: &&install::Action| a.change != install::Change::Unchanged && a.change != install::Change::Absent;
-    let width = actions.iter().filter(changed).map(|a| a.what.chars().count()).max().unwrap_or(0);
+    let width = actions.iter().filter(changed).map(|a| escaped(&a.what).chars().count()).max().unwrap_or(0);
     for a in actions {
         if let Some(w) = &a.warning {
-            eprintln!("bd-sync: warning: {w}");
+            eprintln!("bd-sync: warning: {}", printable_lines(w));
         }
     }
     for a in actions.iter().filter(changed) {
         let change = format!("{:?}", a.change).to_lowercase();
         let change = if dry_run { format!("would be {change}") } else { change };
-        let path = if a.path == a.what { String::new() } else { format!("  {}", a.path) };
-        println!("{:<width$}  {change}{path}", a.what);
+        let path = if a.path == a.what { String::new() } else { format!("  {}", escaped(&a.path)) };
+        println!("{:<width$}  {change}{path}", escaped(&a.what));
     }
     if actions.iter().all(|a| matches!(a.change, install::Change::Unchanged | install::Change::Absent)) {
         println!("nothing to change");
@@ -595,15 +610,16 @@ fn print_actions(cli: &Cli, actions: &[install::Action], dry_run: bool, imported
 fn priority_label(p: &serde_json::Value) -> String {
     match p {
         serde_json::Value::Number(n) => format!("P{n}"),
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => escaped(s).into_owned(),
         _ => "P?".into(),
     }
 }
 
 fn print_issues(list: &[query::IssueSummary]) {
     let color = beads_git::issue_diff::Style::for_stdout().color;
-    let id_width = list.iter().map(|i| i.id.chars().count()).max().unwrap_or(0);
-    let status_width = list.iter().map(|i| i.status.as_deref().unwrap_or("-").chars().count()).max().unwrap_or(0);
+    // Each value escaped: an id holding a newline or an ESC stays one cell of one row.
+    let id_width = list.iter().map(|i| escaped(&i.id).chars().count()).max().unwrap_or(0);
+    let status_width = list.iter().map(|i| escaped(i.status.as_deref().unwrap_or("-")).chars().count()).max().unwrap_or(0);
     for i in list {
         let p = priority_label(&i.priority);
         let p = if color && (p == "P0" || p == "P1" || p == "critical" || p == "high") {
@@ -611,12 +627,16 @@ fn print_issues(list: &[query::IssueSummary]) {
         } else {
             format!("{p:<4}")
         };
-        let blockers = if i.blocked_by.is_empty() { String::new() } else { format!("  (blocked by {})", i.blocked_by.join(", ")) };
+        let blockers = if i.blocked_by.is_empty() {
+            String::new()
+        } else {
+            format!("  (blocked by {})", i.blocked_by.iter().map(|b| escaped(b)).collect::<Vec<_>>().join(", "))
+        };
         let line = format!(
             "{p} {:<id_width$}  {:<status_width$}  {}{blockers}",
-            i.id,
-            i.status.as_deref().unwrap_or("-"),
-            i.title.as_deref().unwrap_or("")
+            escaped(&i.id),
+            escaped(i.status.as_deref().unwrap_or("-")),
+            escaped(i.title.as_deref().unwrap_or(""))
         );
         println!("{}", line.trim_end());
     }
@@ -627,11 +647,13 @@ fn print_issues(list: &[query::IssueSummary]) {
 
 fn print_shown(shown: &query::Shown) {
     let issue: serde_json::Value = serde_json::from_str(shown.issue.get()).unwrap_or_default();
+    // Every value escaped (one line each); the description keeps its own lines, each escaped.
     let text = |k: &str| match issue.get(k) {
-        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::String(s)) => Some(escaped(s).into_owned()),
         Some(serde_json::Value::Null) | None => None,
-        Some(v) => Some(v.to_string()),
+        Some(v) => Some(escaped(&v.to_string()).into_owned()),
     };
+    let raw_text = |k: &str| issue.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
     println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
     let mut fields: Vec<(&str, String)> = Vec::new();
     for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
@@ -648,12 +670,12 @@ fn print_shown(shown: &query::Shown) {
         }
     }
     if let Some(serde_json::Value::Array(labels)) = issue.get("labels") {
-        let names: Vec<String> = labels.iter().map(|l| l.as_str().map(str::to_owned).unwrap_or_else(|| l.to_string())).collect();
+        let names: Vec<String> = labels.iter().map(|l| escaped(l.as_str().unwrap_or(&l.to_string())).into_owned()).collect();
         fields.push(("labels", names.join(", ")));
     }
     for (label, ids) in [("blocked by", &shown.blocked_by), ("blocks", &shown.blocks), ("children", &shown.children)] {
         if !ids.is_empty() {
-            fields.push((label, ids.join(", ")));
+            fields.push((label, ids.iter().map(|i| escaped(i)).collect::<Vec<_>>().join(", ")));
         }
     }
     if let Some(serde_json::Value::Array(c)) = issue.get("comments") {
@@ -665,10 +687,10 @@ fn print_shown(shown: &query::Shown) {
     if shown.dirty {
         println!("  (edited in the cache, not yet exported)");
     }
-    if let Some(d) = text("description").filter(|d| !d.trim().is_empty()) {
+    if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
         println!();
         for line in d.lines() {
-            println!("  {line}");
+            println!("  {}", escaped(line));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The merge driver as git runs it: read `%O %A %B`, merge, write the result over `%A`.
 //!
 //! This is the porcelain around the pure [`merge`](super::merge): it reads the inputs (an
-//! unreadable input is an error and `%A` is left alone), asks git for the conflict style when
+//! unreadable input, or one that is not a regular file, is an error and `%A` is left alone;
+//! inputs are read, never mapped, see [`jsonl::read`]), asks git for the conflict style when
 //! markers may be written, falls back to `git merge-file` for input that cannot be merged record
 //! by record (or when `BD_MERGE=0`), and writes the result atomically.
 

@@ -146,7 +146,7 @@ pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
     let (sides, [base, ours, theirs]) = match index_stages(&top, &rel)? {
         Some([b, o, t]) => (Sides::IndexStages, [b.unwrap_or_default(), o.unwrap_or_default(), t.unwrap_or_default()]),
         None => {
-            let content = std::fs::read(&options.path).with_context(|| format!("reading {}", options.path.display()))?;
+            let content = crate::jsonl::read(&options.path)?;
             match sides_from_markers(&content).with_context(|| format!("{}", options.path.display()))? {
                 Some(sides) => (Sides::ConflictMarkers, sides),
                 None => return Ok(Resolution::NothingToDo),

@@ -10,6 +10,7 @@ mod crash;
 mod history;
 mod hook;
 mod hostile;
+mod hostile_output;
 mod hosting;
 mod import_renames;
 mod install;
