@@ -53,7 +53,14 @@ impl Paths {
             Some(d) => d.to_path_buf(),
             None => match crate::git::git_dir_checked(start)? {
                 Some(git_dir) => git_dir.join("beads").join("cache.db"),
-                None => file.parent().unwrap_or(Path::new(".")).join("cache.db"),
+                None => {
+                    // Outside a repository the cache goes beside the file, in a directory an
+                    // archive or a clone controls: a `.beads` that is a link would send the
+                    // database (and its lock) anywhere.
+                    let dir = file.parent().unwrap_or(Path::new("."));
+                    crate::safe_fs::refuse_symlink(dir)?;
+                    dir.join("cache.db")
+                }
             },
         };
         Ok(Paths { file, db })
@@ -116,9 +123,6 @@ impl Cache {
     /// Opens (creating or migrating as needed) the cache at `paths.db`.
     pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache> {
         if let Some(dir) = paths.db.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // The cache's own directory (`.git/beads`, or `.beads` outside a repository) must
-            // not be a link that sends the database elsewhere.
-            crate::safe_fs::refuse_symlink(dir)?;
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         // Never through a link or into a FIFO: the database, its WAL and shared-memory files,
