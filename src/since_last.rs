@@ -231,11 +231,11 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
     };
     let now = record_hashes(content, &source_name)?;
 
-    let state: State = match std::fs::read(&path) {
+    let state: State = match crate::safe_read::read_regular(&path, MAX_SNAPSHOT) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a --since-last state; remove it to start again with a baseline", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(crate::safe_read::SafeReadError::NotFound) => State::default(),
+        Err(e) => bail!("reading {}: {e}", path.display()),
     };
     if state.version > VERSION {
         bail!("{} was written by a newer bd-hook (state version {})", path.display(), state.version);
