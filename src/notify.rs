@@ -277,6 +277,13 @@ impl Notifier {
                         _ => return Outcome::Failed { reason: format!("HTTP {status}"), attempts: attempt },
                     }
                 }
+                // A URL or proxy setting that cannot work does not get better by retrying.
+                Err(e) if is_permanent(&e) => {
+                    return Outcome::Failed {
+                        reason: format!("{}: not retried (fix the notify URL or proxy)", describe(&e)),
+                        attempts: attempt,
+                    };
+                }
                 Err(e) => (describe(&e), None),
             };
             let wait = retry_wait(attempt, rng.next_f64(), retry_after);
@@ -288,6 +295,19 @@ impl Notifier {
             std::thread::sleep(wait);
         }
     }
+}
+
+/// Errors of the request itself (a malformed URL, an unusable proxy, https required), which no
+/// retry can fix.
+fn is_permanent(e: &ureq::Error) -> bool {
+    matches!(
+        e,
+        ureq::Error::Http(_)
+            | ureq::Error::BadUri(_)
+            | ureq::Error::InvalidProxyUrl
+            | ureq::Error::RequireHttpsOnly(_)
+            | ureq::Error::TlsRequired
+    )
 }
 
 /// An error message that cannot leak the token (ureq errors never carry request headers; this

@@ -231,11 +231,11 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
     };
     let now = record_hashes(content, &source_name)?;
 
-    let state: State = match std::fs::read(&path) {
+    let state: State = match crate::safe_read::read_regular(&path, MAX_SNAPSHOT) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a --since-last state; remove it to start again with a baseline", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(crate::safe_read::SafeReadError::NotFound) => State::default(),
+        Err(e) => bail!("reading {}: {e}", path.display()),
     };
     if state.version > VERSION {
         bail!("{} was written by a newer bd-hook (state version {})", path.display(), state.version);
@@ -256,6 +256,58 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
         }
     }
     Ok(Some(Run { ids, baseline: false, records: now.len(), source_name, path, key, state, now, _lock: lock }))
+}
+
+/// How a `--since-last` run ended.
+#[derive(Debug)]
+pub enum RunOutcome {
+    /// Another run of the same state holds its lock: nothing was done.
+    Busy,
+    /// There was no state for this source: a baseline of `records` issues was recorded in
+    /// `state` (`None` in a dry run, which records nothing) and nothing was notified.
+    Baseline {
+        /// Issues in the snapshot.
+        records: usize,
+        /// What was read (a path, or the command).
+        source: String,
+        /// The state file written.
+        state: Option<PathBuf>,
+    },
+    /// These ids changed since the last run; `report` is what the sender returned (`None`:
+    /// nothing was sent, and the state did not move).
+    Changed {
+        /// The changed ids (empty when nothing changed).
+        ids: Vec<String>,
+        /// What happened to each.
+        report: Option<crate::notify::Report>,
+    },
+}
+
+/// One `--since-last` run: takes the snapshot, hands the changed ids to `send` (not called when
+/// nothing changed), and advances the state for the ids its report says got through (a 2xx or a
+/// 404). `dry_run` only matters for a first run: it then records no baseline.
+pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<crate::notify::Report>) -> Result<RunOutcome> {
+    let Some(run) = prepare(options)? else { return Ok(RunOutcome::Busy) };
+    if run.baseline {
+        let (records, source) = (run.records, run.source_name.clone());
+        if dry_run {
+            return Ok(RunOutcome::Baseline { records, source, state: None });
+        }
+        let path = run.state_path().to_path_buf();
+        run.record(|_| true)?;
+        return Ok(RunOutcome::Baseline { records, source, state: Some(path) });
+    }
+    if run.ids.is_empty() {
+        return Ok(RunOutcome::Changed { ids: Vec::new(), report: None });
+    }
+    let ids = run.ids.clone();
+    let report = send(&ids);
+    if let Some(report) = &report {
+        let through: std::collections::HashSet<&str> =
+            report.results.iter().filter(|(_, o)| !matches!(o, crate::notify::Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
+        run.record(|id| through.contains(id))?;
+    }
+    Ok(RunOutcome::Changed { ids, report })
 }
 
 /// Takes an exclusive lock on `path` without waiting: `None` when another process holds it.

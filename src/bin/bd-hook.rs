@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use beads_git::hook::{collect_ids, IdSources};
 use beads_git::install::{self, Hook};
-use beads_git::notify::{Delivery, Notifier, Outcome, Report, Target};
+use beads_git::notify::{Delivery, Notifier, Report, Target};
 use beads_git::since_last;
 use beads_git::watch::{self, WatchOptions};
 use clap::Parser;
@@ -217,36 +217,39 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             None => since_last::Source::File(cli.path.clone()),
         };
         let dir = std::env::current_dir().context("finding the current directory")?;
-        let Some(run) = since_last::prepare(&since_last::Options { dir, state: name.clone(), source })? else {
-            eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
-            return Ok(ExitCode::SUCCESS);
-        };
-        if run.baseline {
-            if cli.dry_run {
-                eprintln!("bd-hook: --since-last: no earlier run of state {name:?} for {}: a real run records a baseline of {} issue(s) and notifies nothing", run.source_name, run.records);
-                return Ok(ExitCode::SUCCESS);
+        let dry = cli.dry_run || notifier.is_none();
+        let options = since_last::Options { dir, state: name.clone(), source };
+        // A dry run prints and sends nothing, so the state stays where it is.
+        let outcome = since_last::notify(&options, dry, |ids| {
+            if dry {
+                print(ids);
+                None
+            } else {
+                send(ids)
             }
-            let (source_name, records, path) = (run.source_name.clone(), run.records, run.state_path().to_path_buf());
-            run.record(|_| true)?;
-            eprintln!(
-                "bd-hook: --since-last: first run of state {name:?} for {source_name}: recorded a baseline of {records} issue(s) in {}; nothing notified (later runs notify what changes from here)",
-                path.display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        if run.ids.is_empty() {
-            return Ok(ExitCode::SUCCESS);
-        }
-        if cli.dry_run || notifier.is_none() {
-            print(&run.ids);
-            return Ok(ExitCode::SUCCESS); // nothing sent: the state stays where it is
-        }
-        let ids = run.ids.clone();
-        let Some(report) = send(&ids) else { return Ok(ExitCode::SUCCESS) };
-        let through: std::collections::HashSet<&str> =
-            report.results.iter().filter(|(_, o)| !matches!(o, Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
-        run.record(|id| through.contains(id))?;
-        return Ok(if report.all_delivered() || !cli.strict { ExitCode::SUCCESS } else { ExitCode::from(1) });
+        })?;
+        return Ok(match outcome {
+            since_last::RunOutcome::Busy => {
+                eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
+                ExitCode::SUCCESS
+            }
+            since_last::RunOutcome::Baseline { records, source, state: Some(path) } => {
+                eprintln!(
+                    "bd-hook: --since-last: first run of state {name:?} for {source}: recorded a baseline of {records} issue(s) in {}; \
+                     nothing notified (later runs notify what changes from here)",
+                    path.display()
+                );
+                ExitCode::SUCCESS
+            }
+            since_last::RunOutcome::Baseline { records, source, state: None } => {
+                eprintln!(
+                    "bd-hook: --since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) and notifies nothing"
+                );
+                ExitCode::SUCCESS
+            }
+            since_last::RunOutcome::Changed { report: Some(report), .. } if !report.all_delivered() && cli.strict => ExitCode::from(1),
+            since_last::RunOutcome::Changed { .. } => ExitCode::SUCCESS,
+        });
     }
 
     if let Some(dir) = &cli.watch {

@@ -1015,3 +1015,69 @@ fn the_watcher_warns_once_when_a_tracker_database_is_newer_than_the_issues_file(
     let out = child.wait_with_output().expect("wait");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("--source-cmd"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn regression_one_hostile_reply_killed_the_watch_daemon() {
+    let server = HostileServer::start(Hostile::Bytes(b"HTTP/1.1 503 X\r\nRetry-After: 18446744073709551615\r\nContent-Length: 0\r\n\r\n"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("issues.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\",\"v\":1}\n").expect("write");
+    let mut child = hermetic(bin("bd-hook"))
+        .arg("--watch")
+        .arg(dir.path())
+        .args(["--timeout", "0.5"])
+        .env("GEMBA_NOTIFY_URL", &server.url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn watcher");
+    settle();
+    for v in 2..=3 {
+        std::fs::write(&file, format!("{{\"id\":\"a\",\"v\":{v}}}\n")).expect("write");
+        let start = Instant::now();
+        while server.requests() < (v - 1) as usize && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        settle();
+    }
+    let alive = child.try_wait().expect("try_wait").is_none();
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(alive && !err.contains("panicked"), "the watcher outlives a hostile reply: {err}");
+    assert_eq!(server.requests(), 2, "one request per change: Retry-After beyond the deadline ends the tries");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn since_last_runs_of_one_state_never_overlap() {
+    use std::os::unix::io::AsRawFd;
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &records(&[("a", 1)]), "one");
+    since_last_ids(repo.path(), &[]);
+    repo.commit_file(FILE, &records(&[("a", 2)]), "two");
+    let lock = std::fs::File::open(repo.path().join(".git/beads/since-last/default.lock")).expect("the lock file");
+    // SAFETY: flock(2) on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = since_last(repo.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("under way"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests().is_empty());
+    drop(lock);
+    assert_eq!(since_last_ids(repo.path(), &[]), ["a"], "the next run, once the lock is free");
+}
+
+#[test]
+fn print_changed_without_z_names_the_ids_a_line_cannot_carry() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &awkward_file(1), "awkward");
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["import", "--print-changed"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot cross a line-based pipe intact") && err.contains("-z"), "{err}");
+    assert!(!err.contains('\r') && !err.contains("new\nline"), "the ids are escaped: {err}");
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["import", "--print-changed", "-z", "--force"]));
+    assert!(out.status.success());
+}
