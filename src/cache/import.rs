@@ -759,20 +759,41 @@ fn note_replacement(tx: &Transaction<'_>, id: &str, rows: &IssueRows, report: &m
 }
 
 /// Where each replaced issue went: an id the import added that holds the old `created_at` and
-/// title.
+/// title. An issue not found yet is remembered until the next import (a rebase first checks out
+/// the upstream, whose import sees the id replaced, and only its replay adds the moved issue).
 fn find_renamed(cache: &Cache, report: &mut ImportReport) -> Result<()> {
-    for (from, created_at, title) in std::mem::take(&mut report.replaced) {
+    type Displaced = Vec<(String, String, Option<String>)>;
+    let pending: Displaced = cache
+        .conn
+        .query_row("SELECT value FROM meta WHERE key = 'displaced_issues'", [], |r| r.get::<_, String>(0))
+        .optional()?
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let fresh = std::mem::take(&mut report.replaced);
+    let mut unmatched: Displaced = Vec::new();
+    for (i, (from, created_at, title)) in pending.iter().chain(&fresh).enumerate() {
         let to: Option<String> = cache
             .conn
             .query_row(
                 "SELECT id FROM issues WHERE created_at = ?1 AND title IS ?2 AND id != ?3 ORDER BY id LIMIT 1",
-                rusqlite::params![created_at, title, from],
+                params![created_at, title, from],
                 |r| r.get(0),
             )
             .optional()?;
-        if let Some(to) = to.filter(|to| report.added.contains(to)) {
-            report.renamed.push(RenamedIssue { from, to });
+        match to.filter(|to| report.added.contains(to)) {
+            Some(to) => report.renamed.push(RenamedIssue { from: from.clone(), to }),
+            None if i >= pending.len() => unmatched.push((from.clone(), created_at.clone(), title.clone())),
+            None => {}
         }
+    }
+    if unmatched.is_empty() {
+        if !pending.is_empty() {
+            cache.conn.execute("DELETE FROM meta WHERE key = 'displaced_issues'", [])?;
+        }
+    } else {
+        cache
+            .conn
+            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('displaced_issues', ?1)", [serde_json::to_string(&unmatched)?])?;
     }
     Ok(())
 }

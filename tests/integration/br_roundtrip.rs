@@ -430,7 +430,11 @@ fn concurrent_children(br: PathBuf, pull: Pull) {
     // B's subtask was created later, so it moved; B's br holds it under the old id with a
     // comment, which a plain import refuses (br's known issue): the hook names the remedy.
     assert_eq!(in_file_b[0], format!("{epic}.2"), "{pull:?}");
-    assert!(hook_said.contains("br sync --merge"), "{pull:?}: the hook's line names `br sync --merge`; git said:\n{hook_said}");
+    let notice: Vec<&str> = hook_said.lines().filter(|l| l.starts_with("bd-sync: a merge kept two issues")).collect();
+    assert!(
+        notice.len() == 1 && notice[0].contains(&format!("{epic}.1 is now {epic}.2")) && notice[0].contains("br sync --merge"),
+        "{pull:?}: the hook's one line names the move and `br sync --merge`; git said:\n{hook_said}"
+    );
     w.br(&b, &["sync", "--merge"]);
 
     let expect = |clone: &Path, name: &str| {
@@ -458,7 +462,9 @@ fn concurrent_children(br: PathBuf, pull: Pull) {
         w.git(&b, &["commit", "-q", "-am", "br sync --merge"]);
     }
     w.git(&b, &["push", "-q", "origin", "HEAD:main"]);
-    w.git(&a, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    let pulled = w.git_output(&a, &["pull", "--no-rebase", "origin", "main"]);
+    let a_said = String::from_utf8_lossy(&pulled.stderr);
+    assert!(!a_said.contains("br sync --merge"), "{pull:?}: nothing of A's moved, yet A's hook says:\n{a_said}");
     w.br(&a, &["sync", "--import-only"]);
     expect(&a, "A");
     w.assert_flush_is_a_no_op(&a, "clone A");
