@@ -8,6 +8,7 @@ BR_VERSION=0.7.6
 HUSKY_VERSION=9.1.7
 LEFTHOOK_VERSION=2.2.2
 PRE_COMMIT_VERSION=4.7.0
+CARGO_FUZZ_VERSION=0.13.2
 
 install_br() {
   local root="$TOOLS_DIR/br-$BR_VERSION"
@@ -49,6 +50,17 @@ install_pre_commit() {
   fi
   export PRE_COMMIT="$venv/bin/pre-commit"
   "$PRE_COMMIT" --version
+}
+
+# cargo-fuzz for the fuzz smoke runs (docs/fuzzing.md); it and the fuzz targets need nightly.
+install_cargo_fuzz() {
+  local root="$TOOLS_DIR/cargo-fuzz-$CARGO_FUZZ_VERSION"
+  if [ ! -x "$root/bin/cargo-fuzz" ]; then
+    echo "== installing cargo-fuzz $CARGO_FUZZ_VERSION (crates.io) into $root"
+    cargo +nightly install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --root "$root" --quiet
+  fi
+  export PATH="$root/bin:$PATH"
+  cargo +nightly fuzz --version
 }
 
 install_tools() {
