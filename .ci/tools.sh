@@ -8,6 +8,7 @@ BR_VERSION=0.7.6
 HUSKY_VERSION=9.1.7
 LEFTHOOK_VERSION=2.2.2
 PRE_COMMIT_VERSION=4.7.0
+CARGO_FUZZ_VERSION=0.13.2
 
 install_br() {
   local root="$TOOLS_DIR/br-$BR_VERSION"
@@ -58,6 +59,17 @@ install_faketime() {
     apt-get update -qq && apt-get install -y -qq faketime
   fi
   faketime -f "-1d" date -u
+}
+
+# cargo-fuzz for the fuzz smoke runs (docs/fuzzing.md); it and the fuzz targets need nightly.
+install_cargo_fuzz() {
+  local root="$TOOLS_DIR/cargo-fuzz-$CARGO_FUZZ_VERSION"
+  if [ ! -x "$root/bin/cargo-fuzz" ]; then
+    echo "== installing cargo-fuzz $CARGO_FUZZ_VERSION (crates.io) into $root"
+    cargo +nightly install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --root "$root" --quiet
+  fi
+  export PATH="$root/bin:$PATH"
+  cargo +nightly fuzz --version
 }
 
 install_tools() {
