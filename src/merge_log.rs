@@ -177,7 +177,16 @@ impl Context {
                 }
             }
         }
-        Some(Context { dir: log, command, path: path.to_owned(), head, labels, rebase: state.is_some() })
+        // An absolute path inside the work tree is logged relative to it, as git names files.
+        let path = match (Path::new(path).is_absolute(), git_in(dir, &["rev-parse", "--show-toplevel"])) {
+            (true, Some(top)) => {
+                let real = std::fs::canonicalize(path).unwrap_or_else(|_| PathBuf::from(path));
+                let top = std::fs::canonicalize(&top).unwrap_or_else(|_| PathBuf::from(&top));
+                real.strip_prefix(&top).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_owned())
+            }
+            _ => path.to_owned(),
+        };
+        Some(Context { dir: log, command, path, head, labels, rebase: state.is_some() })
     }
 
     /// How one side is named to a person: `upstream (main)` / `your commit 1a2b3c4` in a
@@ -207,10 +216,38 @@ fn upstream_name(dir: &Path, state: &Path) -> Option<String> {
         return None;
     }
     let points_at = format!("--points-at={onto}");
-    let names = git_in(dir, &["for-each-ref", &points_at, "--format=%(refname:short)", "refs/heads", "refs/remotes"]);
+    let names = git_in(dir, &["for-each-ref", &points_at, "--format=%(refname)", "refs/heads", "refs/remotes"]);
     names
-        .and_then(|n| n.lines().find(|l| !l.ends_with("/HEAD")).map(str::to_owned))
+        .and_then(|n| {
+            n.lines()
+                .filter(|l| !l.ends_with("/HEAD"))
+                .find_map(|l| l.strip_prefix("refs/heads/").or_else(|| l.strip_prefix("refs/remotes/")).map(str::to_owned))
+        })
         .or_else(|| git_in(dir, &["rev-parse", "--short", onto]))
+}
+
+/// The merge's words for why, with `ours` and `theirs` replaced by the sides' names.
+fn name_sides(detail: &str, labels: &Labels, rebase: bool) -> String {
+    let mut out = String::with_capacity(detail.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match word.as_str() {
+            "ours" => out.push_str(&side_name(labels, rebase, Side::Ours)),
+            "theirs" => out.push_str(&side_name(labels, rebase, Side::Theirs)),
+            w => out.push_str(w),
+        }
+        word.clear();
+    };
+    for c in detail.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 fn possessive(name: &str) -> String {
@@ -229,10 +266,11 @@ pub fn describe(report: &Report, labels: &Labels, rebase: bool) -> String {
     let name = |side| crate::record::printable(&side_name(labels, rebase, side), 200);
     let (kept, dropped) = (name(r.kept), name(other));
     let id = crate::record::key_label(&report.id);
+    let why = crate::record::printable(&name_sides(&r.reason, labels, rebase), 400);
     if r.field == "(record)" {
-        format!("{id}: {}: kept {} from {kept} over {} from {dropped} ({})", r.field, r.kept_value, r.other_value, r.reason)
+        format!("{id}: {}: kept {} from {kept} over {} from {dropped} ({why})", r.field, r.kept_value, r.other_value)
     } else {
-        format!("{id}: {}: kept {} from {kept} over {} {} ({})", r.field, r.kept_value, possessive(&dropped), r.other_value, r.reason)
+        format!("{id}: {}: kept {} from {kept} over {} {} ({why})", r.field, r.kept_value, possessive(&dropped), r.other_value)
     }
 }
 
@@ -536,7 +574,8 @@ pub fn render(entries: &[Entry]) -> String {
         let head = e.head.as_deref().map(|h| format!(", HEAD {}", &h[..h.len().min(12)])).unwrap_or_default();
         let during = if e.rebase { " during a rebase" } else { "" };
         out.push_str(&format!("#{} {} {}{during}: {}{head}\n", e.seq, p(&e.time), p(&e.command), p(&e.path)));
-        out.push_str(&format!("  {} {} ({}: {})\n", p(&crate::record::key_label(&e.id)), p(&e.field), e.reason, p(&e.detail)));
+        let why = name_sides(&e.detail, &e.labels, e.rebase);
+        out.push_str(&format!("  {} {} ({}: {})\n", p(&crate::record::key_label(&e.id)), p(&e.field), e.reason, p(&why)));
         if e.reason == Reason::Rename {
             out.push_str(&format!(
                 "  {}'s issue moved to {}; {}'s issue keeps {}\n",

@@ -19,4 +19,5 @@ mod merge_git;
 mod merge_properties;
 mod queries;
 mod repair;
+mod review;
 mod sync;
