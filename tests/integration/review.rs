@@ -292,3 +292,48 @@ fn outside_a_repository_the_driver_logs_nothing_and_review_says_why() {
     assert_eq!(review.status.code(), Some(2));
     assert!(text(&review.stderr).contains("not in a git repository"));
 }
+
+fn bd_sync(dir: &Path, args: &[&str]) -> std::process::Output {
+    run(hermetic(bin("bd-sync")).current_dir(dir).args(args))
+}
+
+#[test]
+fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unreviewed() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    let out = bd_sync(repo.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "install"]);
+    let two = |t1: &str, s1: &str, t2: &str, s2: &str| file(&[issue("bd-1", t1, s1), issue("bd-2", t2, s2)]);
+
+    // Both sides retitle bd-1: one value overridden, one line from the hook.
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &two("Side", "2025-11-02T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &two("Main", "2025-11-03T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "main");
+    let merged = repo.git_output(&["merge", "--no-edit", "side"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
+
+    // check mentions them as a note, exit code unchanged.
+    let check = bd_sync(repo.path(), &["check"]);
+    assert_eq!(check.status.code(), Some(0), "{}{}", text(&check.stdout), text(&check.stderr));
+    assert!(text(&check.stdout).contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"), "{}", text(&check.stdout));
+    assert!(text(&check.stderr).contains("1 note"), "{}", text(&check.stderr));
+    assert_eq!(bd_sync(repo.path(), &["check", "--strict"]).status.code(), Some(0), "a note never fails --strict");
+
+    // A clean merge: nothing said about overrides (the old one was announced already).
+    repo.git(&["checkout", "-q", "-b", "clean"]);
+    repo.commit_file(FILE, &two("Main", "2025-11-03T10:00:00Z", "Two, edited", "2025-11-04T10:00:00Z"), "clean side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &two("Main, edited", "2025-11-05T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "clean main");
+    let clean = repo.git_output(&["merge", "--no-edit", "clean"]);
+    assert!(clean.status.success(), "{}", text(&clean.stderr));
+    assert!(!text(&clean.stderr).contains("chose for you"), "{}", text(&clean.stderr));
+
+    // Reviewing them clears the note.
+    assert!(bd_merge(repo.path(), &["review"]).status.success());
+    assert!(!text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
+}
