@@ -337,3 +337,59 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     assert!(bd_merge(repo.path(), &["review"]).status.success());
     assert!(!text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
 }
+
+/// main and feature retitle bd-1 (main later); returns the repository on main, no driver.
+fn retitled_branches() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Feature", "2025-11-02T10:00:00Z")]), "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Main", "2025-11-03T10:00:00Z")]), "main");
+    repo
+}
+
+#[test]
+fn resolve_and_update_branch_log_under_their_own_names() {
+    let repo = retitled_branches();
+    assert!(!repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success(), "a line merge conflicts");
+    let out = bd_merge(repo.path(), &["resolve"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!((entries[0]["command"].as_str(), entries[0]["dropped"].as_str()), (Some("bd-merge resolve"), Some("Feature")));
+
+    let repo = retitled_branches();
+    repo.git(&["checkout", "-q", "feature"]);
+    let out = bd_merge(repo.path(), &["update-branch", "main"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!(
+        (e["command"].as_str(), e["kept"].as_str(), e["dropped"].as_str()),
+        (Some("bd-merge update-branch"), Some("Main"), Some("Feature"))
+    );
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("HEAD"), Some("main")));
+}
+
+#[test]
+fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    let db = repo.path().join("cache.db");
+    let sync = |args: &[&str]| run(hermetic(bin("bd-sync")).current_dir(repo.path()).arg("--db").arg(&db).args(args));
+    assert!(sync(&["import"]).status.success());
+    let conn = rusqlite::Connection::open(&db).expect("cache");
+    conn.execute_batch("UPDATE issues SET title = 'From the cache' WHERE id = 'bd-1'").expect("edit");
+    drop(conn);
+    repo.write(FILE, &file(&[issue("bd-1", "From the file", "2025-11-02T10:00:00Z")]));
+    let out = sync(&["import"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!((e["command"].as_str(), e["path"].as_str()), (Some("bd-sync import"), Some(FILE)));
+    assert_eq!((e["kept"].as_str(), e["dropped"].as_str()), (Some("From the cache"), Some("From the file")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the cache"), Some("the file")));
+}
