@@ -40,7 +40,7 @@ const ANNOUNCED_NAME: &str = "merge-log.announced";
 /// The highest sequence number `bd-merge review` listed.
 const REVIEWED_NAME: &str = "merge-log.reviewed";
 /// Largest log file read back (a rotated log never gets near it; a corrupt one is not read).
-const READ_LIMIT: u64 = 4 * ROTATE_BYTES;
+const READ_LIMIT: u64 = 16 * ROTATE_BYTES;
 /// `BD_MERGE_LOG_COMMAND` names the command a driver run works for (set by `update-branch`).
 pub const COMMAND_ENV: &str = "BD_MERGE_LOG_COMMAND";
 
@@ -362,13 +362,14 @@ pub fn append(dir: &Path, mut entries: Vec<Entry>) -> Result<()> {
     safe_fs::refuse_symlink(dir)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let log = dir.join(LOG_NAME);
+    let rotated = dir.join(ROTATED_NAME);
     safe_fs::refuse_non_regular(&log)?;
-    let current = safe_fs::read_regular(&log, READ_LIMIT)?.unwrap_or_default();
-    let mut last = last_seq(&current);
-    if last.is_none() {
-        safe_fs::refuse_non_regular(&dir.join(ROTATED_NAME))?;
-        last = safe_fs::read_regular(&dir.join(ROTATED_NAME), READ_LIMIT).ok().flatten().and_then(|b| last_seq(&b));
-    }
+    safe_fs::refuse_non_regular(&rotated)?;
+    let size = std::fs::symlink_metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let last = match last_seq_in(&log)? {
+        Some(seq) => Some(seq),
+        None => last_seq_in(&rotated).ok().flatten(),
+    };
     let now = crate::timestamp::merge_now().map_err(anyhow::Error::msg)?;
     let time = crate::timestamp::write_like(now, "2000-01-01T00:00:00Z").unwrap_or_default();
     let mut bytes = Vec::new();
@@ -380,9 +381,7 @@ pub fn append(dir: &Path, mut entries: Vec<Entry>) -> Result<()> {
         serde_json::to_writer(&mut bytes, e)?;
         bytes.push(b'\n');
     }
-    if !current.is_empty() && current.len() as u64 + bytes.len() as u64 > ROTATE_BYTES {
-        let rotated = dir.join(ROTATED_NAME);
-        safe_fs::refuse_non_regular(&rotated)?;
+    if size > 0 && size + bytes.len() as u64 > ROTATE_BYTES {
         std::fs::rename(&log, &rotated).with_context(|| format!("rotating {} to {}", log.display(), rotated.display()))?;
     }
     let mut options = std::fs::OpenOptions::new();
@@ -437,6 +436,26 @@ pub fn record_import(file: &Path, conflicts: &[Report], policy: crate::merge::Co
 
 fn last_seq(bytes: &[u8]) -> Option<u64> {
     bytes.split(|&b| b == b'\n').rev().filter(|l| !l.is_empty()).find_map(|l| serde_json::from_slice::<Entry>(l).ok()).map(|e| e.seq)
+}
+
+/// The sequence number of the last entry of a log file, reading its last megabyte (or, when no
+/// whole entry is there, all of it); `None` when it is missing or holds no entry.
+fn last_seq_in(path: &Path) -> Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Some(mut file) = safe_fs::open_regular(path)? else { return Ok(None) };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(1 << 20);
+    let mut tail = Vec::new();
+    file.seek(SeekFrom::Start(start))
+        .and_then(|_| file.take(1 << 20).read_to_end(&mut tail))
+        .with_context(|| format!("reading {}", path.display()))?;
+    if let Some(seq) = last_seq(&tail) {
+        return Ok(Some(seq));
+    }
+    if start == 0 {
+        return Ok(None);
+    }
+    Ok(safe_fs::read_regular(path, READ_LIMIT)?.and_then(|b| last_seq(&b)))
 }
 
 /// Every entry in the log (both generations), oldest first; lines that are not entries are
