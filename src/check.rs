@@ -73,6 +73,9 @@ pub enum FindingKind {
     /// A hook file that is a symbolic link out of the repository (or to something that is not
     /// a regular file): install does not edit it.
     HookSymlinkOutside,
+    /// Merges in this clone overrode values in the last day that nobody has listed with
+    /// `bd-merge review` yet (a note: nothing is wrong with the file).
+    UnreviewedOverrides,
 }
 
 impl FindingKind {
@@ -105,6 +108,8 @@ impl FindingKind {
             | DuplicateKey
             | StaleDerivedField
             | HooksDirShared => Severity::Warning,
+            // Nothing is wrong; something to look at.
+            UnreviewedOverrides => Severity::Note,
         }
     }
 
@@ -137,6 +142,7 @@ impl FindingKind {
             ManagerHookMissing => "manager-hook-missing",
             HookForeignInterpreter => "hook-foreign-interpreter",
             HookSymlinkOutside => "hook-symlink-outside",
+            UnreviewedOverrides => "unreviewed-overrides",
         }
     }
 }
@@ -157,6 +163,8 @@ impl std::fmt::Display for FindingKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Severity {
+    /// For information: never a reason to fail, not even with `--strict`.
+    Note,
     /// Worth a look; the file works with every tool.
     Warning,
     /// A tool refuses or mangles the file, or the installation does not protect it.
@@ -166,6 +174,7 @@ pub enum Severity {
 impl std::fmt::Display for Severity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Severity::Note => "note",
             Severity::Warning => "warning",
             Severity::Error => "error",
         })
@@ -207,6 +216,8 @@ pub struct CheckReport {
     pub errors: usize,
     /// Findings of severity warning.
     pub warnings: usize,
+    /// Findings of severity note (they never fail `check`).
+    pub notes: usize,
     /// Dependencies on other projects (`external:<project>:<id>`), which are not checked.
     pub external_references: usize,
     /// Findings per kind.
@@ -221,7 +232,8 @@ impl CheckReport {
         for f in &findings {
             *by_kind.entry(f.kind).or_insert(0) += 1;
         }
-        CheckReport { file, warnings: findings.len() - errors, errors, findings, external_references, by_kind }
+        let notes = findings.iter().filter(|f| f.severity == Severity::Note).count();
+        CheckReport { file, warnings: findings.len() - errors - notes, notes, errors, findings, external_references, by_kind }
     }
 
     /// One line: `N errors, M warnings (K dangling-dependency, ...); E external references not checked`.
@@ -234,6 +246,9 @@ impl CheckReport {
             self.warnings,
             if self.warnings == 1 { "" } else { "s" }
         );
+        if self.notes > 0 {
+            s.push_str(&format!(", {} note{}", self.notes, if self.notes == 1 { "" } else { "s" }));
+        }
         if !kinds.is_empty() {
             s.push_str(&format!(" ({})", kinds.join(", ")));
         }
@@ -513,6 +528,22 @@ pub struct CheckOptions {
     pub bin_dir: Option<std::path::PathBuf>,
 }
 
+/// A note when merges in this clone overrode values in the last day that nobody has listed with
+/// `bd-merge review` (the merge log, `crate::merge_log`). Nothing outside a repository, and
+/// nothing when the log cannot be read (it is never a reason to fail).
+fn unreviewed_overrides(dir: &std::path::Path) -> Option<Finding> {
+    let log = crate::merge_log::log_dir(dir)?;
+    let now = crate::timestamp::merge_now().ok()?;
+    let since = crate::timestamp::Instant { seconds: now.seconds - 86_400, nanos: now.nanos };
+    let n = crate::merge_log::unreviewed_since(&log, since).ok().filter(|n| *n > 0)?;
+    Some(Finding::new(
+        FindingKind::UnreviewedOverrides,
+        None,
+        Vec::new(),
+        format!("merges in this clone overrode {n} value(s) in the last day that nobody has reviewed: see them with `bd-merge review`"),
+    ))
+}
+
 /// Checks the file and, when it is in a git repository, the installation.
 pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let path = &options.file;
@@ -524,5 +555,6 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
             findings.extend(crate::install::health(dir, bin_dir)?);
         }
     }
+    findings.extend(unreviewed_overrides(dir));
     Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

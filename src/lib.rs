@@ -33,6 +33,7 @@ pub mod install;
 pub mod issue_diff;
 pub mod jsonl;
 pub mod merge;
+pub mod merge_log;
 pub mod notify;
 pub mod record;
 pub mod safe_fs;

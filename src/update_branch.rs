@@ -223,6 +223,7 @@ fn merge(repo: &Path, options: &UpdateOptions, base: &str) -> Result<(bool, Vec<
     }
     cmd.args(["merge", "--no-ff", "--no-commit", "--no-verify", "--quiet", "--end-of-options", base])
         .current_dir(repo)
+        .env(crate::merge_log::COMMAND_ENV, "bd-merge update-branch")
         .stdin(Stdio::null());
     let out = cmd.output().context("running git merge (is git installed?)")?;
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -109,6 +109,33 @@ enum Repair {
         #[arg(long)]
         json: bool,
     },
+    /// List the values merges dropped in this clone (the merge log), newest first, with both
+    /// values, the sides' labels, the command and the time; or put one back with --restore.
+    /// Exit 0, 1 when --restore refuses (the field changed again since), 2 on error.
+    Review {
+        /// Only the newest N entries.
+        #[arg(long, value_name = "N", conflicts_with = "since")]
+        last: Option<usize>,
+        /// Only entries logged since WHEN: an RFC 3339 instant, a date (2026-01-05) or an age (90m, 12h, 2d, 1w).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only entries about this issue.
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// Typed JSON on stdout, an array of log entries (shape in the README).
+        #[arg(long)]
+        json: bool,
+        /// Put entry N's dropped value back into the working issues file, as a new edit to commit.
+        #[arg(long, value_name = "N", conflicts_with_all = ["last", "since", "id", "json"])]
+        restore: Option<u64>,
+        /// The issues file --restore edits [default: the repository's .beads/issues.jsonl].
+        #[arg(long, value_name = "PATH", requires = "restore")]
+        file: Option<PathBuf>,
+        /// For the post-merge / post-rewrite hook: print one line when merges dropped values since
+        /// it last printed, nothing otherwise.
+        #[arg(long, hide = true, conflicts_with_all = ["last", "since", "id", "json", "restore"])]
+        announce: bool,
+    },
     /// Merge every id that stands on several lines (left by merge=union or older tools) into one
     /// record, field by field; identical repeats collapse. Exit 0, or 1 with --check when needed.
     Dedupe {
@@ -165,6 +192,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(outcome.exit_code()))
         }
+        Repair::Review { last, since, id, json, restore, file, announce } => review(last, since, id, json, restore, file, announce),
         Repair::Diff { files, json } => {
             let (label, old, new) = match files.as_slice() {
                 [old, new] => (None, old, new),
@@ -247,12 +275,76 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             }
             if out != content {
                 beads_git::jsonl::write_atomic(&path, &out)?;
+                if let Some(w) = beads_git::merge_log::record_dedupe(&path, &done) {
+                    eprintln!("bd-merge: {}: warning: {w}", path.display());
+                }
             } else if done.is_empty() {
                 eprintln!("bd-merge: {name}: no id on several lines");
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn review(
+    last: Option<usize>,
+    since: Option<String>,
+    id: Option<String>,
+    json: bool,
+    restore: Option<u64>,
+    file: Option<PathBuf>,
+    announce: bool,
+) -> anyhow::Result<ExitCode> {
+    use beads_git::merge_log;
+    let cwd = std::env::current_dir()?;
+    let Some(dir) = merge_log::log_dir(&cwd) else {
+        if announce {
+            return Ok(ExitCode::SUCCESS);
+        }
+        anyhow::bail!("not in a git repository: the merge log lives in the repository's git directory");
+    };
+    if announce {
+        if let Some(line) = merge_log::announce(&dir)? {
+            eprintln!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(n) = restore {
+        let file = default_issues_file(file.as_ref())?;
+        return match merge_log::restore(&dir, n, &file) {
+            Ok(done) => {
+                eprintln!(
+                    "bd-merge: {}: {}: {} restored from the merge log (#{n}){}; commit it like any edit",
+                    beads_git::record::printable(&done.path, 400),
+                    beads_git::record::printable(&done.id, 200),
+                    beads_git::record::printable(&done.field, 200),
+                    done.updated_at.map(|u| format!(", updated_at {u}")).unwrap_or_default()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("bd-merge: {e:#}");
+                Ok(ExitCode::from(1))
+            }
+        };
+    }
+    let now = beads_git::timestamp::merge_now().map_err(anyhow::Error::msg)?;
+    let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
+    let all = merge_log::read_all(&dir)?;
+    let newest = all.iter().map(|e| e.seq).max();
+    let shown = merge_log::select(all, &merge_log::Filter { last, since, id });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+    } else {
+        print!("{}", merge_log::render(&shown));
+    }
+    if let Some(top) = newest {
+        // Listing them is reviewing them: `bd-sync check` stops mentioning these.
+        if let Err(e) = merge_log::mark_reviewed(&dir, top) {
+            eprintln!("bd-merge: warning: {e:#}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The driver's report on stderr; `name` is already escaped, and so is every line from the data
@@ -263,7 +355,7 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     }
     if !quiet {
         for r in &report.reports {
-            eprintln!("bd-merge: {name}: {}", escaped(&r.to_string()));
+            eprintln!("bd-merge: {name}: {}", escaped(&beads_git::merge_log::describe(r, &report.labels, report.rebase)));
         }
     }
     match &report.outcome {
@@ -281,10 +373,10 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
 }
 
 fn main() -> ExitCode {
-    // `bd-merge resolve|dedupe ...`; anything else is the driver's BASE OURS THEIRS.
+    // `bd-merge resolve|dedupe|review ...`; anything else is the driver's BASE OURS THEIRS.
     if matches!(
         std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()),
-        Some("resolve" | "dedupe" | "diff" | "textconv" | "update-branch")
+        Some("resolve" | "dedupe" | "diff" | "textconv" | "update-branch" | "review")
     ) {
         return match repair(Repair::parse()) {
             Ok(code) => code,
@@ -375,6 +467,7 @@ fn options(cli: &Cli) -> anyhow::Result<DriverOptions> {
         detect_conflict_style: true,
         merge: MergeOptions { policy: cli.conflict, markers, ..MergeOptions::default() },
         append_only: cli.append,
+        log: Some("bd-merge".to_owned()),
     })
 }
 

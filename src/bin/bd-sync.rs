@@ -330,6 +330,9 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             for r in &report.conflicts {
                 eprintln!("bd-sync: {}: {r}", paths.file.display());
             }
+            if let Some(warning) = beads_git::merge_log::record_import(&paths.file, &report.conflicts, (*conflict).into()) {
+                eprintln!("bd-sync: {}: warning: {warning}", paths.file.display());
+            }
             if !report.repeated_keys.is_empty() {
                 let lines: Vec<String> = report.repeated_keys.iter().take(10).map(|n| n.to_string()).collect();
                 eprintln!(

@@ -692,6 +692,8 @@ impl Write<'_> {
                         kept_value: "the cache's edited record".into(),
                         other_value: "its deletion from the file".into(),
                         reason: "the file deleted it, the cache changed it; a change is never lost".into(),
+                        kept_json: None,
+                        dropped_json: None,
                     },
                 });
                 continue;
@@ -830,6 +832,8 @@ fn merge_dirty(
                 kept_value: "the file's changed record".into(),
                 other_value: "its deletion in the cache".into(),
                 reason: "the cache deleted it, the file changed it; a change is never lost".into(),
+                kept_json: None,
+                dropped_json: None,
             },
         });
         return Ok(());
@@ -883,12 +887,21 @@ fn two_issues(
 ) -> Result<()> {
     let (ours, theirs) = (sides.ours.0, sides.theirs.0);
     let stamp = |v: &serde_json::Value| v.get("updated_at").and_then(serde_json::Value::as_str).map(str::to_owned);
-    let note = |report: &mut ImportReport, kept: merge::Side, kept_value: String, other_value: String, reason: String| {
-        report.conflicts.push(Report {
-            id: id.to_owned(),
-            resolution: merge::Resolution { field: "(record)".into(), kept, kept_value, other_value, reason },
-        })
-    };
+    let note =
+        |report: &mut ImportReport, kept: merge::Side, kept_value: String, other_value: String, reason: String, dropped: Option<&str>| {
+            report.conflicts.push(Report {
+                id: id.to_owned(),
+                resolution: merge::Resolution {
+                    field: "(record)".into(),
+                    kept,
+                    kept_value,
+                    other_value,
+                    reason,
+                    kept_json: None,
+                    dropped_json: dropped.map(str::to_owned),
+                },
+            })
+        };
     let Some((parent, _)) = merge::rename::child_number(id) else {
         let cache_wins = match options.policy {
             ConflictPolicy::Ours => true,
@@ -902,13 +915,13 @@ fn two_issues(
         if cache_wins {
             // The file's line becomes the base, so the export writes the cache's issue over it.
             tx.execute("UPDATE issues SET raw = ?2, line_hash = ?3 WHERE id = ?1", params![id, theirs, line_hash(theirs.as_bytes())])?;
-            note(report, merge::Side::Ours, "the cache's issue".into(), crate::record::printable(theirs, 2000), reason);
+            note(report, merge::Side::Ours, "the cache's issue".into(), crate::record::printable(theirs, 2000), reason, Some(theirs));
             report.merged.push(id.to_owned());
         } else {
             let obj = RawObject::parse_str(theirs).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
             store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
             tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
-            note(report, merge::Side::Theirs, "the file's issue".into(), crate::record::printable(ours, 2000), reason);
+            note(report, merge::Side::Theirs, "the file's issue".into(), crate::record::printable(ours, 2000), reason, Some(ours));
             report.changed.push(id.to_owned());
         }
         return Ok(());
@@ -952,6 +965,7 @@ fn two_issues(
         format!("its issue under {}", crate::record::key_label(id)),
         format!("{moved} issue, now {}", crate::record::key_label(&to)),
         "two different issues were created under this id; the later one moved to the next free child number".to_owned(),
+        None,
     );
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! markers may be written, falls back to `git merge-file` for input that cannot be merged record
 //! by record (or when `BD_MERGE=0`), and writes the result atomically.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::io::Write;
 
@@ -48,6 +48,9 @@ pub struct DriverOptions {
     pub merge: MergeOptions,
     /// The file is an append-only log (`interactions.jsonl`, `deletions.jsonl`): union of lines.
     pub append_only: bool,
+    /// Log what the merge dropped to the clone's merge log under this command name (see
+    /// [`crate::merge_log`]); `None` logs nothing.
+    pub log: Option<String>,
 }
 
 /// How a driver run ended.
@@ -80,6 +83,10 @@ pub struct DriverReport {
     pub warnings: Vec<String>,
     /// Issues created on both sides under one id, the later one moved to a new id.
     pub renames: Vec<super::Rename>,
+    /// The sides' labels (git's `%X` / `%Y`; in a rebase, upstream's name), for the report lines.
+    pub labels: crate::merge_log::Labels,
+    /// The merge was a step of a rebase.
+    pub rebase: bool,
 }
 
 impl DriverReport {
@@ -110,7 +117,14 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
         if !(merged == *ours && options.destination == Destination::ReplaceOurs) {
             write_result(options, |w| w.write_all(&merged))?;
         }
-        return Ok(DriverReport { outcome: DriverOutcome::Clean, reports: Vec::new(), warnings: Vec::new(), renames: Vec::new() });
+        return Ok(DriverReport {
+            outcome: DriverOutcome::Clean,
+            reports: Vec::new(),
+            warnings: Vec::new(),
+            renames: Vec::new(),
+            labels: labels_of(&merge_options),
+            rebase: false,
+        });
     }
     let structural = if options.structural {
         merge(&base, &ours, &theirs, &merge_options).map_err(|u| describe(options, &u))
@@ -129,7 +143,18 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             } else {
                 DriverOutcome::Clean
             };
-            DriverReport { outcome, reports: merged.reports, warnings: merged.warnings, renames: merged.renames }
+            let mut report = DriverReport {
+                outcome,
+                reports: merged.reports,
+                warnings: merged.warnings,
+                renames: merged.renames,
+                labels: labels_of(&merge_options),
+                rebase: false,
+            };
+            if !report.reports.is_empty() || !report.renames.is_empty() {
+                log(options, &merge_options, &mut report);
+            }
+            report
         }
         Err(reason) => {
             if options.detect_conflict_style && !wants_markers {
@@ -146,10 +171,35 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
                 reports: Vec::new(),
                 warnings: Vec::new(),
                 renames: Vec::new(),
+                labels: labels_of(&merge_options),
+                rebase: false,
             }
         }
     };
     Ok(report)
+}
+
+fn labels_of(options: &MergeOptions) -> crate::merge_log::Labels {
+    crate::merge_log::Labels { ours: options.markers.ours.clone(), theirs: options.markers.theirs.clone() }
+}
+
+/// Names the sides as the person knows them (a rebase's upstream and commit) and appends what
+/// was dropped to the merge log; a log that cannot be written is one warning, never an error.
+/// Outside a repository nothing is logged.
+fn log(options: &DriverOptions, merge_options: &MergeOptions, report: &mut DriverReport) {
+    let name = display_name(options);
+    let markers = &merge_options.markers;
+    let command = options.log.as_deref().unwrap_or("bd-merge");
+    let Some(ctx) = crate::merge_log::Context::detect(Path::new("."), command, &name, Some(&markers.ours), Some(&markers.theirs)) else {
+        return;
+    };
+    report.labels = ctx.labels.clone();
+    report.rebase = ctx.rebase;
+    if options.log.is_some() {
+        if let Some(warning) = crate::merge_log::record(&ctx, &report.reports, &report.renames, Some(merge_options.policy)) {
+            report.warnings.push(warning);
+        }
+    }
 }
 
 fn describe(options: &DriverOptions, u: &Unmergeable) -> String {

@@ -40,10 +40,15 @@ pub(crate) struct FieldCtx<'r> {
 
 impl FieldCtx<'_> {
     fn pick(&mut self, field: &str, ours: Option<&str>, theirs: Option<&str>) -> Side {
+        self.pick_whole(field, ours, theirs, (ours.map(str::to_owned), theirs.map(str::to_owned)))
+    }
+
+    /// Like `pick`, with the whole values (ours, theirs) to log when they are more than the shown ones.
+    fn pick_whole(&mut self, field: &str, ours: Option<&str>, theirs: Option<&str>, whole: (Option<String>, Option<String>)) -> Side {
         self.open += 1;
-        let (kept, other) = match self.winner {
-            Side::Ours => (ours, theirs),
-            Side::Theirs => (theirs, ours),
+        let (kept, other, kept_json, dropped_json) = match self.winner {
+            Side::Ours => (ours, theirs, whole.0, whole.1),
+            Side::Theirs => (theirs, ours, whole.1, whole.0),
         };
         self.resolutions.push(Resolution {
             field: field.to_owned(),
@@ -51,6 +56,8 @@ impl FieldCtx<'_> {
             kept_value: excerpt(kept),
             other_value: excerpt(other),
             reason: self.winner_reason.to_owned(),
+            kept_json,
+            dropped_json,
         });
         self.winner
     }
@@ -129,7 +136,12 @@ fn status_group_side(base: &[Entry<'_>], ours: &[Entry<'_>], theirs: &[Entry<'_>
     } else {
         let raw = |x: &[Entry<'_>]| find(x, "status").map(|e| e.raw_value.to_string());
         let (o, t) = (raw(ours), raw(theirs));
-        ctx.pick("status", o.as_deref(), t.as_deref())
+        // The group is one value: the log keeps every key of it, so a restore puts back all of them.
+        let group = |x: &[Entry<'_>]| {
+            let kept: Vec<Entry<'_>> = STATUS_GROUP.iter().filter_map(|k| find(x, k).cloned()).collect();
+            Some(render_entries(&kept, ":", ","))
+        };
+        ctx.pick_whole("status", o.as_deref(), t.as_deref(), (group(ours), group(theirs)))
     }
 }
 

@@ -95,6 +95,13 @@ pub struct Resolution {
     pub other_value: String,
     /// Why that side won.
     pub reason: String,
+    /// The kept value's whole JSON text (`None`: absent), for the merge log.
+    #[serde(skip)]
+    pub kept_json: Option<String>,
+    /// The discarded value's whole JSON text (`None`: absent, or the record was deleted), for the
+    /// merge log and `bd-merge review --restore`.
+    #[serde(skip)]
+    pub dropped_json: Option<String>,
 }
 
 /// An auto-resolved conflict of one record, for the one-line-per-conflict stderr report.
@@ -573,6 +580,8 @@ impl<'m, 'a> Merger<'m, 'a> {
                 kept_value: "its modified record".into(),
                 other_value: "the deletion".into(),
                 reason: format!("{deleter} deleted it, {kept_side} changed it; a change is never lost"),
+                kept_json: std::str::from_utf8(line.bytes).ok().map(str::to_owned),
+                dropped_json: None,
             },
         });
         Ok(vec![Out::Line(Cow::Borrowed(line.bytes))])

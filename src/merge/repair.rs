@@ -172,6 +172,7 @@ pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
         detect_conflict_style: true,
         merge: options.merge.clone(),
         append_only: false,
+        log: Some("bd-merge resolve".to_owned()),
     };
     let report = driver::run(&driver_options)?;
     if options.stage && report.exit_code() == 0 {
@@ -189,6 +190,9 @@ pub struct Deduped {
     pub lines: Vec<usize>,
     /// How many distinct copies were merged into one.
     pub copies: usize,
+    /// Values one copy had that the merged record does not (ours: the copies before, theirs:
+    /// the copy on the line named in `labels`), for the merge log.
+    pub overridden: Vec<(super::Report, crate::merge_log::Labels)>,
 }
 
 /// Merges every id that stands on several lines into one record, field by field (against an
@@ -237,8 +241,11 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         };
         let mut merged_lines = Vec::with_capacity(issues.len());
         let mut failed = false;
+        let mut overridden = Vec::new();
+        let line_of = |copy: &[u8]| indexes.iter().find(|&&i| file.lines[i].bytes == copy).map(|&i| file.lines[i].number).unwrap_or(0);
         for copies in &issues {
-            match merge_copies(copies, &options) {
+            let numbers: Vec<usize> = copies.iter().map(|c| line_of(c)).collect();
+            match merge_copies(copies, &options, &numbers, &mut overridden) {
                 Some(line) => merged_lines.push(line),
                 None => failed = true,
             }
@@ -276,7 +283,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         for &i in &indexes[1..] {
             replace.insert(i, Vec::new());
         }
-        done.push(Deduped { id: label, lines: numbers, copies: distinct.len() });
+        done.push(Deduped { id: label, lines: numbers, copies: distinct.len(), overridden });
     }
     let lines: Vec<Vec<u8>> = file
         .lines
@@ -347,15 +354,27 @@ fn issues_among<'c>(id: &str, copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>>
     Some(groups.into_iter().map(|g| g.into_iter().map(|i| copies[i]).collect()).collect())
 }
 
-/// The copies of one issue merged into one line (against an empty base).
-fn merge_copies(copies: &[&[u8]], options: &MergeOptions) -> Option<Vec<u8>> {
+/// The copies of one issue merged into one line (against an empty base); what the merge of each
+/// copy into the ones before it dropped goes to `overridden`, labelled with the copies' lines.
+fn merge_copies(
+    copies: &[&[u8]],
+    options: &MergeOptions,
+    lines: &[usize],
+    overridden: &mut Vec<(super::Report, crate::merge_log::Labels)>,
+) -> Option<Vec<u8>> {
     let mut acc = copies[0].to_vec();
-    for next in &copies[1..] {
+    for (k, next) in copies[1..].iter().enumerate() {
+        let before: Vec<String> = lines[..=k].iter().map(|n| n.to_string()).collect();
+        let labels = crate::merge_log::Labels {
+            ours: if k == 0 { format!("the copy on line {}", lines[0]) } else { format!("the copies on lines {}", before.join(", ")) },
+            theirs: format!("the copy on line {}", lines[k + 1]),
+        };
         let (mut a, mut b) = (acc.clone(), next.to_vec());
         a.push(b'\n');
         b.push(b'\n');
         match merge(b"", &a, &b, options) {
             Ok(m) if m.conflicts == 0 => {
+                overridden.extend(m.reports.iter().map(|r| (r.clone(), labels.clone())));
                 let mut out = m.to_vec();
                 while out.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
                     out.pop();

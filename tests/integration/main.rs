@@ -20,4 +20,5 @@ mod merge_git;
 mod merge_properties;
 mod queries;
 mod repair;
+mod review;
 mod sync;

@@ -1,0 +1,395 @@
+//! The merge log and `bd-merge review`, on real git: a `git pull --rebase` where both sides
+//! retitled one issue, a delete-vs-modify merge, `dedupe` after `merge=union`, a rename of a
+//! concurrent child, rotation, and a log directory that cannot be written.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{bin, hermetic, run, TestRepo};
+
+const FILE: &str = ".beads/issues.jsonl";
+
+fn issue(id: &str, title: &str, updated: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00Z","updated_at":"{updated}"}}"#
+    )
+}
+
+fn file(lines: &[String]) -> Vec<u8> {
+    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+}
+
+fn bd_merge(dir: &Path, args: &[&str]) -> std::process::Output {
+    run(hermetic(bin("bd-merge")).current_dir(dir).args(args))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn log_entries(dir: &Path) -> Vec<Value> {
+    let out = bd_merge(dir, &["review", "--json"]);
+    assert!(out.status.success(), "review --json: {}", text(&out.stderr));
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("review --json is an array")
+}
+
+fn common_dir(repo: &TestRepo) -> std::path::PathBuf {
+    let dir = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    std::path::PathBuf::from(dir.trim())
+}
+
+/// A remote with bd-1, a clone where the user retitles it, and upstream retitling it later.
+fn retitled_on_both_sides() -> (TestRepo, TestRepo) {
+    let upstream = TestRepo::new();
+    upstream.register_merge_driver("");
+    upstream.commit_file(FILE, &file(&[issue("bd-1", "Parser crash", "2025-11-01T10:00:00Z")]), "base");
+    let clone = TestRepo { dir: tempfile::tempdir().expect("temp dir") };
+    run(hermetic("git").args(["clone", "-q"]).arg(upstream.path()).arg(clone.path()));
+    clone.register_merge_driver_config();
+    clone.commit_file(FILE, &file(&[issue("bd-1", "Fix parser crash on empty input", "2025-11-02T09:00:00Z")]), "retitle bd-1");
+    upstream.commit_file(FILE, &file(&[issue("bd-1", "Parser: crash on empty file", "2025-11-02T10:00:00Z")]), "upstream retitle");
+    (upstream, clone)
+}
+
+impl TestRepo {
+    /// The driver in this clone's config (the attributes came with the clone).
+    fn register_merge_driver_config(&self) {
+        let driver = format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y", bin("bd-merge").display());
+        self.git(&["config", "merge.beads.driver", &driver]);
+    }
+}
+
+#[test]
+fn a_pull_rebase_that_lost_your_title_shows_it_with_its_labels_and_restore_brings_it_back() {
+    let (_upstream, clone) = retitled_on_both_sides();
+    let out = clone.git_output(&["pull", "--rebase", "-q"]);
+    assert!(out.status.success(), "pull --rebase: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(r#"title: kept "Parser: crash on empty file" from upstream (origin/main) over your commit "#)
+            && stderr.contains(r#"'s "Fix parser crash on empty input""#),
+        "the driver names upstream and your commit: {stderr}"
+    );
+    // git dropped the user's commit as already upstream: only the log remembers the title.
+    assert_eq!(clone.git(&["log", "--format=%s"]).lines().next(), Some("upstream retitle"));
+
+    let entries = log_entries(clone.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!(e["command"], "bd-merge");
+    assert_eq!(e["rebase"], true);
+    assert_eq!(e["labels"]["ours"], "origin/main");
+    assert!(e["labels"]["theirs"].as_str().is_some_and(|l| l.ends_with("(retitle bd-1)")), "{e}");
+    assert_eq!((e["id"].as_str(), e["field"].as_str(), e["reason"].as_str()), (Some("bd-1"), Some("title"), Some("newest")));
+    assert_eq!(e["kept"], "Parser: crash on empty file");
+    assert_eq!(e["dropped"], "Fix parser crash on empty input");
+    assert_eq!((e["kept_from"].as_str(), e["dropped_from"].as_str()), (Some("ours"), Some("theirs")));
+
+    let review = bd_merge(clone.path(), &["review"]);
+    assert!(review.status.success());
+    let head = e["head"].as_str().expect("head");
+    let human = text(&review.stdout).replace(&head[..12], "[HEAD]");
+    let hash = e["labels"]["theirs"].as_str().expect("label").split(' ').next().expect("hash").to_owned();
+    insta::assert_snapshot!("review_after_pull_rebase", human.replace(&hash, "[COMMIT]"));
+
+    let restore = bd_merge(clone.path(), &["review", "--restore", "1"]);
+    assert!(restore.status.success(), "restore: {}", text(&restore.stderr));
+    let restored = text(&clone.read(FILE));
+    assert!(restored.contains(r#""title":"Fix parser crash on empty input""#), "{restored}");
+    assert!(restored.contains(r#""updated_at":"2025-11-02T10:00:01Z""#), "ticked past the current stamp: {restored}");
+    clone.git(&["commit", "-q", "-am", "restore my title"]);
+    let committed = clone.git(&["show", &format!("HEAD:{FILE}")]);
+    assert!(committed.contains("Fix parser crash on empty input"), "the commit carries it: {committed}");
+
+    // Restoring again: the field now holds the dropped value.
+    let again = bd_merge(clone.path(), &["review", "--restore", "1"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again.stderr).contains("already has the dropped value"), "{}", text(&again.stderr));
+}
+
+#[test]
+fn restore_refuses_a_field_that_changed_again_since_the_merge() {
+    let (_upstream, clone) = retitled_on_both_sides();
+    assert!(clone.git_output(&["pull", "--rebase", "-q"]).status.success());
+    let before = file(&[issue("bd-1", "A third title", "2025-11-03T10:00:00Z")]);
+    clone.write(FILE, &before);
+    let out = bd_merge(clone.path(), &["review", "--restore", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("title changed again since that merge") && stderr.contains("A third title"), "{stderr}");
+    assert_eq!(clone.read(FILE), before, "nothing written");
+}
+
+#[test]
+fn a_merge_with_delete_vs_modify_is_logged_as_a_dropped_deletion() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z")]), "delete bd-2");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(
+        FILE,
+        &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two, edited", "2025-11-02T10:00:00Z")]),
+        "edit bd-2",
+    );
+    let out = repo.git_output(&["merge", "-q", "--no-edit", "feature"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!((e["field"].as_str(), e["reason"].as_str()), (Some("(record)"), Some("delete-vs-modify")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("HEAD"), Some("feature")));
+    assert!(e.get("dropped").is_none(), "the deletion has no value: {e}");
+    assert!(e["kept"]["title"] == "Two, edited", "{e}");
+    let human = text(&bd_merge(repo.path(), &["review"]).stdout);
+    assert!(!human.contains("--restore"), "a record is not restorable: {human}");
+    let refused = bd_merge(repo.path(), &["review", "--restore", "1"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("whole record"), "{}", text(&refused.stderr));
+}
+
+#[test]
+fn dedupe_after_merge_union_logs_the_title_it_dropped() {
+    let repo = TestRepo::new();
+    repo.write(".gitattributes", b".beads/issues.jsonl merge=union\n");
+    repo.git(&["add", ".gitattributes"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Feature title", "2025-11-02T10:00:00Z")]), "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Main title", "2025-11-03T10:00:00Z")]), "main");
+    assert!(repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success());
+    assert_eq!(text(&repo.read(FILE)).lines().count(), 2, "union kept both lines");
+    let out = bd_merge(repo.path(), &["dedupe"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!(
+        (e["command"].as_str(), e["reason"].as_str(), e["field"].as_str()),
+        (Some("bd-merge dedupe"), Some("dedupe"), Some("title"))
+    );
+    assert_eq!((e["kept"].as_str(), e["dropped"].as_str()), (Some("Main title"), Some("Feature title")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the copy on line 1"), Some("the copy on line 2")));
+    insta::assert_snapshot!("review_after_dedupe", text(&bd_merge(repo.path(), &["review", "--id", "bd-1"]).stdout));
+}
+
+#[test]
+fn a_concurrent_child_renamed_by_the_merge_is_logged() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    let child = |title: &str, created: &str| {
+        issue("bd-1.1", title, created).replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+    };
+    repo.commit_file(
+        FILE,
+        &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z"), child("Feature subtask", "2025-11-02T10:00:00Z")]),
+        "feature subtask",
+    );
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(
+        FILE,
+        &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z"), child("Main subtask", "2025-11-02T09:00:00Z")]),
+        "main subtask",
+    );
+    let out = repo.git_output(&["merge", "-q", "--no-edit", "feature"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    let e = entries.iter().find(|e| e["reason"] == "rename").unwrap_or_else(|| panic!("a rename entry: {entries:?}"));
+    assert_eq!((e["id"].as_str(), e["kept"].as_str(), e["kept_from"].as_str()), (Some("bd-1.1"), Some("bd-1.2"), Some("theirs")));
+    assert!(text(&repo.read(FILE)).contains(r#""id":"bd-1.2","title":"Feature subtask""#));
+    let human = text(&bd_merge(repo.path(), &["review"]).stdout);
+    assert!(human.contains("feature's issue moved to \"bd-1.2\"; HEAD's issue keeps \"bd-1.1\""), "{human}");
+}
+
+/// Two branches that both retitle bd-1, `n` times over, merged into main one after the other.
+fn merge_retitles(repo: &TestRepo, rounds: std::ops::Range<usize>, title_len: usize) {
+    for i in rounds {
+        let pad = "x".repeat(title_len);
+        repo.git(&["checkout", "-q", "-b", &format!("side-{i}")]);
+        repo.commit_file(FILE, &file(&[issue("bd-1", &format!("side {i} {pad}"), &format!("2025-11-02T10:{:02}:00Z", i % 60))]), "side");
+        repo.git(&["checkout", "-q", "main"]);
+        repo.commit_file(FILE, &file(&[issue("bd-1", &format!("main {i} {pad}"), &format!("2025-11-02T11:{:02}:00Z", i % 60))]), "main");
+        let out = repo.git_output(&["merge", "-q", "--no-edit", &format!("side-{i}")]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn a_log_past_its_size_bound_is_rotated_and_both_generations_are_reviewed() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    let beads = common_dir(&repo).join("beads");
+    // Fill the log near its bound with real entries, then merge past it.
+    merge_retitles(&repo, 0..1, 10);
+    let first = std::fs::read_to_string(beads.join("merge-log.jsonl")).expect("log written");
+    let line = first.lines().next().expect("one entry").to_owned();
+    let mut filler = String::new();
+    let mut copies = 0u64;
+    while filler.len() + 2 * line.len() < (4usize << 20) {
+        copies += 1;
+        filler.push_str(&format!("{}\n", line.replacen("\"seq\":1,", &format!("\"seq\":{copies},"), 1)));
+    }
+    std::fs::write(beads.join("merge-log.jsonl"), &filler).expect("fill");
+    merge_retitles(&repo, 1..3, 10);
+    let rotated = std::fs::read_to_string(beads.join("merge-log.1.jsonl")).expect("rotated generation");
+    let current = std::fs::read_to_string(beads.join("merge-log.jsonl")).expect("new generation");
+    assert!(rotated.len() <= 4 << 20 && current.len() < 4096, "rotated at the bound: {} + {}", rotated.len(), current.len());
+    assert_eq!(rotated.lines().count() + current.lines().count(), copies as usize + 2, "no entry lost");
+    let listed = bd_merge(repo.path(), &["review", "--last", "3", "--json"]);
+    let listed: Vec<Value> = serde_json::from_slice(&listed.stdout).expect("json");
+    let got: Vec<u64> = listed.iter().map(|e| e["seq"].as_u64().expect("seq")).collect();
+    assert_eq!(got, [copies + 2, copies + 1, copies], "newest first, numbering continued across both files");
+}
+
+#[test]
+fn an_unwritable_log_directory_never_fails_the_merge() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    std::fs::write(common_dir(&repo).join("beads"), b"not a directory\n").expect("block the log dir");
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Side", "2025-11-02T10:00:00Z")]), "side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Main", "2025-11-03T10:00:00Z")]), "main");
+    let out = repo.git_output(&["merge", "--no-edit", "side"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "the merge succeeds: {stderr}");
+    assert_eq!(stderr.matches("could not write the merge log").count(), 1, "one warning: {stderr}");
+    assert!(text(&repo.read(FILE)).contains("\"title\":\"Main\""));
+    assert!(repo.git(&["status", "--porcelain"]).trim().is_empty(), "merge committed");
+}
+
+#[test]
+fn a_symlinked_log_is_never_written_through() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    let beads = common_dir(&repo).join("beads");
+    std::fs::create_dir_all(&beads).expect("mkdir");
+    let victim = repo.path().join("victim.txt");
+    std::fs::write(&victim, b"precious\n").expect("victim");
+    std::os::unix::fs::symlink(&victim, beads.join("merge-log.jsonl")).expect("symlink");
+    merge_retitles(&repo, 0..1, 3);
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"precious\n");
+}
+
+#[test]
+fn outside_a_repository_the_driver_logs_nothing_and_review_says_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, title) in [("base", "B"), ("ours", "O"), ("theirs", "T")] {
+        std::fs::write(dir.path().join(name), file(&[issue("bd-1", title, "2025-11-01T10:00:00Z")])).expect("write");
+    }
+    let out = bd_merge(dir.path(), &["base", "ours", "theirs"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("merge log"), "{}", text(&out.stderr));
+    let review = bd_merge(dir.path(), &["review"]);
+    assert_eq!(review.status.code(), Some(2));
+    assert!(text(&review.stderr).contains("not in a git repository"));
+}
+
+fn bd_sync(dir: &Path, args: &[&str]) -> std::process::Output {
+    run(hermetic(bin("bd-sync")).current_dir(dir).args(args))
+}
+
+#[test]
+fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unreviewed() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    let out = bd_sync(repo.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "install"]);
+    let two = |t1: &str, s1: &str, t2: &str, s2: &str| file(&[issue("bd-1", t1, s1), issue("bd-2", t2, s2)]);
+
+    // Both sides retitle bd-1: one value overridden, one line from the hook.
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &two("Side", "2025-11-02T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &two("Main", "2025-11-03T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "main");
+    let merged = repo.git_output(&["merge", "--no-edit", "side"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
+
+    // check mentions them as a note, exit code unchanged.
+    let check = bd_sync(repo.path(), &["check"]);
+    assert_eq!(check.status.code(), Some(0), "{}{}", text(&check.stdout), text(&check.stderr));
+    assert!(text(&check.stdout).contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"), "{}", text(&check.stdout));
+    assert!(text(&check.stderr).contains("1 note"), "{}", text(&check.stderr));
+    assert_eq!(bd_sync(repo.path(), &["check", "--strict"]).status.code(), Some(0), "a note never fails --strict");
+
+    // A clean merge: nothing said about overrides (the old one was announced already).
+    repo.git(&["checkout", "-q", "-b", "clean"]);
+    repo.commit_file(FILE, &two("Main", "2025-11-03T10:00:00Z", "Two, edited", "2025-11-04T10:00:00Z"), "clean side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &two("Main, edited", "2025-11-05T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "clean main");
+    let clean = repo.git_output(&["merge", "--no-edit", "clean"]);
+    assert!(clean.status.success(), "{}", text(&clean.stderr));
+    assert!(!text(&clean.stderr).contains("chose for you"), "{}", text(&clean.stderr));
+
+    // Reviewing them clears the note.
+    assert!(bd_merge(repo.path(), &["review"]).status.success());
+    assert!(!text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
+}
+
+/// main and feature retitle bd-1 (main later); returns the repository on main, no driver.
+fn retitled_branches() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Feature", "2025-11-02T10:00:00Z")]), "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Main", "2025-11-03T10:00:00Z")]), "main");
+    repo
+}
+
+#[test]
+fn resolve_and_update_branch_log_under_their_own_names() {
+    let repo = retitled_branches();
+    assert!(!repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success(), "a line merge conflicts");
+    let out = bd_merge(repo.path(), &["resolve"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!((entries[0]["command"].as_str(), entries[0]["dropped"].as_str()), (Some("bd-merge resolve"), Some("Feature")));
+
+    let repo = retitled_branches();
+    repo.git(&["checkout", "-q", "feature"]);
+    let out = bd_merge(repo.path(), &["update-branch", "main"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!(
+        (e["command"].as_str(), e["kept"].as_str(), e["dropped"].as_str()),
+        (Some("bd-merge update-branch"), Some("Main"), Some("Feature"))
+    );
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("HEAD"), Some("main")));
+}
+
+#[test]
+fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    let db = repo.path().join("cache.db");
+    let sync = |args: &[&str]| run(hermetic(bin("bd-sync")).current_dir(repo.path()).arg("--db").arg(&db).args(args));
+    assert!(sync(&["import"]).status.success());
+    let conn = rusqlite::Connection::open(&db).expect("cache");
+    conn.execute_batch("UPDATE issues SET title = 'From the cache' WHERE id = 'bd-1'").expect("edit");
+    drop(conn);
+    repo.write(FILE, &file(&[issue("bd-1", "From the file", "2025-11-02T10:00:00Z")]));
+    let out = sync(&["import"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!((e["command"].as_str(), e["path"].as_str()), (Some("bd-sync import"), Some(FILE)));
+    assert_eq!((e["kept"].as_str(), e["dropped"].as_str()), (Some("From the cache"), Some("From the file")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the cache"), Some("the file")));
+}
