@@ -408,7 +408,7 @@ pub fn record(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Opt
 /// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when
 /// the log could not be written. Outside a repository nothing is logged.
 pub fn record_dedupe(file: &Path, done: &[crate::merge::repair::Deduped]) -> Option<String> {
-    if done.iter().all(|d| d.overridden.is_empty()) {
+    if done.iter().all(|d| d.overridden.is_empty() && d.renamed.is_empty()) {
         return None;
     }
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -417,6 +417,10 @@ pub fn record_dedupe(file: &Path, done: &[crate::merge::repair::Deduped]) -> Opt
     for (report, labels) in done.iter().flat_map(|d| d.overridden.iter()) {
         let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
         list.extend(entries(&ctx, std::slice::from_ref(report), &[], None));
+    }
+    for (rename, labels) in done.iter().flat_map(|d| d.renamed.iter()) {
+        let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
+        list.extend(entries(&ctx, &[], std::slice::from_ref(rename), None));
     }
     append(&base.dir, list).err().map(|e| format!("could not write the merge log ({e:#}); `bd-merge review` will not show this dedupe"))
 }

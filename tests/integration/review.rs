@@ -432,3 +432,28 @@ fn a_pull_rebase_with_the_hooks_installed_prints_one_line_about_it() {
     let line = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
     assert_eq!(text(&pulled.stderr).matches(line).count(), 1, "{}", text(&pulled.stderr));
 }
+
+#[test]
+fn dedupe_of_two_children_created_under_one_id_logs_the_rename() {
+    let repo = TestRepo::new();
+    let child = |title: &str, created: &str| {
+        issue("bd-1.1", title, created).replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+    };
+    repo.commit_file(
+        FILE,
+        &file(&[
+            issue("bd-1", "Epic", "2025-11-01T10:00:00Z"),
+            child("Earlier subtask", "2025-11-02T09:00:00Z"),
+            child("Later subtask", "2025-11-02T10:00:00Z"),
+        ]),
+        "left by merge=union",
+    );
+    let out = bd_merge(repo.path(), &["dedupe"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!((e["reason"].as_str(), e["id"].as_str(), e["kept"].as_str()), (Some("rename"), Some("bd-1.1"), Some("bd-1.2")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the copy on line 2"), Some("the copy on line 3")));
+    assert!(text(&repo.read(FILE)).contains(r#""id":"bd-1.2","title":"Later subtask""#));
+}
