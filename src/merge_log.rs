@@ -408,7 +408,7 @@ pub fn record(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Opt
 /// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when
 /// the log could not be written. Outside a repository nothing is logged.
 pub fn record_dedupe(file: &Path, done: &[crate::merge::repair::Deduped]) -> Option<String> {
-    if done.iter().all(|d| d.overridden.is_empty()) {
+    if done.iter().all(|d| d.overridden.is_empty() && d.renamed.is_empty()) {
         return None;
     }
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -417,6 +417,10 @@ pub fn record_dedupe(file: &Path, done: &[crate::merge::repair::Deduped]) -> Opt
     for (report, labels) in done.iter().flat_map(|d| d.overridden.iter()) {
         let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
         list.extend(entries(&ctx, std::slice::from_ref(report), &[], None));
+    }
+    for (rename, labels) in done.iter().flat_map(|d| d.renamed.iter()) {
+        let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
+        list.extend(entries(&ctx, &[], std::slice::from_ref(rename), None));
     }
     append(&base.dir, list).err().map(|e| format!("could not write the merge log ({e:#}); `bd-merge review` will not show this dedupe"))
 }
@@ -590,7 +594,7 @@ pub fn render(entries: &[Entry]) -> String {
     for e in entries {
         let p = |s: &str| crate::record::printable(s, 200);
         let side = |word: &str| side_name(&e.labels, e.rebase, if word == "ours" { Side::Ours } else { Side::Theirs });
-        let head = e.head.as_deref().map(|h| format!(", HEAD {}", &h[..h.len().min(12)])).unwrap_or_default();
+        let head = e.head.as_deref().map(|h| format!(", HEAD {}", p(&h.chars().take(12).collect::<String>()))).unwrap_or_default();
         let during = if e.rebase { " during a rebase" } else { "" };
         out.push_str(&format!("#{} {} {}{during}: {}{head}\n", e.seq, p(&e.time), p(&e.command), p(&e.path)));
         let why = name_sides(&e.detail, &e.labels, e.rebase);
@@ -772,6 +776,15 @@ mod tests {
         assert_eq!(parse_since("2d", now).expect("age").seconds, now.seconds - 2 * 86_400);
         assert_eq!(parse_since("2026-01-04", now).expect("date").seconds, now.seconds - 86_400 - 36_000);
         assert!(parse_since("yesterday", now).is_err());
+    }
+
+    #[test]
+    fn a_hostile_log_line_is_rendered_escaped_and_never_panics() {
+        let line = r#"{"seq":3,"time":"2026-01-05T10:00:00Z","command":"bd-merge\u001b[2J","path":".beads/issues.jsonl","head":"aééééééééééééééé","labels":{"ours":"HEAD","theirs":"x\ny"},"id":"bd-1\u0007","field":"title","kept":"a\u001b[31mred","kept_from":"ours","dropped":"b","dropped_from":"theirs","reason":"newest"}"#;
+        let entry: Entry = serde_json::from_str(line).expect("an entry");
+        let out = render(&[entry]);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out}");
+        assert!(out.contains(&format!("HEAD a{}\n", "é".repeat(11))), "{out}");
     }
 
     #[test]

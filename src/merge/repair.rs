@@ -193,6 +193,9 @@ pub struct Deduped {
     /// Values one copy had that the merged record does not (ours: the copies before, theirs:
     /// the copy on the line named in `labels`), for the merge log.
     pub overridden: Vec<(super::Report, crate::merge_log::Labels)>,
+    /// Copies that were another issue created under the id, moved to a new id (ours: the
+    /// earliest creation, which keeps the id; theirs: the moved copy), for the merge log.
+    pub renamed: Vec<(super::Rename, crate::merge_log::Labels)>,
 }
 
 /// Merges every id that stands on several lines into one record, field by field (against an
@@ -242,6 +245,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         let mut merged_lines = Vec::with_capacity(issues.len());
         let mut failed = false;
         let mut overridden = Vec::new();
+        let mut renamed = Vec::new();
         let line_of = |copy: &[u8]| indexes.iter().find(|&&i| file.lines[i].bytes == copy).map(|&i| file.lines[i].number).unwrap_or(0);
         for copies in &issues {
             let numbers: Vec<usize> = copies.iter().map(|c| line_of(c)).collect();
@@ -264,7 +268,8 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
                 }
             }
             let (parent, _) = rename::child_number(id).expect("only child ids are split");
-            for line in merged_lines.iter_mut().skip(1) {
+            let first_line = |k: usize| issues[k].first().map(|c| line_of(c)).unwrap_or(0);
+            for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
                 let counter = next_child
                     .entry(parent.to_owned())
                     .or_insert_with(|| rename::highest_child(parent, keys.iter().flatten().map(String::as_str)));
@@ -277,13 +282,20 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
                     "{label}: its copies are different issues (created at different times); the later one is now {}",
                     crate::record::key_label(&to)
                 ));
+                renamed.push((
+                    super::Rename { from: id.to_owned(), to, side: super::Side::Theirs },
+                    crate::merge_log::Labels {
+                        ours: format!("the copy on line {}", first_line(0)),
+                        theirs: format!("the copy on line {}", first_line(k)),
+                    },
+                ));
             }
         }
         replace.insert(indexes[0], merged_lines);
         for &i in &indexes[1..] {
             replace.insert(i, Vec::new());
         }
-        done.push(Deduped { id: label, lines: numbers, copies: distinct.len(), overridden });
+        done.push(Deduped { id: label, lines: numbers, copies: distinct.len(), overridden, renamed });
     }
     let lines: Vec<Vec<u8>> = file
         .lines

@@ -393,3 +393,67 @@ fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
     assert_eq!((e["kept"].as_str(), e["dropped"].as_str()), (Some("From the cache"), Some("From the file")));
     assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the cache"), Some("the file")));
 }
+
+#[test]
+fn restoring_a_dropped_status_puts_back_its_whole_group() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    let started = issue("bd-1", "One", "2025-11-02T10:00:00Z").replace(r#""status":"open""#, r#""status":"in_progress""#);
+    repo.commit_file(FILE, &file(&[started, issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "start bd-1");
+    repo.git(&["checkout", "-q", "main"]);
+    let closed = issue("bd-1", "One", "2025-11-03T10:00:00Z")
+        .replace(r#""status":"open""#, r#""status":"closed","closed_at":"2025-11-03T10:00:00Z","close_reason":"dup""#);
+    repo.commit_file(FILE, &file(&[closed, issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "close bd-1");
+    assert!(repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success());
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["field"], "status");
+    assert_eq!(entries[0]["dropped"], serde_json::json!({"status": "in_progress"}));
+    let before = text(&repo.read(FILE));
+    let out = bd_merge(repo.path(), &["review", "--restore", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = text(&repo.read(FILE));
+    let bd1: Value = serde_json::from_str(after.lines().next().expect("bd-1")).expect("json");
+    assert_eq!(bd1["status"], "in_progress");
+    assert!(bd1.get("closed_at").is_none() && bd1.get("close_reason").is_none(), "an open issue has no closed_at: {bd1}");
+    assert_eq!(after.lines().nth(1), before.lines().nth(1), "the other record byte for byte");
+}
+
+#[test]
+fn a_pull_rebase_with_the_hooks_installed_prints_one_line_about_it() {
+    let (_upstream, clone) = retitled_on_both_sides();
+    let out = bd_sync(clone.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    clone.git(&["commit", "-q", "-am", "install"]);
+    let pulled = clone.git_output(&["pull", "--rebase", "-q"]);
+    assert!(pulled.status.success(), "{}", text(&pulled.stderr));
+    let line = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(text(&pulled.stderr).matches(line).count(), 1, "{}", text(&pulled.stderr));
+}
+
+#[test]
+fn dedupe_of_two_children_created_under_one_id_logs_the_rename() {
+    let repo = TestRepo::new();
+    let child = |title: &str, created: &str| {
+        issue("bd-1.1", title, created).replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+    };
+    repo.commit_file(
+        FILE,
+        &file(&[
+            issue("bd-1", "Epic", "2025-11-01T10:00:00Z"),
+            child("Earlier subtask", "2025-11-02T09:00:00Z"),
+            child("Later subtask", "2025-11-02T10:00:00Z"),
+        ]),
+        "left by merge=union",
+    );
+    let out = bd_merge(repo.path(), &["dedupe"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entries = log_entries(repo.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let e = &entries[0];
+    assert_eq!((e["reason"].as_str(), e["id"].as_str(), e["kept"].as_str()), (Some("rename"), Some("bd-1.1"), Some("bd-1.2")));
+    assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the copy on line 2"), Some("the copy on line 3")));
+    assert!(text(&repo.read(FILE)).contains(r#""id":"bd-1.2","title":"Later subtask""#));
+}
