@@ -479,7 +479,7 @@ fn install_driver(
             Change::Unchanged
         } else {
             if !options.dry_run {
-                git(repo, &["config", "--local", key, &want])?;
+                git(repo, &["config", "--local", "--end-of-options", key, &want])?;
             }
             if current.is_some() {
                 Change::Updated
@@ -854,7 +854,7 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         let change = match previous {
             Some(v) => {
                 if !dry_run {
-                    git(repo, &["config", "--local", key, v])?;
+                    git(repo, &["config", "--local", "--end-of-options", key, v])?;
                 }
                 Change::Updated
             }
