@@ -508,12 +508,19 @@ pub fn announce(dir: &Path) -> Result<Option<String>> {
     Ok(Some(format!("beads-git: the merge chose for you: {}; see them with `bd-merge review`", parts.join(", "))))
 }
 
-/// Marks every entry up to `seq` as seen by a person (`bd-merge review`).
-pub fn mark_reviewed(dir: &Path, seq: u64) -> Result<()> {
-    if seq > read_mark(dir, REVIEWED_NAME) {
-        write_mark(dir, REVIEWED_NAME, seq)?;
+/// Records that a person has seen `shown` (`bd-merge review`): the reviewed mark moves past
+/// every entry of `all` up to the first one not shown, so `--id` or `--last` never marks entries
+/// they did not list.
+pub fn mark_reviewed(dir: &Path, all: &[Entry], shown: &[Entry]) -> Result<()> {
+    let mark = read_mark(dir, REVIEWED_NAME);
+    let seen: std::collections::HashSet<u64> = shown.iter().map(|e| e.seq).collect();
+    let mut pending: Vec<u64> = all.iter().map(|e| e.seq).filter(|s| *s > mark).collect();
+    pending.sort_unstable();
+    let top = pending.iter().take_while(|s| seen.contains(s)).last().copied();
+    match top {
+        Some(top) => write_mark(dir, REVIEWED_NAME, top),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Entries nobody has listed with `bd-merge review` yet, logged at or after `since`.

@@ -331,18 +331,15 @@ fn review(
     let now = beads_git::timestamp::merge_now().map_err(anyhow::Error::msg)?;
     let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
     let all = merge_log::read_all(&dir)?;
-    let newest = all.iter().map(|e| e.seq).max();
-    let shown = merge_log::select(all, &merge_log::Filter { last, since, id });
+    let shown = merge_log::select(all.clone(), &merge_log::Filter { last, since, id });
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         print!("{}", merge_log::render(&shown));
     }
-    if let Some(top) = newest {
-        // Listing them is reviewing them: `bd-sync check` stops mentioning these.
-        if let Err(e) = merge_log::mark_reviewed(&dir, top) {
-            eprintln!("bd-merge: warning: {e:#}");
-        }
+    // Listing them is reviewing them: `bd-sync check` stops mentioning what was shown.
+    if let Err(e) = merge_log::mark_reviewed(&dir, &all, &shown) {
+        eprintln!("bd-merge: warning: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
 }

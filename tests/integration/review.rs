@@ -333,7 +333,9 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     assert!(clean.status.success(), "{}", text(&clean.stderr));
     assert!(!text(&clean.stderr).contains("chose for you"), "{}", text(&clean.stderr));
 
-    // Reviewing them clears the note.
+    // Listing another issue's entries is not reviewing these; listing them clears the note.
+    assert!(bd_merge(repo.path(), &["review", "--id", "bd-2"]).status.success());
+    assert!(text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
     assert!(bd_merge(repo.path(), &["review"]).status.success());
     assert!(!text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
 }
