@@ -360,6 +360,7 @@ fn resolve_and_update_branch_log_under_their_own_names() {
     let entries = log_entries(repo.path());
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!((entries[0]["command"].as_str(), entries[0]["dropped"].as_str()), (Some("bd-merge resolve"), Some("Feature")));
+    assert_eq!((entries[0]["labels"]["ours"].as_str(), entries[0]["labels"]["theirs"].as_str()), (Some("HEAD"), Some("feature")));
 
     let repo = retitled_branches();
     repo.git(&["checkout", "-q", "feature"]);
