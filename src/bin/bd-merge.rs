@@ -311,8 +311,8 @@ fn review(
     }
     if let Some(n) = restore {
         let file = default_issues_file(file.as_ref())?;
-        return match merge_log::restore(&dir, n, &file) {
-            Ok(done) => {
+        return Ok(match merge_log::restore(&dir, n, &file)? {
+            merge_log::RestoreOutcome::Restored(done) => {
                 eprintln!(
                     "bd-merge: {}: {}: {} restored from the merge log (#{n}){}; commit it like any edit",
                     done.path,
@@ -320,13 +320,13 @@ fn review(
                     beads_git::record::printable(&done.field, 200),
                     done.updated_at.map(|u| format!(", updated_at {u}")).unwrap_or_default()
                 );
-                Ok(ExitCode::SUCCESS)
+                ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("bd-merge: {e:#}");
-                Ok(ExitCode::from(1))
+            merge_log::RestoreOutcome::Refused(why) => {
+                eprintln!("bd-merge: not restored: {why}");
+                ExitCode::from(1)
             }
-        };
+        });
     }
     let now = beads_git::timestamp::merge_now().map_err(anyhow::Error::msg)?;
     let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
