@@ -508,12 +508,19 @@ pub fn announce(dir: &Path) -> Result<Option<String>> {
     Ok(Some(format!("beads-git: the merge chose for you: {}; see them with `bd-merge review`", parts.join(", "))))
 }
 
-/// Marks every entry up to `seq` as seen by a person (`bd-merge review`).
-pub fn mark_reviewed(dir: &Path, seq: u64) -> Result<()> {
-    if seq > read_mark(dir, REVIEWED_NAME) {
-        write_mark(dir, REVIEWED_NAME, seq)?;
+/// Records that a person has seen `shown` (`bd-merge review`): the reviewed mark moves past
+/// every entry of `all` up to the first one not shown, so `--id` or `--last` never marks entries
+/// they did not list.
+pub fn mark_reviewed(dir: &Path, all: &[Entry], shown: &[Entry]) -> Result<()> {
+    let mark = read_mark(dir, REVIEWED_NAME);
+    let seen: std::collections::HashSet<u64> = shown.iter().map(|e| e.seq).collect();
+    let mut pending: Vec<u64> = all.iter().map(|e| e.seq).filter(|s| *s > mark).collect();
+    pending.sort_unstable();
+    let top = pending.iter().take_while(|s| seen.contains(s)).last().copied();
+    match top {
+        Some(top) => write_mark(dir, REVIEWED_NAME, top),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Entries nobody has listed with `bd-merge review` yet, logged at or after `since`.
@@ -610,7 +617,7 @@ pub fn render(entries: &[Entry]) -> String {
         } else {
             out.push_str(&format!("  kept    {}  from {}\n", shown(e.kept.as_deref(), 200), p(&side(&e.kept_from))));
             out.push_str(&format!("  dropped {}  from {}\n", shown(e.dropped.as_deref(), 200), p(&side(&e.dropped_from))));
-            if restorable(e).is_ok() {
+            if not_restorable(e).is_none() {
                 out.push_str(&format!("  put it back: bd-merge review --restore {}\n", e.seq));
             }
         }
@@ -618,14 +625,29 @@ pub fn render(entries: &[Entry]) -> String {
     out
 }
 
-fn restorable(e: &Entry) -> Result<()> {
+/// Why an entry cannot be restored (`None`: it can).
+fn not_restorable(e: &Entry) -> Option<String> {
     if e.reason == Reason::Rename || e.field == "id" {
-        bail!("#{} is a rename, not a dropped value: both issues are in the file", e.seq);
+        return Some(format!("#{} is a rename, not a dropped value: both issues are in the file", e.seq));
     }
     if e.field == "(record)" {
-        bail!("#{} is a whole record ({}); edit the issue with your tracker instead", e.seq, crate::record::printable(&e.detail, 200));
+        return Some(format!(
+            "#{} is a whole record ({}); edit the issue with your tracker instead",
+            e.seq,
+            crate::record::printable(&e.detail, 200)
+        ));
     }
-    Ok(())
+    None
+}
+
+/// How `restore` ended: a refusal is an outcome (the file is untouched), not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreOutcome {
+    /// The value is back in the file.
+    Restored(Restored),
+    /// Nothing was written, for this reason (the field changed again since, the entry is not a
+    /// value, the issue is gone, ...).
+    Refused(String),
 }
 
 /// What `restore` did.
@@ -697,11 +719,14 @@ fn group_of(record: &str) -> Option<String> {
 /// `file`, as a new edit (its `updated_at` ticked past the current one and never earlier than the
 /// clock), every other record byte for byte. Refuses when the record's field no longer holds the
 /// value the merge kept (it changed again since), or when the entry is not a value.
-pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<Restored> {
-    let entry = read_all(dir)?.into_iter().find(|e| e.seq == seq).with_context(|| {
-        format!("no entry #{seq} in the merge log ({}); list them with `bd-merge review`", dir.join(LOG_NAME).display())
-    })?;
-    restorable(&entry)?;
+pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
+    let refuse = |why: String| Ok(RestoreOutcome::Refused(why));
+    let Some(entry) = read_all(dir)?.into_iter().find(|e| e.seq == seq) else {
+        return refuse(format!("no entry #{seq} in the merge log ({}); list them with `bd-merge review`", dir.join(LOG_NAME).display()));
+    };
+    if let Some(why) = not_restorable(&entry) {
+        return refuse(why);
+    }
     let label = crate::record::printable(&crate::record::key_label(&entry.id), 200);
     let field = crate::record::printable(&entry.field, 200);
     let content = safe_fs::read_regular(file, 1 << 32)?.with_context(|| format!("{} does not exist", file.display()))?;
@@ -710,12 +735,14 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<Restored> {
     for (i, line) in split.lines.iter().enumerate() {
         if crate::record::record_id(line.bytes).ok().is_some_and(|id| id == entry.id) {
             if at.is_some() {
-                bail!("{}: {label} stands on several lines; run `bd-merge dedupe` first", file.display());
+                return refuse(format!("{}: {label} stands on several lines; run `bd-merge dedupe` first", file.display()));
             }
             at = Some(i);
         }
     }
-    let Some(at) = at else { bail!("{}: {label} is not in the file any more; nothing to restore it into", file.display()) };
+    let Some(at) = at else {
+        return refuse(format!("{}: {label} is not in the file any more; nothing to restore it into", file.display()));
+    };
     let line = std::str::from_utf8(split.lines[at].bytes)
         .map_err(|_| anyhow::anyhow!("{}, line {}: not UTF-8", file.display(), split.lines[at].number))?;
     crate::record::RawObject::parse_str(line).map_err(|e| anyhow::anyhow!("{}, line {}: {e}", file.display(), split.lines[at].number))?;
@@ -725,16 +752,16 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<Restored> {
     let path: Vec<&str> = entry.field.split('.').collect();
     let current = if group { group_of(line) } else { value_at(line, &path) };
     if same_json(current.as_deref(), dropped) {
-        bail!("{}: {label}: {field} already has the dropped value; nothing to restore", file.display());
+        return refuse(format!("{}: {label}: {field} already has the dropped value; nothing to restore", file.display()));
     }
     if !same_json(current.as_deref(), kept) {
-        bail!(
+        return refuse(format!(
             "{}: {label}: {field} changed again since that merge (now {}, the merge kept {}); not restored, edit it by hand if you still want {}",
             file.display(),
             current.as_deref().map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into()),
             kept.map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into()),
             dropped.map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into())
-        );
+        ));
     }
     let mut record = line.to_owned();
     if group {
@@ -763,7 +790,7 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<Restored> {
         out = fixed;
     }
     crate::jsonl::write_atomic(file, &out)?;
-    Ok(Restored { id: entry.id, field: entry.field, path: file.display().to_string(), updated_at })
+    Ok(RestoreOutcome::Restored(Restored { id: entry.id, field: entry.field, path: file.display().to_string(), updated_at }))
 }
 
 #[cfg(test)]

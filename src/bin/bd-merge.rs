@@ -311,8 +311,8 @@ fn review(
     }
     if let Some(n) = restore {
         let file = default_issues_file(file.as_ref())?;
-        return match merge_log::restore(&dir, n, &file) {
-            Ok(done) => {
+        return Ok(match merge_log::restore(&dir, n, &file)? {
+            merge_log::RestoreOutcome::Restored(done) => {
                 eprintln!(
                     "bd-merge: {}: {}: {} restored from the merge log (#{n}){}; commit it like any edit",
                     beads_git::record::printable(&done.path, 400),
@@ -320,29 +320,26 @@ fn review(
                     beads_git::record::printable(&done.field, 200),
                     done.updated_at.map(|u| format!(", updated_at {u}")).unwrap_or_default()
                 );
-                Ok(ExitCode::SUCCESS)
+                ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("bd-merge: {e:#}");
-                Ok(ExitCode::from(1))
+            merge_log::RestoreOutcome::Refused(why) => {
+                eprintln!("bd-merge: not restored: {why}");
+                ExitCode::from(1)
             }
-        };
+        });
     }
     let now = beads_git::timestamp::merge_now().map_err(anyhow::Error::msg)?;
     let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
     let all = merge_log::read_all(&dir)?;
-    let newest = all.iter().map(|e| e.seq).max();
-    let shown = merge_log::select(all, &merge_log::Filter { last, since, id });
+    let shown = merge_log::select(all.clone(), &merge_log::Filter { last, since, id });
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         print!("{}", merge_log::render(&shown));
     }
-    if let Some(top) = newest {
-        // Listing them is reviewing them: `bd-sync check` stops mentioning these.
-        if let Err(e) = merge_log::mark_reviewed(&dir, top) {
-            eprintln!("bd-merge: warning: {e:#}");
-        }
+    // Listing them is reviewing them: `bd-sync check` stops mentioning what was shown.
+    if let Err(e) = merge_log::mark_reviewed(&dir, &all, &shown) {
+        eprintln!("bd-merge: warning: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -170,7 +170,7 @@ pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
         path_name: Some(rel.clone()),
         structural: true,
         detect_conflict_style: true,
-        merge: options.merge.clone(),
+        merge: labelled(&top, sides, &options.merge),
         append_only: false,
         log: Some("bd-merge resolve".to_owned()),
     };
@@ -179,6 +179,24 @@ pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
         git(&top, &["add", "--", &rel])?;
     }
     Ok(Resolution::Merged { sides, report: Some(report) })
+}
+
+/// The merge options with the sides labelled as git labels them, when the caller gave no labels:
+/// during a merge `HEAD` and the merged branch, during a rebase (or cherry-pick) the commit being
+/// applied, so the report lines and the merge log name them.
+fn labelled(top: &Path, sides: Sides, merge: &MergeOptions) -> MergeOptions {
+    let mut merge = merge.clone();
+    let default = super::Markers::default();
+    if sides != Sides::IndexStages || merge.markers.ours != default.ours || merge.markers.theirs != default.theirs {
+        return merge;
+    }
+    if let Ok(name) = git(top, &["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"]) {
+        merge.markers.ours = "HEAD".to_owned();
+        merge.markers.theirs = name;
+    } else if let Ok(hash) = git(top, &["rev-parse", "--short", "--verify", "--quiet", "REBASE_HEAD"]) {
+        merge.markers.theirs = hash;
+    }
+    merge
 }
 
 /// What `dedupe` did to one id.

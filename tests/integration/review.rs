@@ -333,7 +333,9 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     assert!(clean.status.success(), "{}", text(&clean.stderr));
     assert!(!text(&clean.stderr).contains("chose for you"), "{}", text(&clean.stderr));
 
-    // Reviewing them clears the note.
+    // Listing another issue's entries is not reviewing these; listing them clears the note.
+    assert!(bd_merge(repo.path(), &["review", "--id", "bd-2"]).status.success());
+    assert!(text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
     assert!(bd_merge(repo.path(), &["review"]).status.success());
     assert!(!text(&bd_sync(repo.path(), &["check"]).stdout).contains("unreviewed-overrides"));
 }
@@ -358,6 +360,7 @@ fn resolve_and_update_branch_log_under_their_own_names() {
     let entries = log_entries(repo.path());
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!((entries[0]["command"].as_str(), entries[0]["dropped"].as_str()), (Some("bd-merge resolve"), Some("Feature")));
+    assert_eq!((entries[0]["labels"]["ours"].as_str(), entries[0]["labels"]["theirs"].as_str()), (Some("HEAD"), Some("feature")));
 
     let repo = retitled_branches();
     repo.git(&["checkout", "-q", "feature"]);
