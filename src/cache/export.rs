@@ -15,6 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::codec::{self, render_issue};
 use super::{import, stamp, with_guard, Cache};
 use crate::jsonl::{self, Layout};
+use crate::merge::derived;
 use crate::record::{kind_rank, record_key, Key};
 use crate::safe_fs::Identity;
 
@@ -125,6 +126,7 @@ fn export_once(
     // lock, so one edited meanwhile (it no longer renders as written) stays dirty, whatever its state.
     // The file is replaced (and staged, when asked) inside the transaction; if staging fails the old
     // file is put back and the transaction rolls back, so the cache still holds every edit.
+    let mut fixed: FxHashMap<String, String> = FxHashMap::default();
     let done = with_guard(&mut cache.conn, |tx| {
         let (identity, new_hash) = if unchanged {
             report.unchanged = true;
@@ -141,7 +143,8 @@ fn export_once(
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             let written = jsonl::write_atomic_if_unchanged(&path, read, |w| {
                 let mut w = HashingWriter { inner: w, hasher: &mut hasher };
-                rewrite(file.as_ref(), &path, &survey, &rendered, &added, &mut w)
+                fixed = rewrite(file.as_ref(), &path, &survey, &rendered, &added, style, &mut w)?;
+                Ok(())
             });
             let identity = match written {
                 Ok(Some(identity)) => identity,
@@ -177,9 +180,13 @@ fn export_once(
                 continue;
             }
             if let Some(text) = r {
-                codec::store_line(tx, id, text)?;
+                codec::store_line(tx, id, fixed.get(id).unwrap_or(text))?;
             }
             tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
+        }
+        // Clean records whose derived counts the edits changed: the cache holds what was written.
+        for (id, text) in fixed.iter().filter(|(id, _)| !rendered.contains_key(id.as_str())) {
+            codec::store_line(tx, id, text)?;
         }
         stamp::record_file_state(tx, &path, identity, new_hash)?;
         Ok(true)
@@ -207,12 +214,32 @@ struct Survey {
     hash: i64,
     /// The file was absent or empty (a new file gets the default layout).
     empty: bool,
+    /// When the file carries bd's derived counts: how many `blocks` dependencies point at each id
+    /// in the file as it will be written (dirty records as rendered).
+    dependents: Option<FxHashMap<String, i64>>,
+    /// Ids whose `dependent_count` a dirty record's dependencies may have changed (targets of
+    /// their old and new dependencies): the clean records whose counts are recomputed.
+    affected: FxHashSet<String>,
 }
 
 impl Survey {
     fn read(file: Option<&std::fs::File>, path: &Path, rendered: &FxHashMap<String, Option<String>>) -> Result<Survey> {
-        let mut survey =
-            Survey { sorted: true, changed: false, seen_dirty: FxHashSet::default(), layout: Layout::default(), hash: 0, empty: true };
+        let mut survey = Survey {
+            sorted: true,
+            changed: false,
+            seen_dirty: FxHashSet::default(),
+            layout: Layout::default(),
+            hash: 0,
+            empty: true,
+            dependents: None,
+            affected: FxHashSet::default(),
+        };
+        // bd 1.0.5+ writes the counts on every issue line, so the first block (or an edit) tells.
+        let mut counts = rendered.values().flatten().any(|t| derived::mentions_counts(t.as_bytes()));
+        let mut dependents: FxHashMap<String, i64> = FxHashMap::default();
+        for text in rendered.values().flatten() {
+            survey.affected.extend(derived::dependents(std::iter::once(text.as_bytes())).into_keys());
+        }
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         let Some(file) = file else {
             survey.hash = hasher.digest() as i64;
@@ -222,6 +249,7 @@ impl Survey {
         let mut prev: Option<String> = None;
         while let Some(block) = blocks.next_block()? {
             hasher.update(block.bytes);
+            counts |= survey.empty && derived::mentions_counts(block.bytes);
             survey.empty = false;
             for line in &block.lines {
                 // Issues by id; bd 1.0's header and memory lines by their kind's place (never
@@ -230,9 +258,19 @@ impl Survey {
                 if prev.as_deref().is_some_and(|p| (kind_rank(p), p) > (kind_rank(&id), id.as_ref())) {
                     survey.sorted = false;
                 }
-                if let Some((key, r)) = rendered.get_key_value(id.as_ref()) {
-                    if survey.seen_dirty.insert(key.clone()) {
+                let written = match rendered.get_key_value(id.as_ref()) {
+                    Some((key, r)) if survey.seen_dirty.insert(key.clone()) => {
                         survey.changed |= r.as_ref().is_none_or(|text| text.as_bytes() != line.bytes);
+                        if counts {
+                            survey.affected.extend(derived::dependents(std::iter::once(line.bytes)).into_keys());
+                        }
+                        r.as_deref().map(str::as_bytes)
+                    }
+                    _ => Some(line.bytes),
+                };
+                if counts {
+                    for (target, n) in derived::dependents(written.into_iter()) {
+                        *dependents.entry(target).or_default() += n;
                     }
                 }
                 match &mut prev {
@@ -246,20 +284,44 @@ impl Survey {
         }
         survey.layout = if survey.empty { Layout::default() } else { blocks.layout() };
         survey.hash = hasher.digest() as i64;
+        if counts {
+            // Records new to the file point at others too.
+            for (_, text) in rendered.iter().filter(|(id, _)| !survey.seen_dirty.contains(id.as_str())) {
+                for (target, n) in derived::dependents(text.as_deref().map(str::as_bytes).into_iter()) {
+                    *dependents.entry(target).or_default() += n;
+                }
+            }
+            survey.dependents = Some(dependents);
+        }
         Ok(survey)
     }
 }
 
 /// The second read: copies the file to `w` with each dirty issue's line replaced by its rendering
 /// (or dropped), and the new issues in id order when the file is sorted (at the end otherwise).
+///
+/// When the file carries bd's derived counts, the records written from the cache's edits, and the
+/// clean records their dependencies point at (or stopped pointing at), get their counts
+/// recomputed; every line so changed is returned by id, for the cache to store.
 fn rewrite(
     file: Option<&std::fs::File>,
     path: &Path,
     survey: &Survey,
     rendered: &FxHashMap<String, Option<String>>,
     added: &[(&str, &str)],
+    go_style: bool,
     w: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
+) -> std::io::Result<FxHashMap<String, String>> {
+    let mut fixed: FxHashMap<String, String> = FxHashMap::default();
+    let mut fix = |id: &str, text: &[u8], dirty: bool| -> Option<String> {
+        let deps = survey.dependents.as_ref()?;
+        if !dirty && !survey.affected.contains(id) {
+            return None;
+        }
+        let line = derived::fix_line(text, deps, go_style)?;
+        fixed.insert(id.to_owned(), line.clone());
+        Some(line)
+    };
     let layout = survey.layout;
     let mut out = LineWriter { w, layout, first: true };
     if layout.bom {
@@ -275,17 +337,22 @@ fn rewrite(
             for line in &block.lines {
                 let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
                 if survey.sorted {
-                    while let Some((_, text)) = pending.next_if(|(n, _)| (kind_rank(n), *n) < (kind_rank(&id), id.as_ref())) {
+                    while let Some((n, text)) = pending.next_if(|(n, _)| (kind_rank(n), *n) < (kind_rank(&id), id.as_ref())) {
+                        let text = fix(n, text.as_bytes(), true).unwrap_or_else(|| text.to_string());
                         out.line(text.as_bytes())?;
                     }
                 }
                 match rendered.get_key_value(id.as_ref()) {
                     Some((key, r)) if seen.insert(key.as_str()) => {
                         if let Some(text) = r {
+                            let text = fix(key, text.as_bytes(), true).unwrap_or_else(|| text.clone());
                             out.line(text.as_bytes())?;
                         }
                     }
-                    _ => out.line(line.bytes)?,
+                    _ => match fix(&id, line.bytes, false) {
+                        Some(text) => out.line(text.as_bytes())?,
+                        None => out.line(line.bytes)?,
+                    },
                 }
             }
         }
@@ -293,13 +360,14 @@ fn rewrite(
     if hasher.digest() as i64 != survey.hash {
         return Err(std::io::Error::other("the file changed while it was exported; nothing was written, run the export again"));
     }
-    for (_, text) in pending {
+    for (n, text) in pending {
+        let text = fix(n, text.as_bytes(), true).unwrap_or_else(|| text.to_string());
         out.line(text.as_bytes())?;
     }
     if layout.final_newline && !out.first {
         out.w.write_all(out.eol())?;
     }
-    Ok(())
+    Ok(fixed)
 }
 
 /// Writes lines with a layout's line endings: an ending between lines; the caller adds the final one.

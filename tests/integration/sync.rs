@@ -662,3 +662,47 @@ fn a_bd_1_0_file_with_a_header_and_memories_round_trips_byte_for_byte() {
     assert_eq!(&lines[4..], &original[3..], "memories after the issues, untouched");
     assert_eq!(ws.sync(&["check"]).status.code(), Some(0));
 }
+
+#[test]
+fn regression_an_sql_edit_of_dependencies_and_comments_left_bd_derived_counts_stale() {
+    let counts = |dep: i64, dependents: i64, comments: i64| {
+        format!(r#""dependency_count":{dep},"dependent_count":{dependents},"comment_count":{comments}"#)
+    };
+    let lines = [
+        format!(
+            r#"{{"id":"bd-a","title":"A","status":"open","dependencies":[{{"issue_id":"bd-a","depends_on_id":"bd-b","type":"blocks"}}],{}}}"#,
+            counts(1, 0, 0)
+        ),
+        format!(r#"{{"id":"bd-b","title":"B","status":"open",{}}}"#, counts(0, 1, 0)),
+        format!(r#"{{"id":"bd-c","title":"C","status":"open",{}}}"#, counts(0, 0, 0)),
+        r#"{"id":"bd-d","title":"D (no counts)","status":"open"}"#.to_owned(),
+        // Untouched by the edits and already stale: left byte for byte.
+        format!(r#"{{"id":"bd-e","title":"E","status":"open",{}}}"#, counts(0, 7, 0)),
+    ];
+    let ws = Workspace::new(lines.iter().map(|l| format!("{l}\n")).collect::<String>().as_bytes());
+    ws.ok(&["import"]);
+    ws.sql(
+        "UPDATE dependencies SET depends_on_id = 'bd-c' WHERE issue_id = 'bd-a';
+         INSERT INTO comments (issue_id, comment_id, author, text, created_at, position) VALUES ('bd-c', 1, 'me', 'hi', '2025-11-01T00:00:00Z', 0);
+         INSERT INTO dependencies (issue_id, depends_on_id, type, position) VALUES ('bd-d', 'bd-c', 'blocks', 0);",
+    );
+    ws.ok(&["export"]);
+    let text = String::from_utf8(ws.read()).expect("utf8");
+    let by_id: std::collections::BTreeMap<String, serde_json::Value> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json");
+            (v["id"].as_str().expect("id").to_owned(), v)
+        })
+        .collect();
+    assert_eq!(by_id["bd-a"]["dependency_count"], 1, "{text}");
+    assert_eq!(by_id["bd-b"]["dependent_count"], 0, "bd-a stopped pointing at bd-b: {text}");
+    assert_eq!(by_id["bd-c"]["dependent_count"], 2, "bd-a and bd-d point at bd-c now: {text}");
+    assert_eq!(by_id["bd-c"]["comment_count"], 1, "{text}");
+    assert!(by_id["bd-d"].get("dependency_count").is_none(), "a record without counts never gains them: {text}");
+    assert!(text.contains(&lines[4]), "an untouched record stays byte for byte: {text}");
+    // The cache holds what was written: a second export changes nothing.
+    ws.ok(&["export"]);
+    assert_eq!(String::from_utf8(ws.read()).expect("utf8"), text);
+    assert_eq!(ws.ok(&["status"]).lines().find(|l| l.starts_with("dirty")).map(str::trim), Some("dirty   0 unexported edit(s)"));
+}
