@@ -127,6 +127,15 @@ fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// What to run after a clean `resolve`: stage the file (unless `--stage` did), then commit.
+fn next_step(file: &str, staged: bool) -> String {
+    if staged {
+        "bd-merge: next: commit (`git commit`; `git rebase --continue` during a rebase)".to_owned()
+    } else {
+        format!("bd-merge: next: `git add {file}` (or resolve with --stage), then commit (`git rebase --continue` during a rebase)")
+    }
+}
+
 fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
     match cmd {
@@ -221,6 +230,10 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                             "; conflicts left for a human"
                         }
                     );
+                    if report.exit_code() == 0 {
+                        let shown = beads_git::cache::import::shown_path(&path);
+                        eprintln!("{}", next_step(&shown, stage));
+                    }
                     Ok(ExitCode::from(report.exit_code()))
                 }
             }

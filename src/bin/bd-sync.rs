@@ -196,7 +196,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
-                eprintln!("bd-sync: {}", printable_lines(&invalid.to_string()));
+                // Only `import` has --skip-invalid; every other command names only what it can run.
+                let skip_invalid = matches!(cli.command, Command::Import { .. });
+                eprintln!("bd-sync: {}\n{}", printable_lines(&invalid.to_string()), invalid.advice(skip_invalid));
             } else if beads_git::cache::is_busy(&e) {
                 // Every write happens inside the one transaction that could not start.
                 eprintln!(

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod advice;
 mod br_roundtrip;
 mod cli;
 mod concurrency;
