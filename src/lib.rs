@@ -19,11 +19,13 @@
 //! - [`install`]: our marked blocks in git hook files.
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
 //!   is installed.
+//! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 #![warn(missing_docs)]
 
 pub mod cache;
 pub mod check;
+pub mod color;
 pub mod diff;
 pub mod git;
 pub mod history;
@@ -41,6 +43,10 @@ pub mod since_last;
 pub mod timestamp;
 pub mod update_branch;
 pub mod watch;
+
+/// The version every binary prints: the package version, and the commit when built from a git
+/// checkout of beads-git (`0.1.0 (abc1234)`); set by the build script.
+pub const VERSION: &str = env!("BEADS_GIT_VERSION");
 
 /// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line
 /// tools do, instead of failing on a closed pipe. Call first thing in `main`.

@@ -8,23 +8,27 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::color::ColorChoice;
 use beads_git::record::{escaped, escaped_path, printable_lines};
 use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
 /// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "bd-sync", version = beads_git::VERSION, propagate_version = true)]
 struct Cli {
     /// The cache database [default: $(git rev-parse --git-dir)/beads/cache.db, outside a repo .beads/cache.db].
     #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Run as if started in this directory.
     #[arg(short = 'C', long = "repo", global = true, value_name = "DIR")]
-    repo: Option<PathBuf>,
+    directory: Option<PathBuf>,
     /// Machine-readable output on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Colour the output: auto (a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, hide_possible_values = true)]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,6 +112,7 @@ enum Command {
     /// Show paths, counts and whether the cache is in step with the file.
     Status,
     /// Look for problems in the issues file and the installation (exit 1 on errors; warnings only with --strict).
+    #[command(alias = "doctor")]
     Check {
         /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
         file: Option<PathBuf>,
@@ -125,19 +130,23 @@ enum Command {
         #[command(flatten)]
         filter: ListArgs,
     },
-    /// One issue in full: its fields, what blocks it, what it blocks (imports the file first if it changed).
+    /// Issues in full: their fields, what blocks them, what they block (imports the file first if it changed).
     Show {
-        /// The issue id.
-        id: String,
+        /// Issue ids; a unique prefix or suffix of an id is enough (an ambiguous one lists the candidates).
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
     },
     /// What changed in issues, field by field: HEAD against the working file, REV against it, or A..B.
     Diff {
         /// `REV` (against the working file) or `A..B` [default: HEAD against the working file].
         revs: Option<String>,
+        /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
+        #[arg(long)]
+        exit_code: bool,
     },
     /// The commits that changed one issue, newest first, each with its field-level change.
     Log {
-        /// The issue id.
+        /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
         id: String,
         /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
         #[arg(allow_hyphen_values = true)]
@@ -192,6 +201,7 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
     let cli = Cli::parse();
+    beads_git::color::set(cli.color);
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
@@ -216,7 +226,7 @@ fn main() -> ExitCode {
 
 fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
     let start = repo_dir(cli, None)?;
-    let file = file.map(|f| if f.is_absolute() || cli.repo.is_none() { f.clone() } else { start.join(f) });
+    let file = file.map(|f| if f.is_absolute() || cli.directory.is_none() { f.clone() } else { start.join(f) });
     Paths::discover(&start, file.as_deref(), cli.db.as_deref())
 }
 
@@ -496,7 +506,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Diff { revs } => {
+        Command::Diff { revs, exit_code } => {
             let file = paths(cli, None)?.file;
             let file = std::path::absolute(&file).unwrap_or(file);
             let report = beads_git::history::diff(&beads_git::history::DiffOptions { spec: revs.clone(), working_file: file })?;
@@ -508,10 +518,17 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                     eprintln!("bd-sync: no issue changed between {} and {}", escaped(&report.old), escaped(&report.new));
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if *exit_code && !report.issues.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Log { id, range } => {
             let dir = repo_dir(cli, None)?;
+            // A partial id resolves against the issues file; an id no longer in it is taken as given.
+            let id = match open_fresh(cli).and_then(|cache| query::resolve_id(&cache, id)) {
+                Ok(query::IdMatch::Ambiguous(candidates)) => return Ok(ambiguous(id, &candidates)),
+                Ok(query::IdMatch::One(full)) => full,
+                _ => id.clone(),
+            };
+            let id = &id;
             let entries = beads_git::history::log(&dir, id, range.as_deref())?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&entries)?);
@@ -534,20 +551,53 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Show { id } => {
+        Command::Show { ids } => {
             let cache = open_fresh(cli)?;
-            let Some(shown) = query::show(&cache, id)? else {
-                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
-                return Ok(ExitCode::from(1));
-            };
+            let mut all = Vec::new();
+            for id in ids {
+                let full = match query::resolve_id(&cache, id)? {
+                    query::IdMatch::One(full) => full,
+                    query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(id, &candidates)),
+                    query::IdMatch::None => {
+                        eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
+                        return Ok(ExitCode::from(1));
+                    }
+                };
+                let Some(shown) = query::show(&cache, &full)? else {
+                    eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{full:?}")), escaped_path(&cache.paths.file));
+                    return Ok(ExitCode::from(1));
+                };
+                all.push(shown);
+            }
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&shown)?);
+                // One id keeps the object it always printed; several print an array.
+                if all.len() == 1 {
+                    println!("{}", serde_json::to_string_pretty(&all[0])?);
+                } else {
+                    println!("{}", serde_json::to_string_pretty(&all)?);
+                }
             } else {
-                print_shown(&shown);
+                for (i, shown) in all.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    print_shown(shown);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Reports a partial id that several issues match (exit 1), listing them.
+fn ambiguous(id: &str, candidates: &[String]) -> ExitCode {
+    eprintln!(
+        "bd-sync: {} matches {} issues: {}; give more of the id",
+        escaped(&format!("{id:?}")),
+        candidates.len(),
+        candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ")
+    );
+    ExitCode::from(1)
 }
 
 /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
@@ -566,7 +616,7 @@ fn open_fresh(cli: &Cli) -> Result<Cache> {
 }
 
 fn repo_dir(cli: &Cli, repo: Option<&PathBuf>) -> Result<PathBuf> {
-    match (repo, &cli.repo) {
+    match (repo, &cli.directory) {
         (Some(r), _) | (None, Some(r)) => Ok(r.clone()),
         (None, None) => std::env::current_dir().context("finding the current directory"),
     }

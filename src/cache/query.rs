@@ -330,6 +330,42 @@ pub struct Shown {
     pub children: Vec<String>,
 }
 
+/// What a possibly partial id names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdMatch {
+    /// Exactly one issue: its full id.
+    One(String),
+    /// Several issues (their ids, sorted).
+    Ambiguous(Vec<String>),
+    /// No issue.
+    None,
+}
+
+/// Resolves an id as `bd show` does: the exact id, else the one id that starts or ends with it
+/// (`bd-a1` or `a1` for `bd-a1b2` / `bd-a1`); several matches are listed, never guessed.
+pub fn resolve_id(cache: &Cache, partial: &str) -> Result<IdMatch> {
+    let exact: Option<String> = cache.conn.query_row("SELECT id FROM issues WHERE id = ?1", [partial], |r| r.get(0)).optional()?;
+    if let Some(id) = exact {
+        return Ok(IdMatch::One(id));
+    }
+    if partial.is_empty() {
+        return Ok(IdMatch::None);
+    }
+    let mut st = cache.conn.prepare("SELECT id FROM issues ORDER BY id")?;
+    let mut found: Vec<String> = Vec::new();
+    for id in st.query_map([], |r| r.get::<_, String>(0))? {
+        let id = id?;
+        if id.starts_with(partial) || id.ends_with(partial) {
+            found.push(id);
+        }
+    }
+    Ok(match found.len() {
+        0 => IdMatch::None,
+        1 => IdMatch::One(found.remove(0)),
+        _ => IdMatch::Ambiguous(found),
+    })
+}
+
 /// The issue `id`, or `None` when the cache has no such issue.
 pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
     let row: Option<(Option<String>, bool)> = cache

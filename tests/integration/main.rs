@@ -7,6 +7,7 @@ mod advice;
 mod br_roundtrip;
 mod cli;
 mod concurrency;
+mod conventions;
 mod crash;
 mod history;
 mod hook;

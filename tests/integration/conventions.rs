@@ -1,0 +1,144 @@
+//! The command-line conventions users of git, ripgrep and bd expect: `--version` naming the
+//! binary, global flags after the subcommand, named positionals, `doctor`, `--exit-code`,
+//! `--color`, partial ids and several ids at once.
+
+use std::process::Output;
+
+use crate::support::{bin, hermetic, run, TestRepo};
+
+const ISSUES: &str = concat!(
+    r#"{"id":"bd-a1b2","title":"First","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"bd-a1c3","title":"Second","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+);
+
+fn tool(dir: &std::path::Path, program: &str, args: &[&str]) -> Output {
+    let mut cmd = hermetic(bin(program));
+    cmd.current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir);
+    run(&mut cmd)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn repo() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file(".beads/issues.jsonl", ISSUES.as_bytes(), "issues");
+    repo
+}
+
+#[test]
+fn version_says_beads_git_for_every_binary() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for program in ["bd-sync", "bd-merge", "bd-hook"] {
+        let out = tool(dir.path(), program, &["--version"]);
+        let v = text(&out.stdout);
+        assert!(v.starts_with(&format!("{program} {}", env!("CARGO_PKG_VERSION"))), "{program}: {v}");
+    }
+    let out = tool(dir.path(), "bd-merge", &["resolve", "--version"]);
+    assert!(text(&out.stdout).starts_with("bd-merge"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn global_flag_after_the_subcommand_is_refused() {
+    let repo = repo();
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let path = repo.path().to_str().expect("utf8");
+    for args in [&["install", "-C", path, "--dry-run"][..], &["uninstall", "--dry-run", "-C", path], &["status", "-C", path]] {
+        let out = tool(elsewhere.path(), "bd-sync", args);
+        assert_eq!(out.status.code(), Some(0), "bd-sync {args:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn usage_line_reads_files_files_files() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let help = text(&tool(dir.path(), "bd-merge", &["--help"]).stdout);
+    assert!(help.contains("<BASE> <OURS> <THEIRS>"), "{help}");
+    assert!(!help.contains("<FILES> <FILES>"), "{help}");
+    assert!(help.starts_with("Field-level three-way merge"), "the binary's own description, not the crate's: {help}");
+}
+
+#[test]
+fn doctor_is_not_an_alias_of_check() {
+    let repo = repo();
+    let out = tool(repo.path(), "bd-sync", &["doctor"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("0 errors"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn diff_has_no_exit_code_flag() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    std::fs::write(d.join("old.jsonl"), ISSUES).expect("write");
+    std::fs::write(d.join("same.jsonl"), ISSUES).expect("write");
+    std::fs::write(d.join("new.jsonl"), ISSUES.replace("First", "Renamed")).expect("write");
+    let differ = tool(d, "bd-merge", &["diff", "--exit-code", "old.jsonl", "new.jsonl"]);
+    assert_eq!(differ.status.code(), Some(1), "{}", text(&differ.stderr));
+    assert!(text(&differ.stdout).contains("Renamed"));
+    let same = tool(d, "bd-merge", &["diff", "--exit-code", "old.jsonl", "same.jsonl"]);
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
+    let plain = tool(d, "bd-merge", &["diff", "old.jsonl", "new.jsonl"]);
+    assert_eq!(plain.status.code(), Some(0), "without --exit-code a difference is not an error");
+
+    let repo = repo();
+    let clean = tool(repo.path(), "bd-sync", &["diff", "--exit-code"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
+    repo.write(".beads/issues.jsonl", ISSUES.replace("Second", "Changed").as_bytes());
+    let changed = tool(repo.path(), "bd-sync", &["diff", "--exit-code"]);
+    assert_eq!(changed.status.code(), Some(1), "{}", text(&changed.stderr));
+}
+
+#[test]
+fn no_color_flag_and_no_color_wins_over_always() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    std::fs::write(d.join("old.jsonl"), ISSUES).expect("write");
+    std::fs::write(d.join("new.jsonl"), ISSUES.replace("First", "Renamed")).expect("write");
+    let always = tool(d, "bd-merge", &["diff", "--color", "always", "old.jsonl", "new.jsonl"]);
+    assert!(always.stdout.contains(&0x1b), "--color always colours a pipe: {}", text(&always.stdout));
+    let mut cmd = hermetic(bin("bd-merge"));
+    cmd.current_dir(d).args(["diff", "--color=always", "old.jsonl", "new.jsonl"]).env("NO_COLOR", "1");
+    assert!(run(&mut cmd).stdout.contains(&0x1b), "the explicit flag beats NO_COLOR");
+    let never = tool(d, "bd-merge", &["diff", "--color", "never", "old.jsonl", "new.jsonl"]);
+    assert!(!never.stdout.contains(&0x1b));
+    let auto = tool(d, "bd-merge", &["diff", "old.jsonl", "new.jsonl"]);
+    assert!(!auto.stdout.contains(&0x1b), "auto: a pipe is not a terminal");
+
+    let repo = repo();
+    repo.write(".beads/issues.jsonl", ISSUES.replace("Second", "Changed").as_bytes());
+    let out = tool(repo.path(), "bd-sync", &["diff", "--color", "always"]);
+    assert!(out.stdout.contains(&0x1b), "{}", text(&out.stderr));
+}
+
+#[test]
+fn show_and_log_need_the_full_id() {
+    let repo = repo();
+    let prefix = tool(repo.path(), "bd-sync", &["show", "bd-a1b"]);
+    assert_eq!(prefix.status.code(), Some(0), "{}", text(&prefix.stderr));
+    assert!(text(&prefix.stdout).starts_with("bd-a1b2: First"), "{}", text(&prefix.stdout));
+    let suffix = tool(repo.path(), "bd-sync", &["show", "c3"]);
+    assert!(text(&suffix.stdout).starts_with("bd-a1c3: Second"), "{}", text(&suffix.stderr));
+    let both = tool(repo.path(), "bd-sync", &["show", "bd-a1"]);
+    assert_eq!(both.status.code(), Some(1));
+    let err = text(&both.stderr);
+    assert!(err.contains("bd-a1b2") && err.contains("bd-a1c3"), "candidates listed: {err}");
+
+    repo.write(".beads/issues.jsonl", ISSUES.replace("First", "Retitled").as_bytes());
+    repo.git(&["commit", "-qam", "retitle"]);
+    let log = tool(repo.path(), "bd-sync", &["log", "a1b2"]);
+    assert_eq!(log.status.code(), Some(0), "{}", text(&log.stderr));
+    assert!(text(&log.stdout).contains("retitle"), "{}", text(&log.stdout));
+}
+
+#[test]
+fn show_takes_one_id_only() {
+    let repo = repo();
+    let out = tool(repo.path(), "bd-sync", &["show", "bd-a1b2", "bd-a1c3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("bd-a1b2: First") && shown.contains("bd-a1c3: Second"), "{shown}");
+}
