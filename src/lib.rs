@@ -20,6 +20,7 @@
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
 //!   is installed.
 //! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
+//! - [`generate`]: shell completions and man pages from the binaries' clap definitions.
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 #![warn(missing_docs)]
 
@@ -27,6 +28,7 @@ pub mod cache;
 pub mod check;
 pub mod color;
 pub mod diff;
+pub mod generate;
 pub mod git;
 pub mod history;
 pub mod hook;

@@ -94,6 +94,10 @@ struct Cli {
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

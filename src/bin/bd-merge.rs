@@ -301,7 +301,22 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     }
 }
 
+/// The whole command line for completions and the man page: the driver's arguments and the
+/// repair commands (which `main` parses apart) as subcommands.
+fn whole_command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command().subcommand_negates_reqs(true).args_conflicts_with_subcommands(true);
+    for sub in Repair::command().get_subcommands() {
+        cmd = cmd.subcommand(sub.clone());
+    }
+    cmd
+}
+
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, whole_command) {
+        return code;
+    }
     // `bd-merge resolve|dedupe ...`; anything else is the driver's BASE OURS THEIRS.
     if matches!(
         std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()),

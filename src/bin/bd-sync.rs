@@ -200,6 +200,10 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+        return code;
+    }
     let cli = Cli::parse();
     beads_git::color::set(cli.color);
     match run(&cli) {

@@ -9,6 +9,7 @@ mod cli;
 mod concurrency;
 mod conventions;
 mod crash;
+mod generate;
 mod history;
 mod hook;
 mod hostile;
