@@ -142,3 +142,57 @@ fn show_takes_one_id_only() {
     let shown = text(&out.stdout);
     assert!(shown.contains("bd-a1b2: First") && shown.contains("bd-a1c3: Second"), "{shown}");
 }
+
+const FULL: &str = concat!(
+    r#"{"id":"bd-epic","title":"Epic","status":"open","priority":1,"issue_type":"epic","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"bd-dep","title":"Blocker","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    "\n",
+    r#"{"id":"bd-full","title":"Everything","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","description":"The why.","design":"Use a trie.","acceptance_criteria":"All green.","notes":"Asked Ann.","comments":[{"id":1,"issue_id":"bd-full","author":"ann","text":"Looks good\nship it","created_at":"2025-01-03T00:00:00Z"}],"dependencies":[{"issue_id":"bd-full","depends_on_id":"bd-epic","type":"parent-child"},{"issue_id":"bd-full","depends_on_id":"bd-dep","type":"blocks"},{"issue_id":"bd-full","depends_on_id":"bd-epic","type":"related"},{"issue_id":"bd-full","depends_on_id":"bd-dep","type":"discovered-from"}]}"#,
+    "\n",
+);
+
+#[test]
+fn show_leaves_out_notes_design_acceptance_comments_and_parent() {
+    let repo = TestRepo::new();
+    repo.commit_file(".beads/issues.jsonl", FULL.as_bytes(), "issues");
+    let out = tool(repo.path(), "bd-sync", &["show", "bd-full"]);
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for want in [
+        "Use a trie.",
+        "All green.",
+        "Asked Ann.",
+        "The why.",
+        "ann",
+        "2025-01-03T00:00:00Z",
+        "Looks good",
+        "ship it",
+        "parent       bd-epic",
+        "related      bd-epic",
+        "discovered-from bd-dep",
+        "depends on   bd-dep",
+    ] {
+        assert!(shown.contains(want), "show lacks {want:?}:\n{shown}");
+    }
+}
+
+#[test]
+fn ready_json_returns_seven_fields_and_show_json_an_object() {
+    let repo = TestRepo::new();
+    repo.commit_file(".beads/issues.jsonl", FULL.as_bytes(), "issues");
+    let ready: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["ready", "--json"]).stdout).expect("json");
+    let epic = ready.as_array().and_then(|a| a.iter().find(|i| i["id"] == "bd-epic")).expect("bd-epic is ready");
+    assert_eq!(epic["updated_at"], "2025-01-02T00:00:00Z", "full issue objects: {epic}");
+    let blocked: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["blocked", "--json"]).stdout).expect("json");
+    let full = blocked.as_array().and_then(|a| a.iter().find(|i| i["id"] == "bd-full")).expect("bd-full is blocked");
+    assert_eq!(full["design"], "Use a trie.", "{full}");
+    assert_eq!(full["blocked_by"], serde_json::json!(["bd-dep"]), "{full}");
+    let show: serde_json::Value =
+        serde_json::from_slice(&tool(repo.path(), "bd-sync", &["show", "bd-full", "--json"]).stdout).expect("json");
+    let arr = show.as_array().unwrap_or_else(|| panic!("show --json is an array, as bd's: {show}"));
+    assert_eq!(arr.len(), 1);
+    assert_eq!(arr[0]["notes"], "Asked Ann.");
+    assert_eq!(arr[0]["blocked_by"], serde_json::json!(["bd-dep"]));
+    assert_eq!(arr[0]["comments"][0]["author"], "ann");
+}
