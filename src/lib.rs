@@ -21,6 +21,7 @@
 //!   is installed.
 //! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
 //! - [`generate`]: shell completions and man pages from the binaries' clap definitions.
+//! - [`schema`]: JSON Schemas of every `--json` output (`bd-sync schema`).
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 #![warn(missing_docs)]
 
@@ -41,6 +42,7 @@ pub mod notify;
 pub mod record;
 pub mod safe_fs;
 pub mod safe_read;
+pub mod schema;
 pub mod since_last;
 pub mod timestamp;
 pub mod update_branch;

@@ -144,6 +144,11 @@ enum Command {
         #[arg(long)]
         exit_code: bool,
     },
+    /// JSON Schemas of the `--json` outputs: one command's, or all of them keyed by command.
+    Schema {
+        /// ready, blocked, show, status, check, import, export, install, uninstall, diff or log [default: all].
+        command: Option<String>,
+    },
     /// The commits that changed one issue, newest first, each with its field-level change.
     Log {
         /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
@@ -554,6 +559,26 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                     eprintln!("bd-sync: no commit changed {id:?}");
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema { command } => {
+            let out = match command {
+                Some(c) => match beads_git::schema::schema(c) {
+                    Some(s) => s,
+                    None => {
+                        eprintln!(
+                            "bd-sync: no schema for {}: one of {}",
+                            escaped(&format!("{c:?}")),
+                            beads_git::schema::COMMANDS.join(", ")
+                        );
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+                None => serde_json::Value::Object(
+                    beads_git::schema::COMMANDS.iter().filter_map(|c| beads_git::schema::schema(c).map(|s| ((*c).to_owned(), s))).collect(),
+                ),
+            };
+            println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { ids } => {

@@ -196,3 +196,89 @@ fn ready_json_returns_seven_fields_and_show_json_an_object() {
     assert_eq!(arr[0]["blocked_by"], serde_json::json!(["bd-dep"]));
     assert_eq!(arr[0]["comments"][0]["author"], "ann");
 }
+
+/// The errors of `value` against the subset of JSON Schema `bd-sync schema` uses (type,
+/// required, properties, items, enum, anyOf, additionalProperties).
+fn violations(schema: &serde_json::Value, value: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let type_ok = |t: &str| match t {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) if !type_ok(t) => out.push(format!("{at}: not a {t}: {value}")),
+        Some(Value::Array(ts)) if !ts.iter().any(|t| type_ok(t.as_str().unwrap_or(""))) => out.push(format!("{at}: not {ts:?}: {value}")),
+        _ => {}
+    }
+    if let Some(Value::Array(options)) = schema.get("enum") {
+        if !options.contains(value) {
+            out.push(format!("{at}: {value} not in {options:?}"));
+        }
+    }
+    if let Some(Value::Array(any)) = schema.get("anyOf") {
+        if !any.iter().any(|s| {
+            let mut v = Vec::new();
+            violations(s, value, at, &mut v);
+            v.is_empty()
+        }) {
+            out.push(format!("{at}: matches no anyOf: {value}"));
+        }
+    }
+    if let Value::Object(map) = value {
+        for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            if !map.contains_key(key.as_str().unwrap_or("")) {
+                out.push(format!("{at}: lacks required {key}"));
+            }
+        }
+        for (k, v) in map {
+            if let Some(s) = schema.get("properties").and_then(|p| p.get(k)) {
+                violations(s, v, &format!("{at}.{k}"), out);
+            } else if let Some(s) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+                violations(s, v, &format!("{at}.{k}"), out);
+            }
+        }
+    }
+    if let (Value::Array(items), Some(s)) = (value, schema.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            violations(s, v, &format!("{at}[{i}]"), out);
+        }
+    }
+}
+
+#[test]
+fn schema_describes_every_json_output() {
+    let repo = TestRepo::new();
+    repo.commit_file(".beads/issues.jsonl", FULL.as_bytes(), "issues");
+    repo.write(".beads/issues.jsonl", FULL.replace("Epic", "The epic").as_bytes());
+    let all: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["schema"]).stdout).expect("schema json");
+    for (command, args) in [
+        ("install", &["install", "--json", "--dry-run"][..]),
+        ("ready", &["ready", "--json"]),
+        ("blocked", &["blocked", "--json"]),
+        ("show", &["show", "bd-full", "bd-epic", "--json"]),
+        ("status", &["status", "--json"]),
+        ("check", &["check", "--json"]),
+        ("import", &["import", "--json"]),
+        ("export", &["export", "--json"]),
+        ("diff", &["diff", "--json"]),
+        ("log", &["log", "bd-full", "--json"]),
+        ("uninstall", &["uninstall", "--json", "--dry-run"]),
+    ] {
+        let out = tool(repo.path(), "bd-sync", args);
+        let value: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&out.stderr)));
+        let one: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["schema", command]).stdout).expect("json");
+        assert_eq!(one, all[command], "schema {command} alone and in the whole");
+        assert_eq!(one["x-beads-git-json-version"], 2);
+        let mut errors = Vec::new();
+        violations(&one, &value, command, &mut errors);
+        assert!(errors.is_empty(), "{args:?} against its schema:\n{}", errors.join("\n"));
+    }
+    let unknown = tool(repo.path(), "bd-sync", &["schema", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
