@@ -51,6 +51,12 @@ pub enum FindingKind {
     DriverMissing,
     /// The driver's command lacks `%O %A %B`.
     DriverPlaceholders,
+    /// The driver's program (`bd-merge`) no longer exists where the configuration says: every
+    /// merge of the issues file fails with "not found".
+    DriverMissingBinary,
+    /// Git still marks the issues file as conflicted although it holds no conflict markers (a
+    /// merge driver that failed leaves ours as it was).
+    UnresolvedConflict,
     /// The issues file is not routed to the driver.
     AttributeMissing,
     /// The hooks directory is shared with other repositories.
@@ -84,10 +90,11 @@ impl FindingKind {
         use FindingKind::*;
         match self {
             // Data that tools refuse, mangle or never merge.
-            ConflictMarker | MalformedLine | DuplicateCommentId | DependencyCycle => Severity::Error,
+            ConflictMarker | MalformedLine | DuplicateCommentId | DependencyCycle | UnresolvedConflict => Severity::Error,
             // An installation that silently line-merges or skips our hooks.
             DriverMissing
             | DriverPlaceholders
+            | DriverMissingBinary
             | AttributeMissing
             | HookMissing
             | HookOutdated
@@ -123,6 +130,8 @@ impl FindingKind {
             ClosedWithoutClosedAt => "closed-without-closed-at",
             ClosedAtOnOpenIssue => "closed-at-on-open-issue",
             ConflictMarker => "conflict-marker",
+            DriverMissingBinary => "driver-missing-binary",
+            UnresolvedConflict => "unresolved-conflict",
             MalformedLine => "malformed-line",
             UnknownStatus => "unknown-status",
             DuplicatePinnedHandoff => "duplicate-pinned-handoff",
@@ -282,7 +291,7 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
                     FindingKind::ConflictMarker,
                     None,
                     vec![line.number],
-                    "leftover git conflict marker: finish or redo the merge".into(),
+                    "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve` on this file, then `git add` it and commit".into(),
                 ));
                 continue;
             }
@@ -550,6 +559,27 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let content = crate::jsonl::read(path)?;
     let (mut findings, external) = check_file(&content);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let shown = crate::cache::import::shown_path(path);
+    for f in findings.iter_mut().filter(|f| f.kind == FindingKind::ConflictMarker) {
+        f.message = format!(
+            "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve {shown}`, then `git add {shown}` and commit"
+        );
+    }
+    if crate::git::git_dir(dir).is_some() && !findings.iter().any(|f| f.kind == FindingKind::ConflictMarker) {
+        let name = path.file_name().map(std::path::PathBuf::from).unwrap_or_else(|| path.to_path_buf());
+        let unmerged = crate::git::run(dir, &[std::ffi::OsStr::new("ls-files"), "-u".as_ref(), "--".as_ref(), name.as_os_str()]);
+        if unmerged.is_ok_and(|out| !out.trim().is_empty()) {
+            findings.push(Finding::new(
+                FindingKind::UnresolvedConflict,
+                None,
+                Vec::new(),
+                format!(
+                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as it was): \
+                     run `bd-merge resolve {shown}` to merge the three sides from git's index, then `git add {shown}` and commit"
+                ),
+            ));
+        }
+    }
     if let Some(bin_dir) = &options.bin_dir {
         if crate::git::git_dir(dir).is_some() {
             findings.extend(crate::install::health(dir, bin_dir)?);

@@ -224,10 +224,9 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    /// Colour as [`crate::color::stdout`] decides (`--color`, else `NO_COLOR` and a terminal).
     pub fn for_stdout() -> Style {
-        let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-        Style { color: terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) }
+        Style { color: crate::color::stdout() }
     }
 
     fn paint(self, code: &str, text: &str) -> String {

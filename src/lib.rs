@@ -19,12 +19,17 @@
 //! - [`install`]: our marked blocks in git hook files.
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
 //!   is installed.
+//! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
+//! - [`generate`]: shell completions and man pages from the binaries' clap definitions.
+//! - [`schema`]: JSON Schemas of every `--json` output (`bd-sync schema`).
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 #![warn(missing_docs)]
 
 pub mod cache;
 pub mod check;
+pub mod color;
 pub mod diff;
+pub mod generate;
 pub mod git;
 pub mod history;
 pub mod hook;
@@ -38,10 +43,15 @@ pub mod notify;
 pub mod record;
 pub mod safe_fs;
 pub mod safe_read;
+pub mod schema;
 pub mod since_last;
 pub mod timestamp;
 pub mod update_branch;
 pub mod watch;
+
+/// The version every binary prints: the package version, and the commit when built from a git
+/// checkout of beads-git (`0.1.0 (abc1234)`); set by the build script.
+pub const VERSION: &str = env!("BEADS_GIT_VERSION");
 
 /// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line
 /// tools do, instead of failing on a closed pipe. Call first thing in `main`.

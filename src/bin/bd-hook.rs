@@ -19,7 +19,7 @@ use clap::Parser;
 /// Exit codes: 0 always (fail-open), unless --strict: 1 when an id could not be delivered by the
 /// deadline, 2 for a usage error, a missing URL or an id-collection error.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about)]
+#[command(name = "bd-hook", version = beads_git::VERSION)]
 struct Cli {
     /// An id to notify (repeatable).
     #[arg(long = "id", value_name = "ID")]
@@ -94,6 +94,10 @@ struct Cli {
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -16,10 +16,10 @@ use clap::Parser;
 /// Exit codes: 0 merged cleanly, 1 conflicts written for a human, 2 error (ours left unchanged).
 /// `BD_MERGE=0` in the environment makes it a plain `git merge-file` line merge.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about)]
+#[command(name = "bd-merge", version = beads_git::VERSION)]
 struct Cli {
     /// BASE OURS THEIRS (git's %O %A %B), or OUTPUT BASE LEFT RIGHT (old bd form).
-    #[arg(num_args = 3..=4, required = true, value_name = "FILES")]
+    #[arg(num_args = 3..=4, required = true, value_names = ["BASE", "OURS", "THEIRS"])]
     files: Vec<PathBuf>,
     /// Write the result here instead of over OURS; `-` for stdout.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -52,7 +52,7 @@ struct Cli {
 
 /// Repair an issues file that was merged without bd-merge, or read what changed in one.
 #[derive(Parser, Debug)]
-#[command(name = "bd-merge", version)]
+#[command(name = "bd-merge", version = beads_git::VERSION, propagate_version = true)]
 enum Repair {
     /// Show what changed in issues between two files, field by field: scalars old -> new, label,
     /// dependency and comment additions and removals, a line diff of multi-line text.
@@ -64,6 +64,12 @@ enum Repair {
         /// Typed JSON on stdout (shapes in the README).
         #[arg(long)]
         json: bool,
+        /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
+        #[arg(long)]
+        exit_code: bool,
+        /// Colour the output: auto (a terminal, unless NO_COLOR is set), always or never.
+        #[arg(long, value_enum, value_name = "WHEN", default_value_t = beads_git::color::ColorChoice::Auto, hide_possible_values = true)]
+        color: beads_git::color::ColorChoice,
     },
     /// Print an issues file as one line per field, for git's `diff.beads.textconv` (what `bd-sync install` sets).
     Textconv {
@@ -154,6 +160,15 @@ fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// What to run after a clean `resolve`: stage the file (unless `--stage` did), then commit.
+fn next_step(file: &str, staged: bool) -> String {
+    if staged {
+        "bd-merge: next: commit (`git commit`; `git rebase --continue` during a rebase)".to_owned()
+    } else {
+        format!("bd-merge: next: `git add {file}` (or resolve with --stage), then commit (`git rebase --continue` during a rebase)")
+    }
+}
+
 fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
     match cmd {
@@ -193,7 +208,8 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(outcome.exit_code()))
         }
         Repair::Review { last, since, id, json, restore, file, announce } => review(last, since, id, json, restore, file, announce),
-        Repair::Diff { files, json } => {
+        Repair::Diff { files, json, exit_code, color } => {
+            beads_git::color::set(color);
             let (label, old, new) = match files.as_slice() {
                 [old, new] => (None, old, new),
                 [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
@@ -201,6 +217,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             };
             let changes =
                 issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let differs = !changes.is_empty();
             if json {
                 let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -210,7 +227,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                 }
                 print!("{}", issue_diff::render(&changes, issue_diff::Style::for_stdout()));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if exit_code && differs { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Repair::Textconv { file } => {
             let content = beads_git::jsonl::read(&file)?;
@@ -249,6 +266,10 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
                             "; conflicts left for a human"
                         }
                     );
+                    if report.exit_code() == 0 {
+                        let shown = beads_git::cache::import::shown_path(&path);
+                        eprintln!("{}", next_step(&shown, stage));
+                    }
                     Ok(ExitCode::from(report.exit_code()))
                 }
             }
@@ -369,7 +390,22 @@ fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     }
 }
 
+/// The whole command line for completions and the man page: the driver's arguments and the
+/// repair commands (which `main` parses apart) as subcommands.
+fn whole_command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command().subcommand_negates_reqs(true).args_conflicts_with_subcommands(true);
+    for sub in Repair::command().get_subcommands() {
+        cmd = cmd.subcommand(sub.clone());
+    }
+    cmd
+}
+
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, whole_command) {
+        return code;
+    }
     // `bd-merge resolve|dedupe|review ...`; anything else is the driver's BASE OURS THEIRS.
     if matches!(
         std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()),

@@ -8,23 +8,27 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
+use beads_git::color::ColorChoice;
 use beads_git::record::{escaped, escaped_path, printable_lines};
 use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
 /// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "bd-sync", version = beads_git::VERSION, propagate_version = true)]
 struct Cli {
     /// The cache database [default: $(git rev-parse --git-dir)/beads/cache.db, outside a repo .beads/cache.db].
     #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Run as if started in this directory.
     #[arg(short = 'C', long = "repo", global = true, value_name = "DIR")]
-    repo: Option<PathBuf>,
+    directory: Option<PathBuf>,
     /// Machine-readable output on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Colour the output: auto (a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, hide_possible_values = true)]
+    color: ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,6 +112,7 @@ enum Command {
     /// Show paths, counts and whether the cache is in step with the file.
     Status,
     /// Look for problems in the issues file and the installation (exit 1 on errors; warnings only with --strict).
+    #[command(alias = "doctor")]
     Check {
         /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
         file: Option<PathBuf>,
@@ -125,19 +130,28 @@ enum Command {
         #[command(flatten)]
         filter: ListArgs,
     },
-    /// One issue in full: its fields, what blocks it, what it blocks (imports the file first if it changed).
+    /// Issues in full: their fields, what blocks them, what they block (imports the file first if it changed).
     Show {
-        /// The issue id.
-        id: String,
+        /// Issue ids; a unique prefix or suffix of an id is enough (an ambiguous one lists the candidates).
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
     },
     /// What changed in issues, field by field: HEAD against the working file, REV against it, or A..B.
     Diff {
         /// `REV` (against the working file) or `A..B` [default: HEAD against the working file].
         revs: Option<String>,
+        /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
+        #[arg(long)]
+        exit_code: bool,
+    },
+    /// JSON Schemas of the `--json` outputs: one command's, or all of them keyed by command.
+    Schema {
+        /// ready, blocked, show, status, check, import, export, install, uninstall, diff or log [default: all].
+        command: Option<String>,
     },
     /// The commits that changed one issue, newest first, each with its field-level change.
     Log {
-        /// The issue id.
+        /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
         id: String,
         /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
         #[arg(allow_hyphen_values = true)]
@@ -191,12 +205,19 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+        return code;
+    }
     let cli = Cli::parse();
+    beads_git::color::set(cli.color);
     match run(&cli) {
         Ok(code) => code,
         Err(e) => {
             if let Some(invalid) = e.downcast_ref::<import::InvalidFile>() {
-                eprintln!("bd-sync: {}", printable_lines(&invalid.to_string()));
+                // Only `import` has --skip-invalid; every other command names only what it can run.
+                let skip_invalid = matches!(cli.command, Command::Import { .. });
+                eprintln!("bd-sync: {}\n{}", printable_lines(&invalid.to_string()), invalid.advice(skip_invalid));
             } else if beads_git::cache::is_busy(&e) {
                 // Every write happens inside the one transaction that could not start.
                 eprintln!(
@@ -214,7 +235,7 @@ fn main() -> ExitCode {
 
 fn paths(cli: &Cli, file: Option<&PathBuf>) -> Result<Paths> {
     let start = repo_dir(cli, None)?;
-    let file = file.map(|f| if f.is_absolute() || cli.repo.is_none() { f.clone() } else { start.join(f) });
+    let file = file.map(|f| if f.is_absolute() || cli.directory.is_none() { f.clone() } else { start.join(f) });
     Paths::discover(&start, file.as_deref(), cli.db.as_deref())
 }
 
@@ -491,13 +512,14 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 query::blocked(&cache, &options)?
             };
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                // Full issue objects, as `bd ready --json` prints them (docs/json.md).
+                println!("{}", serde_json::to_string_pretty(&query::full_issues(&cache, &list)?)?);
             } else {
                 print_issues(&list);
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Diff { revs } => {
+        Command::Diff { revs, exit_code } => {
             let file = paths(cli, None)?.file;
             let file = std::path::absolute(&file).unwrap_or(file);
             let report = beads_git::history::diff(&beads_git::history::DiffOptions { spec: revs.clone(), working_file: file })?;
@@ -509,10 +531,17 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                     eprintln!("bd-sync: no issue changed between {} and {}", escaped(&report.old), escaped(&report.new));
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if *exit_code && !report.issues.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Log { id, range } => {
             let dir = repo_dir(cli, None)?;
+            // A partial id resolves against the issues file; an id no longer in it is taken as given.
+            let id = match open_fresh(cli).and_then(|cache| query::resolve_id(&cache, id)) {
+                Ok(query::IdMatch::Ambiguous(candidates)) => return Ok(ambiguous(id, &candidates)),
+                Ok(query::IdMatch::One(full)) => full,
+                _ => id.clone(),
+            };
+            let id = &id;
             let entries = beads_git::history::log(&dir, id, range.as_deref())?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&entries)?);
@@ -535,20 +564,70 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Show { id } => {
-            let cache = open_fresh(cli)?;
-            let Some(shown) = query::show(&cache, id)? else {
-                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
-                return Ok(ExitCode::from(1));
+        Command::Schema { command } => {
+            let out = match command {
+                Some(c) => match beads_git::schema::schema(c) {
+                    Some(s) => s,
+                    None => {
+                        eprintln!(
+                            "bd-sync: no schema for {}: one of {}",
+                            escaped(&format!("{c:?}")),
+                            beads_git::schema::COMMANDS.join(", ")
+                        );
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+                None => serde_json::Value::Object(
+                    beads_git::schema::COMMANDS.iter().filter_map(|c| beads_git::schema::schema(c).map(|s| ((*c).to_owned(), s))).collect(),
+                ),
             };
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { ids } => {
+            let cache = open_fresh(cli)?;
+            let mut all = Vec::new();
+            for id in ids {
+                let full = match query::resolve_id(&cache, id)? {
+                    query::IdMatch::One(full) => full,
+                    query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(id, &candidates)),
+                    query::IdMatch::None => {
+                        eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
+                        return Ok(ExitCode::from(1));
+                    }
+                };
+                let Some(shown) = query::show(&cache, &full)? else {
+                    eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{full:?}")), escaped_path(&cache.paths.file));
+                    return Ok(ExitCode::from(1));
+                };
+                all.push(shown);
+            }
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&shown)?);
+                // An array of full issue objects, as `bd show --json` prints (docs/json.md).
+                let issues = all.iter().map(query::shown_json).collect::<Result<Vec<_>>>()?;
+                println!("{}", serde_json::to_string_pretty(&issues)?);
             } else {
-                print_shown(&shown);
+                for (i, shown) in all.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    print_shown(shown);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Reports a partial id that several issues match (exit 1), listing them.
+fn ambiguous(id: &str, candidates: &[String]) -> ExitCode {
+    eprintln!(
+        "bd-sync: {} matches {} issues: {}; give more of the id",
+        escaped(&format!("{id:?}")),
+        candidates.len(),
+        candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ")
+    );
+    ExitCode::from(1)
 }
 
 /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
@@ -567,7 +646,7 @@ fn open_fresh(cli: &Cli) -> Result<Cache> {
 }
 
 fn repo_dir(cli: &Cli, repo: Option<&PathBuf>) -> Result<PathBuf> {
-    match (repo, &cli.repo) {
+    match (repo, &cli.directory) {
         (Some(r), _) | (None, Some(r)) => Ok(r.clone()),
         (None, None) => std::env::current_dir().context("finding the current directory"),
     }
@@ -650,7 +729,7 @@ fn print_issues(list: &[query::IssueSummary]) {
 
 fn print_shown(shown: &query::Shown) {
     let issue: serde_json::Value = serde_json::from_str(shown.issue.get()).unwrap_or_default();
-    // Every value escaped (one line each); the description keeps its own lines, each escaped.
+    // Every value escaped (one line each); long texts keep their own lines, each escaped.
     let text = |k: &str| match issue.get(k) {
         Some(serde_json::Value::String(s)) => Some(escaped(s).into_owned()),
         Some(serde_json::Value::Null) | None => None,
@@ -658,42 +737,88 @@ fn print_shown(shown: &query::Shown) {
     };
     let raw_text = |k: &str| issue.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
     println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
-    let mut fields: Vec<(&str, String)> = Vec::new();
+    let mut fields: Vec<(String, String)> = Vec::new();
     for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
         if let Some(v) = text(key) {
-            fields.push((label, v));
+            fields.push((label.into(), v));
         }
     }
     if let Some(p) = issue.get("priority") {
-        fields.insert(1.min(fields.len()), ("priority", priority_label(p)));
+        fields.insert(1.min(fields.len()), ("priority".into(), priority_label(p)));
     }
     for (label, key) in [("created", "created_at"), ("updated", "updated_at"), ("closed", "closed_at"), ("close reason", "close_reason")] {
         if let Some(v) = text(key) {
-            fields.push((label, v));
+            fields.push((label.into(), v));
         }
     }
     if let Some(serde_json::Value::Array(labels)) = issue.get("labels") {
         let names: Vec<String> = labels.iter().map(|l| escaped(l.as_str().unwrap_or(&l.to_string())).into_owned()).collect();
-        fields.push(("labels", names.join(", ")));
+        fields.push(("labels".into(), names.join(", ")));
+    }
+    // Every dependency by type: the parent (parent-child), what it depends on (blocks), and the
+    // other kinds (related, discovered-from, ...) under their own names.
+    let mut by_type: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    if let Some(serde_json::Value::Array(deps)) = issue.get("dependencies") {
+        for d in deps {
+            let target = d.get("depends_on_id").and_then(serde_json::Value::as_str).unwrap_or_default();
+            let kind = d.get("type").and_then(serde_json::Value::as_str).unwrap_or("blocks");
+            if !target.is_empty() {
+                by_type.entry(kind.to_owned()).or_default().push(escaped(target).into_owned());
+            }
+        }
+    }
+    let parent = by_type.remove("parent-child").map(|p| p.join(", ")).or_else(|| text("parent"));
+    if let Some(p) = parent {
+        fields.push(("parent".into(), p));
+    }
+    if let Some(on) = by_type.remove("blocks") {
+        fields.push(("depends on".into(), on.join(", ")));
+    }
+    for (kind, ids) in by_type {
+        fields.push((escaped(&kind).into_owned(), ids.join(", ")));
     }
     for (label, ids) in [("blocked by", &shown.blocked_by), ("blocks", &shown.blocks), ("children", &shown.children)] {
         if !ids.is_empty() {
-            fields.push((label, ids.iter().map(|i| escaped(i)).collect::<Vec<_>>().join(", ")));
+            fields.push((label.into(), ids.iter().map(|i| escaped(i)).collect::<Vec<_>>().join(", ")));
         }
     }
-    if let Some(serde_json::Value::Array(c)) = issue.get("comments") {
-        fields.push(("comments", c.len().to_string()));
-    }
     for (label, value) in fields {
-        println!("  {label:<13}{value}");
+        // A label of 13 characters or more still gets a space before its value.
+        println!("  {:<13}{value}", format!("{label} "));
     }
     if shown.dirty {
         println!("  (edited in the cache, not yet exported)");
     }
-    if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
+    let section = |heading: Option<&str>, body: &str| {
         println!();
-        for line in d.lines() {
-            println!("  {}", escaped(line));
+        if let Some(h) = heading {
+            println!("  {h}");
+        }
+        for line in body.lines() {
+            println!("  {}{}", if heading.is_some() { "  " } else { "" }, escaped(line));
+        }
+    };
+    if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
+        section(None, &d);
+    }
+    for (heading, key) in [("DESIGN", "design"), ("ACCEPTANCE CRITERIA", "acceptance_criteria"), ("NOTES", "notes")] {
+        if let Some(body) = raw_text(key).filter(|b| !b.trim().is_empty()) {
+            section(Some(heading), &body);
+        }
+    }
+    if let Some(serde_json::Value::Array(comments)) = issue.get("comments").filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
+        println!();
+        println!("  COMMENTS ({})", comments.len());
+        for c in comments {
+            let field = |k: &str| c.get(k).and_then(serde_json::Value::as_str).map(|v| escaped(v).into_owned());
+            println!(
+                "    {} {}",
+                field("created_at").unwrap_or_else(|| "-".into()),
+                field("author").unwrap_or_else(|| "(no author)".into())
+            );
+            for line in c.get("text").and_then(serde_json::Value::as_str).unwrap_or_default().lines() {
+                println!("      {}", escaped(line));
+            }
         }
     }
 }

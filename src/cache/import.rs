@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -91,8 +92,47 @@ impl fmt::Display for InvalidFile {
             }
             write!(f, "{b}")?;
         }
-        write!(f, "\nthe cache was left untouched (use --skip-invalid to import the other lines)")
+        write!(f, "\nthe cache was left untouched")
     }
+}
+
+impl InvalidFile {
+    /// Whether a refused line is a leftover git conflict marker: a merge was committed (or left
+    /// unfinished) without the field-level driver, and `bd-merge resolve` is the fix.
+    pub fn has_conflict_markers(&self) -> bool {
+        let marker = LineProblem::ConflictMarker.to_string();
+        self.0.iter().any(|b| b.reason == marker)
+    }
+
+    /// The fix a user can run, for the end of the message. `skip_invalid` says whether the
+    /// command printing it has `--skip-invalid` (only `bd-sync import` does); a command without
+    /// it never offers it.
+    pub fn advice(&self, skip_invalid: bool) -> String {
+        let mut fix = if self.has_conflict_markers() {
+            let file = self.0.first().map(|b| shown_path(Path::new(&b.path))).unwrap_or_else(|| ".beads/issues.jsonl".into());
+            format!(
+                "fix: the file holds git conflict markers (a merge committed or left unfinished without the beads driver): \
+                 run `bd-merge resolve {file}`, then `git add {file}` and commit (or `bd-merge resolve --stage {file}`, then commit)"
+            )
+        } else {
+            "fix: correct or remove the lines listed (`bd-sync check` lists every problem in the file)".to_owned()
+        };
+        if skip_invalid {
+            fix.push_str("; or `bd-sync import --skip-invalid` imports the other lines now");
+        }
+        fix
+    }
+}
+
+/// A path as a user would type it: relative to the current directory when it lies below it,
+/// else as given; escaped for a terminal.
+pub fn shown_path(path: &Path) -> String {
+    let relative = std::env::current_dir().ok().and_then(|cwd| {
+        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+        let abs = path.parent().and_then(|d| std::fs::canonicalize(d).ok()).map(|d| d.join(path.file_name().unwrap_or_default()));
+        abs.and_then(|a| a.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+    });
+    crate::record::escaped_path(relative.as_deref().unwrap_or(path))
 }
 
 impl std::error::Error for InvalidFile {}

@@ -330,6 +330,109 @@ pub struct Shown {
     pub children: Vec<String>,
 }
 
+/// What a possibly partial id names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdMatch {
+    /// Exactly one issue: its full id.
+    One(String),
+    /// Several issues (their ids, sorted).
+    Ambiguous(Vec<String>),
+    /// No issue.
+    None,
+}
+
+/// Resolves an id as `bd show` does: the exact id, else the one id that starts or ends with it
+/// (`bd-a1` or `a1` for `bd-a1b2` / `bd-a1`); several matches are listed, never guessed.
+pub fn resolve_id(cache: &Cache, partial: &str) -> Result<IdMatch> {
+    let exact: Option<String> = cache.conn.query_row("SELECT id FROM issues WHERE id = ?1", [partial], |r| r.get(0)).optional()?;
+    if let Some(id) = exact {
+        return Ok(IdMatch::One(id));
+    }
+    if partial.is_empty() {
+        return Ok(IdMatch::None);
+    }
+    let mut st = cache.conn.prepare("SELECT id FROM issues ORDER BY id")?;
+    let mut found: Vec<String> = Vec::new();
+    for id in st.query_map([], |r| r.get::<_, String>(0))? {
+        let id = id?;
+        if id.starts_with(partial) || id.ends_with(partial) {
+            found.push(id);
+        }
+    }
+    Ok(match found.len() {
+        0 => IdMatch::None,
+        1 => IdMatch::One(found.remove(0)),
+        _ => IdMatch::Ambiguous(found),
+    })
+}
+
+/// The record of `id` as the file would hold it now (edits in the cache rendered), its keys in
+/// the file's order; `None` when the cache has no such issue.
+pub fn record(cache: &Cache, id: &str) -> Result<Option<String>> {
+    let row: Option<(Option<String>, bool)> = cache
+        .conn
+        .query_row("SELECT raw, EXISTS (SELECT 1 FROM dirty WHERE issue_id = ?1) FROM issues WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let Some((raw, dirty)) = row else { return Ok(None) };
+    Ok(Some(match (raw, dirty) {
+        (Some(raw), false) => raw,
+        _ => super::codec::render_issue(&cache.conn, id, cache.go_style()?)?.unwrap_or_default(),
+    }))
+}
+
+/// A record with computed keys appended (those the record lacks), its own keys kept in the
+/// file's order and bytes.
+fn with_keys(id: &str, record: &str, extra: &[(&str, serde_json::Value)]) -> Result<Box<serde_json::value::RawValue>> {
+    let parsed: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(record).map_err(|e| anyhow::anyhow!("the stored record of {id} is not a JSON object: {e}"))?;
+    let body = record.trim_end();
+    let body = body.strip_suffix('}').ok_or_else(|| anyhow::anyhow!("the stored record of {id} is not a JSON object"))?;
+    let mut out = body.to_owned();
+    let mut empty = parsed.is_empty();
+    for (key, value) in extra.iter().filter(|(k, _)| !parsed.contains_key(*k)) {
+        if !empty {
+            out.push(',');
+        }
+        empty = false;
+        out.push_str(&serde_json::to_string(key)?);
+        out.push(':');
+        out.push_str(&serde_json::to_string(value)?);
+    }
+    out.push('}');
+    Ok(serde_json::value::RawValue::from_string(out)?)
+}
+
+/// `ready`/`blocked` as `bd ready --json` prints them: each issue's full record, in list order,
+/// with `blocked_by` added when something holds it up.
+pub fn full_issues(cache: &Cache, list: &[IssueSummary]) -> Result<Vec<Box<serde_json::value::RawValue>>> {
+    let mut out = Vec::with_capacity(list.len());
+    for summary in list {
+        let Some(line) = record(cache, &summary.id)? else { continue };
+        let extra: Vec<(&str, serde_json::Value)> =
+            if summary.blocked_by.is_empty() { Vec::new() } else { vec![("blocked_by", summary.blocked_by.clone().into())] };
+        out.push(with_keys(&summary.id, &line, &extra)?);
+    }
+    Ok(out)
+}
+
+/// `show --json` of one issue: its full record, with what `show` computes appended:
+/// `blocked_by`, `blocks`, `children` (ids) and `dirty` (edited in the cache, not yet exported).
+/// A key the record already has is left as the record has it.
+pub fn shown_json(shown: &Shown) -> Result<Box<serde_json::value::RawValue>> {
+    with_keys(
+        "the issue",
+        shown.issue.get(),
+        &[
+            ("blocked_by", shown.blocked_by.clone().into()),
+            ("blocks", shown.blocks.clone().into()),
+            ("children", shown.children.clone().into()),
+            ("dirty", shown.dirty.into()),
+        ],
+    )
+}
+
 /// The issue `id`, or `None` when the cache has no such issue.
 pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
     let row: Option<(Option<String>, bool)> = cache

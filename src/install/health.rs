@@ -53,6 +53,16 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
             } else if !["%O", "%A", "%B"].iter().all(|p| words.contains(p)) {
                 out.push(finding(FindingKind::DriverPlaceholders, format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
             }
+            if let Some(program) = missing_program(d) {
+                out.push(finding(
+                    FindingKind::DriverMissingBinary,
+                    format!(
+                        "merge.beads.driver runs {}, which does not exist (bd-merge moved or was removed), so git fails every merge of the issues file: \
+                         reinstall beads-git (`cargo install --locked --path .` in its clone) and run `bd-sync install` here",
+                        crate::record::printable(&program, 200)
+                    ),
+                ));
+            }
         }
     }
     if attributed.len() < 2 {
@@ -183,4 +193,39 @@ fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&
             ));
         }
     }
+}
+
+/// The program a shell command line starts with, when it cannot be found: an absolute path that
+/// does not exist, or a bare
+/// name on no `PATH` directory. Quoting as [`super::shell_quote`] writes it (single quotes) is undone.
+fn missing_program(command: &str) -> Option<String> {
+    let command = command.trim_start();
+    let program = if let Some(rest) = command.strip_prefix('\'') {
+        // 'a'\''b' style: join the quoted runs up to the first unquoted space.
+        let mut out = String::new();
+        let mut chars = rest.chars().peekable();
+        let mut quoted = true;
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' => quoted = !quoted,
+                '\\' if !quoted => out.extend(chars.next()),
+                c if c.is_whitespace() && !quoted => break,
+                c => out.push(c),
+            }
+        }
+        out
+    } else {
+        command.split_whitespace().next()?.to_owned()
+    };
+    if program.is_empty() || program.contains(['$', '`', '"']) {
+        return None; // a shell expression: not ours to judge
+    }
+    let exists = if program.starts_with('/') {
+        Path::new(&program).exists()
+    } else if program.contains('/') {
+        return None; // relative to the top of the work tree, where git runs it: left to git
+    } else {
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&program).is_file()))
+    };
+    (!exists).then_some(program)
 }

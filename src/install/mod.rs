@@ -439,7 +439,20 @@ pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
             "install stopped part way; what it changed so far is recorded, and `bd-sync uninstall` undoes it \
              (or fix the cause and run `bd-sync install` again)",
         )),
-        other => other.map(|()| actions),
+        other => other.map(|()| {
+            if !top.join(".beads").is_dir() {
+                // Run where a newcomer naturally runs it (the beads-git clone, a repository
+                // without a tracker), install would otherwise set that repository up in silence.
+                let mut action = Action::new(".beads", &top.join(".beads"), Change::Absent);
+                action.warning = Some(format!(
+                    "{} has no .beads/ directory (no beads tracker here): the driver and hooks do nothing until one exists (`bd init` or `br init`); \
+                     if you meant another repository, `bd-sync uninstall` undoes this and `bd-sync install -C DIR` sets up that one",
+                    top.display()
+                ));
+                actions.insert(0, action);
+            }
+            actions
+        }),
     }
 }
 
@@ -901,13 +914,30 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                     crate::jsonl::write_atomic(&path, &out)?;
                 }
             }
-            actions.push(Action::new("attributes", &path, change));
+            let mut action = Action::new("attributes", &path, change);
+            if location == AttributesFile::WorkTree && tracked(&top, &path) {
+                let rel = path.strip_prefix(&top).unwrap_or(&path).display().to_string();
+                action.warning = Some(if action.change == Change::Deleted {
+                    format!(
+                        "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
+                        if dry_run { "would delete" } else { "deletes" }
+                    )
+                } else {
+                    format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
+                });
+            }
+            actions.push(action);
         }
     }
     if !dry_run {
         let _ = fs::remove_file(state_path(repo)?);
     }
     Ok(actions)
+}
+
+/// Whether git tracks `path` (committed or staged) in the repository at `top`.
+fn tracked(top: &Path, path: &Path) -> bool {
+    git(top, &[std::ffi::OsStr::new("ls-files"), "--error-unmatch".as_ref(), "--".as_ref(), path.as_os_str()]).is_ok()
 }
 
 /// `bd-sync hook NAME [ARGS]`: runs our block for `hook` (the entry point hook managers call).

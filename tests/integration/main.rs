@@ -3,10 +3,13 @@
 
 mod support;
 
+mod advice;
 mod br_roundtrip;
 mod cli;
 mod concurrency;
+mod conventions;
 mod crash;
+mod generate;
 mod history;
 mod hook;
 mod hostile;

@@ -131,15 +131,16 @@ fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
             r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#,
         ),
     ]));
+    // An array of full issue objects, as `bd show --json` prints (docs/json.md).
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
-    assert_eq!(v["issue"]["labels"], serde_json::json!(["x"]));
-    assert_eq!(v["blocked_by"], serde_json::json!(["blocker"]));
-    assert_eq!(v["dirty"], false);
+    assert_eq!(v[0]["labels"], serde_json::json!(["x"]));
+    assert_eq!(v[0]["blocked_by"], serde_json::json!(["blocker"]));
+    assert_eq!(v[0]["dirty"], false);
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "epic", "--json"])).expect("json");
-    assert_eq!(v["children"], serde_json::json!(["task"]));
+    assert_eq!(v[0]["children"], serde_json::json!(["task"]));
     ws.sql("UPDATE issues SET title = 'Renamed in SQL' WHERE id = 'epic'");
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "epic", "--json"])).expect("json");
-    assert_eq!((v["issue"]["title"].as_str(), v["dirty"].as_bool()), (Some("Renamed in SQL"), Some(true)), "the edit, rendered");
+    assert_eq!((v[0]["title"].as_str(), v[0]["dirty"].as_bool()), (Some("Renamed in SQL"), Some(true)), "the edit, rendered");
     let missing = ws.sync(&["show", "nope"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no issue \"nope\""));

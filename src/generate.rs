@@ -1,0 +1,62 @@
+//! Shell completions and man pages, generated from each binary's clap definition so they can
+//! never drift from the flags the binary accepts. Every binary takes one `--generate KIND` flag,
+//! left out of `--help` as ripgrep does: `complete-bash`, `complete-zsh`, `complete-fish` or
+//! `man`; the README has the lines that install what it prints.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// What `--generate` writes to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// A bash completion script.
+    CompleteBash,
+    /// A zsh completion function (`_bd-sync`).
+    CompleteZsh,
+    /// A fish completion script.
+    CompleteFish,
+    /// A roff man page.
+    Man,
+}
+
+/// Every kind's name, as `--generate` takes it.
+pub const KINDS: &str = "complete-bash, complete-zsh, complete-fish or man";
+
+/// Writes `kind` for `cmd` (the binary's clap definition) to `out`.
+pub fn generate(kind: Kind, mut cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+    let name = cmd.get_name().to_owned();
+    match kind {
+        Kind::CompleteBash => clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, name, out),
+        Kind::CompleteZsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, name, out),
+        Kind::CompleteFish => clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, name, out),
+        Kind::Man => clap_mangen::Man::new(cmd).render(out)?,
+    }
+    Ok(())
+}
+
+/// Handles `BINARY --generate KIND` (or `--generate=KIND`) before the binary parses anything
+/// else: `None` when the first argument is not `--generate`, else the exit code (0 written, 2
+/// an unknown kind or a write error, named on stderr).
+pub fn from_args(args: &[OsString], cmd: impl FnOnce() -> clap::Command) -> Option<ExitCode> {
+    let first = args.get(1)?.to_str()?;
+    let value = match first.strip_prefix("--generate") {
+        Some("") => args.get(2).and_then(|a| a.to_str()).unwrap_or(""),
+        Some(rest) => rest.strip_prefix('=')?,
+        None => return None,
+    };
+    let cmd = cmd();
+    let name = cmd.get_name().to_owned();
+    let Ok(kind) = <Kind as clap::ValueEnum>::from_str(value, false) else {
+        eprintln!("{name}: --generate takes {KINDS}, not {}", crate::record::escaped(&format!("{value:?}")));
+        return Some(ExitCode::from(2));
+    };
+    let mut out = std::io::stdout().lock();
+    match generate(kind, cmd, &mut out).and_then(|()| out.flush().map_err(Into::into)) {
+        Ok(()) => Some(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("{name}: --generate: {e:#}");
+            Some(ExitCode::from(2))
+        }
+    }
+}
