@@ -304,19 +304,29 @@ fn reason_of(report: &Report, policy: Option<crate::merge::ConflictPolicy>) -> R
 /// The entries for what one merge dropped and renamed (sequence numbers and time filled in by
 /// [`append`]).
 pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Option<crate::merge::ConflictPolicy>) -> Vec<Entry> {
+    // What every entry of this merge shares; each entry below sets the rest.
+    let shared = |id: &str| Entry {
+        seq: 0,
+        time: String::new(),
+        command: ctx.command.clone(),
+        path: ctx.path.clone(),
+        head: ctx.head.clone(),
+        labels: ctx.labels.clone(),
+        rebase: ctx.rebase,
+        id: id.to_owned(),
+        field: String::new(),
+        kept: None,
+        kept_from: String::new(),
+        dropped: None,
+        dropped_from: String::new(),
+        reason: Reason::Rename,
+        detail: String::new(),
+    };
     let mut out = Vec::with_capacity(reports.len() + renames.len());
     for report in reports {
         let r = &report.resolution;
         let other = if r.kept == Side::Ours { Side::Theirs } else { Side::Ours };
         out.push(Entry {
-            seq: 0,
-            time: String::new(),
-            command: ctx.command.clone(),
-            path: ctx.path.clone(),
-            head: ctx.head.clone(),
-            labels: ctx.labels.clone(),
-            rebase: ctx.rebase,
-            id: report.id.clone(),
             field: r.field.clone(),
             kept: raw(r.kept_json.as_deref()),
             kept_from: side_word(r.kept),
@@ -324,19 +334,12 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
             dropped_from: side_word(other),
             reason: reason_of(report, policy),
             detail: r.reason.clone(),
+            ..shared(&report.id)
         });
     }
     for rename in renames {
         let other = if rename.side == Side::Ours { Side::Theirs } else { Side::Ours };
         out.push(Entry {
-            seq: 0,
-            time: String::new(),
-            command: ctx.command.clone(),
-            path: ctx.path.clone(),
-            head: ctx.head.clone(),
-            labels: ctx.labels.clone(),
-            rebase: ctx.rebase,
-            id: rename.from.clone(),
             field: "id".to_owned(),
             kept: raw(Some(&crate::record::json_string(&rename.to, false))),
             kept_from: side_word(rename.side),
@@ -348,6 +351,7 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
                 rename.from, rename.side, rename.to, other
             )
             .replace(" ;", ";"),
+            ..shared(&rename.from)
         });
     }
     out

@@ -83,9 +83,6 @@ impl UpdateOutcome {
 /// whole history is fetched.
 const DEEPEN_STEPS: u32 = 8;
 
-/// The placeholders git expands for the driver.
-const DRIVER_ARGS: &str = "%O %A %B -l %L -p %P -s %S -x %X -y %Y";
-
 /// Merges `options.base` into the checked-out branch with the field-level driver.
 pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
     let top = PathBuf::from(git(&options.repo, &["rev-parse", "--show-toplevel"])?);
@@ -187,11 +184,12 @@ fn issues_changed_on_both_sides(repo: &Path, merge_base: &str, base: &str) -> Re
 /// The driver and attributes for this one command: `-c` settings, and a temporary attributes file
 /// when the repository does not route the issues files to the driver itself.
 fn merge_settings(repo: &Path, bd_merge: &Path) -> Result<(Vec<OsString>, Option<tempfile::NamedTempFile>)> {
-    let quoted = shell_quote(&bd_merge.display().to_string());
+    // The same commands install writes into a clone's config.
+    let bin_dir = bd_merge.parent().unwrap_or(Path::new("."));
     let mut settings: Vec<OsString> = [
-        format!("merge.beads.driver={quoted} {DRIVER_ARGS}"),
+        format!("merge.beads.driver={}", crate::install::driver_command(bin_dir)),
         "merge.beads.name=beads JSONL merge (bd-merge update-branch)".to_owned(),
-        format!("merge.beads-append.driver={quoted} --append %O %A %B -p %P"),
+        format!("merge.beads-append.driver={}", crate::install::append_driver_command(bin_dir)),
         "merge.beads-append.name=beads append-only log merge".to_owned(),
     ]
     .into_iter()
@@ -284,12 +282,4 @@ fn push(repo: &Path, remote: &str, branch: &str) -> Result<()> {
     let upstream = git(repo, &["config", "--get", &format!("branch.{branch}.merge")]).unwrap_or_else(|_| format!("refs/heads/{branch}"));
     git(repo, &["push", "--quiet", remote, &format!("HEAD:{upstream}")]).with_context(|| format!("pushing to {remote} {upstream}"))?;
     Ok(())
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }

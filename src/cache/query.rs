@@ -369,6 +369,11 @@ pub fn resolve_id(cache: &Cache, partial: &str) -> Result<IdMatch> {
 /// The record of `id` as the file would hold it now (edits in the cache rendered), its keys in
 /// the file's order; `None` when the cache has no such issue.
 pub fn record(cache: &Cache, id: &str) -> Result<Option<String>> {
+    Ok(current_line(cache, id)?.map(|(line, _)| line))
+}
+
+/// [`record`], and whether the issue holds unexported edits.
+fn current_line(cache: &Cache, id: &str) -> Result<Option<(String, bool)>> {
     let row: Option<(Option<String>, bool)> = cache
         .conn
         .query_row("SELECT raw, EXISTS (SELECT 1 FROM dirty WHERE issue_id = ?1) FROM issues WHERE id = ?1", [id], |r| {
@@ -376,10 +381,11 @@ pub fn record(cache: &Cache, id: &str) -> Result<Option<String>> {
         })
         .optional()?;
     let Some((raw, dirty)) = row else { return Ok(None) };
-    Ok(Some(match (raw, dirty) {
+    let line = match (raw, dirty) {
         (Some(raw), false) => raw,
         _ => super::codec::render_issue(&cache.conn, id, cache.go_style()?)?.unwrap_or_default(),
-    }))
+    };
+    Ok(Some((line, dirty)))
 }
 
 /// A record with computed keys appended (those the record lacks), its own keys kept in the
@@ -435,17 +441,7 @@ pub fn shown_json(shown: &Shown) -> Result<Box<serde_json::value::RawValue>> {
 
 /// The issue `id`, or `None` when the cache has no such issue.
 pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
-    let row: Option<(Option<String>, bool)> = cache
-        .conn
-        .query_row("SELECT raw, EXISTS (SELECT 1 FROM dirty WHERE issue_id = ?1) FROM issues WHERE id = ?1", [id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
-    let Some((raw, dirty)) = row else { return Ok(None) };
-    let line = match (raw, dirty) {
-        (Some(raw), false) => raw,
-        _ => super::codec::render_issue(&cache.conn, id, cache.go_style()?)?.unwrap_or_default(),
-    };
+    let Some((line, dirty)) = current_line(cache, id)? else { return Ok(None) };
     let issue =
         serde_json::value::RawValue::from_string(line).map_err(|e| anyhow::anyhow!("the stored record of {id} is not JSON: {e}"))?;
     let blocking = Blocking::compute(cache)?;
