@@ -1,8 +1,8 @@
-//! Talking to git: the `git merge-file` fallback, config look-ups, and reading the repository.
+//! Talking to git: config look-ups, running git, and reading the repository.
 //!
-//! The merge driver only needs git for two things (the line-merge fallback and the conflict
-//! style), both run as `git` subprocesses because git is by definition present when it calls a
-//! merge driver. Reading the issues file at a revision (for `bd-hook --from-diff`) goes through
+//! The merge driver only needs git for two things (the line-merge fallback, in `merge::driver`,
+//! and the conflict style), both run as `git` subprocesses because git is by definition present
+//! when it calls a merge driver. Reading the issues file at a revision (for `bd-hook --from-diff`) goes through
 //! gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
 
 use std::ffi::OsStr;
@@ -11,32 +11,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::merge::Markers;
-
-/// Runs `git merge-file -p` (ours, base, theirs) and returns the merged bytes and whether
-/// conflict markers were left.
-pub fn merge_file(ours: &Path, base: &Path, theirs: &Path, markers: &Markers) -> Result<(Vec<u8>, bool)> {
-    let mut cmd = Command::new("git");
-    cmd.arg("merge-file").arg("-p").arg(format!("--marker-size={}", markers.size.max(7)));
-    if markers.diff3 {
-        cmd.arg("--diff3");
-    }
-    cmd.args(["-L", &markers.ours, "-L", &markers.base, "-L", &markers.theirs]);
-    cmd.arg(not_an_option(ours).as_os_str())
-        .arg(not_an_option(base).as_os_str())
-        .arg(not_an_option(theirs).as_os_str())
-        .stdin(Stdio::null());
-    let output = cmd.output().context("running `git merge-file` (is git installed?)")?;
-    match output.status.code() {
-        Some(0) => Ok((output.stdout, false)),
-        Some(n) if (1..=127).contains(&n) => Ok((output.stdout, true)),
-        _ => bail!("`git merge-file` failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
-    }
-}
-
 /// A relative path that starts with `-` made explicit (`./-x`), so git reads it as a path and
 /// never as an option (works with every git, unlike `--end-of-options`, which needs git 2.24).
-fn not_an_option(path: &Path) -> std::borrow::Cow<'_, Path> {
+pub fn not_an_option(path: &Path) -> std::borrow::Cow<'_, Path> {
     if path.as_os_str().as_encoded_bytes().starts_with(b"-") {
         std::borrow::Cow::Owned(Path::new(".").join(path))
     } else {

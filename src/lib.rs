@@ -28,7 +28,9 @@
 pub mod cache;
 pub mod check;
 pub mod color;
+pub mod conventions;
 pub mod diff;
+pub mod doctor;
 pub mod generate;
 pub mod git;
 pub mod history;

@@ -409,26 +409,6 @@ pub fn record(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Opt
         .map(|e| format!("could not write the merge log ({e:#}); the merge itself is done, but `bd-merge review` will not show it"))
 }
 
-/// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when
-/// the log could not be written. Outside a repository nothing is logged.
-pub fn record_dedupe(file: &Path, done: &[crate::merge::repair::Deduped]) -> Option<String> {
-    if done.iter().all(|d| d.overridden.is_empty() && d.renamed.is_empty()) {
-        return None;
-    }
-    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let base = Context::detect(dir, "bd-merge dedupe", &file.display().to_string(), None, None)?;
-    let mut list = Vec::new();
-    for (report, labels) in done.iter().flat_map(|d| d.overridden.iter()) {
-        let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
-        list.extend(entries(&ctx, std::slice::from_ref(report), &[], None));
-    }
-    for (rename, labels) in done.iter().flat_map(|d| d.renamed.iter()) {
-        let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
-        list.extend(entries(&ctx, &[], std::slice::from_ref(rename), None));
-    }
-    append(&base.dir, list).err().map(|e| format!("could not write the merge log ({e:#}); `bd-merge review` will not show this dedupe"))
-}
-
 /// Logs what `bd-sync import`'s three-way merges of `file` dropped (ours: the cache, theirs: the
 /// file); `Some(warning)` when the log could not be written. Outside a repository nothing is logged.
 pub fn record_import(file: &Path, conflicts: &[Report], policy: crate::merge::ConflictPolicy) -> Option<String> {

@@ -296,7 +296,7 @@ fn repair(cmd: Repair) -> anyhow::Result<ExitCode> {
             }
             if out != content {
                 beads_git::jsonl::write_atomic(&path, &out)?;
-                if let Some(w) = beads_git::merge_log::record_dedupe(&path, &done) {
+                if let Some(w) = repair::log_dedupe(&path, &done) {
                     eprintln!("bd-merge: {}: warning: {w}", path.display());
                 }
             } else if done.is_empty() {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use beads_git::cache::{export, import, query, Cache, OpenOptions, Paths};
 use beads_git::color::ColorChoice;
+use beads_git::install;
 use beads_git::record::{escaped, escaped_path, printable_lines};
-use beads_git::{check, install};
 use clap::{Parser, Subcommand};
 
 /// Keep a SQLite cache of `.beads/issues.jsonl` exactly in step with the file.
@@ -489,7 +489,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 Some(f) => f.clone(),
                 None => paths(cli, None)?.file,
             };
-            let report = check::check(&check::CheckOptions { file, bin_dir: Some(install::own_bin_dir()?) })?;
+            let report = beads_git::doctor::check(&beads_git::doctor::CheckOptions { file, bin_dir: Some(install::own_bin_dir()?) })?;
             if cli.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

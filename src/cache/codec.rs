@@ -393,7 +393,7 @@ fn set(entries: &mut Vec<Entry<'_>>, key: &str, raw: Option<String>, go_style: b
         (Some(_), None) => entries.retain(|e| e.key != key),
         (None, Some(raw)) => {
             let keys: Vec<&str> = entries.iter().map(|e| e.key.as_ref()).collect();
-            let at = crate::merge::writer::insert_position(&keys, key);
+            let at = crate::conventions::insert_position(&keys, key);
             entries.insert(at, Entry::new(key, raw, go_style));
         }
         (None, None) => {}

@@ -9,12 +9,34 @@
 use std::path::{Path, PathBuf};
 
 use std::io::Write;
+use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
-use super::{merge, MergeOptions, Report, Unmergeable};
+use super::{merge, Markers, MergeOptions, Report, Unmergeable};
 use crate::git;
 use crate::jsonl::{self, Durability};
+
+/// Runs `git merge-file -p` (ours, base, theirs) and returns the merged bytes and whether
+/// conflict markers were left.
+fn merge_file(ours: &Path, base: &Path, theirs: &Path, markers: &Markers) -> Result<(Vec<u8>, bool)> {
+    let mut cmd = Command::new("git");
+    cmd.arg("merge-file").arg("-p").arg(format!("--marker-size={}", markers.size.max(7)));
+    if markers.diff3 {
+        cmd.arg("--diff3");
+    }
+    cmd.args(["-L", &markers.ours, "-L", &markers.base, "-L", &markers.theirs]);
+    cmd.arg(git::not_an_option(ours).as_os_str())
+        .arg(git::not_an_option(base).as_os_str())
+        .arg(git::not_an_option(theirs).as_os_str())
+        .stdin(Stdio::null());
+    let output = cmd.output().context("running `git merge-file` (is git installed?)")?;
+    match output.status.code() {
+        Some(0) => Ok((output.stdout, false)),
+        Some(n) if (1..=127).contains(&n) => Ok((output.stdout, true)),
+        _ => bail!("`git merge-file` failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
+    }
+}
 
 /// Where the merged file goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +182,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             if options.detect_conflict_style && !wants_markers {
                 merge_options.markers.diff3 = git::conflict_style_shows_base();
             }
-            let (content, conflicted) = git::merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
+            let (content, conflicted) = merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
                 .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
             // Markers that came in with an input and survived the line merge are still markers:
             // never report such a result as clean.

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::text::merge_text;
-use super::writer::{array_order, order_keys};
 use super::{Resolution, Side};
+use crate::conventions::{array_order, identity, order_keys};
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
 
@@ -308,22 +308,6 @@ fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec
         out.sort_by(|x, y| x.0.cmp(&y.0));
     }
     out.into_iter().map(|(_, raw)| raw.clone()).collect()
-}
-
-/// The identity of an element of an object array: `(depends_on_id, type)` for dependencies, the
-/// whole object but its machine-local `id` for comments, else the whole object.
-pub(crate) fn identity(key: &str, element: &Value) -> String {
-    let mut v = element.clone();
-    if let Value::Object(map) = &mut v {
-        if key == "dependencies" && map.contains_key("depends_on_id") {
-            let pick = |k: &str| map.get(k).cloned().unwrap_or(Value::Null);
-            return Value::Array(vec![pick("depends_on_id"), pick("type")]).to_string();
-        }
-        if key == "comments" {
-            map.remove("id");
-        }
-    }
-    v.to_string()
 }
 
 /// The elements of an object array by identity: raw text and parsed value.

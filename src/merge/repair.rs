@@ -15,6 +15,7 @@ use super::driver::{self, Destination, DriverOptions, DriverReport};
 use super::{merge, rename, MergeOptions};
 use crate::git::run as git;
 use crate::jsonl::{self, Jsonl};
+use crate::merge_log;
 use crate::record::{is_conflict_marker, record_key, Key};
 
 /// Where the three sides came from.
@@ -415,6 +416,28 @@ fn merge_copies(
         }
     }
     Some(acc)
+}
+
+/// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when
+/// the log could not be written. Outside a repository nothing is logged.
+pub fn log_dedupe(file: &Path, done: &[Deduped]) -> Option<String> {
+    if done.iter().all(|d| d.overridden.is_empty() && d.renamed.is_empty()) {
+        return None;
+    }
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let base = merge_log::Context::detect(dir, "bd-merge dedupe", &file.display().to_string(), None, None)?;
+    let mut list = Vec::new();
+    for (report, labels) in done.iter().flat_map(|d| d.overridden.iter()) {
+        let ctx = merge_log::Context { labels: labels.clone(), rebase: false, ..base.clone() };
+        list.extend(merge_log::entries(&ctx, std::slice::from_ref(report), &[], None));
+    }
+    for (rename, labels) in done.iter().flat_map(|d| d.renamed.iter()) {
+        let ctx = merge_log::Context { labels: labels.clone(), rebase: false, ..base.clone() };
+        list.extend(merge_log::entries(&ctx, &[], std::slice::from_ref(rename), None));
+    }
+    merge_log::append(&base.dir, list)
+        .err()
+        .map(|e| format!("could not write the merge log ({e:#}); `bd-merge review` will not show this dedupe"))
 }
 
 #[cfg(test)]

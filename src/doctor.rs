@@ -1,0 +1,70 @@
+//! `bd-sync check` as a whole: the issues file's problems ([`crate::check`]), git's view of it
+//! (a conflict git still records), the installation's health ([`crate::install::health`]) and
+//! the merge log's unreviewed decisions, in one report.
+//!
+//! It sits above both the file checks and the installer so that neither depends on the other
+//! (docs/architecture.md).
+
+use crate::check::{check_file, CheckReport, Finding, FindingKind};
+
+/// What to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The issues file.
+    pub file: std::path::PathBuf,
+    /// Where our binaries live (the hooks and driver must point there); `None` skips the
+    /// installation checks.
+    pub bin_dir: Option<std::path::PathBuf>,
+}
+
+/// A note when merges in this clone overrode values in the last day that nobody has listed with
+/// `bd-merge review` (the merge log, `crate::merge_log`). Nothing outside a repository, and
+/// nothing when the log cannot be read (it is never a reason to fail).
+fn unreviewed_overrides(dir: &std::path::Path) -> Option<Finding> {
+    let log = crate::merge_log::log_dir(dir)?;
+    let now = crate::timestamp::merge_now().ok()?;
+    let since = crate::timestamp::Instant { seconds: now.seconds - 86_400, nanos: now.nanos };
+    let n = crate::merge_log::unreviewed_since(&log, since).ok().filter(|n| *n > 0)?;
+    Some(Finding::new(
+        FindingKind::UnreviewedOverrides,
+        None,
+        Vec::new(),
+        format!("merges in this clone overrode {n} value(s) in the last day that nobody has reviewed: see them with `bd-merge review`"),
+    ))
+}
+
+/// Checks the file and, when it is in a git repository, the installation.
+pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
+    let path = &options.file;
+    let content = crate::jsonl::read(path)?;
+    let (mut findings, external) = check_file(&content);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let shown = crate::cache::import::shown_path(path);
+    for f in findings.iter_mut().filter(|f| f.kind == FindingKind::ConflictMarker) {
+        f.message = format!(
+            "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve {shown}`, then `git add {shown}` and commit"
+        );
+    }
+    if crate::git::git_dir(dir).is_some() && !findings.iter().any(|f| f.kind == FindingKind::ConflictMarker) {
+        let name = path.file_name().map(std::path::PathBuf::from).unwrap_or_else(|| path.to_path_buf());
+        let unmerged = crate::git::run(dir, &[std::ffi::OsStr::new("ls-files"), "-u".as_ref(), "--".as_ref(), name.as_os_str()]);
+        if unmerged.is_ok_and(|out| !out.trim().is_empty()) {
+            findings.push(Finding::new(
+                FindingKind::UnresolvedConflict,
+                None,
+                Vec::new(),
+                format!(
+                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as it was): \
+                     run `bd-merge resolve {shown}` to merge the three sides from git's index, then `git add {shown}` and commit"
+                ),
+            ));
+        }
+    }
+    if let Some(bin_dir) = &options.bin_dir {
+        if crate::git::git_dir(dir).is_some() {
+            findings.extend(crate::install::health(dir, bin_dir)?);
+        }
+    }
+    findings.extend(unreviewed_overrides(dir));
+    Ok(CheckReport::new(path.display().to_string(), findings, external))
+}
