@@ -94,7 +94,7 @@ pub fn collect_ids(sources: &IdSources, dir: &Path, stdin: impl Read) -> Result<
         push(id);
     }
     if sources.stdin {
-        let input = crate::safe_read::read_bounded(stdin, MAX_STDIN, 0).context("reading ids from stdin")?;
+        let input = crate::safe_fs::bounded::read_bounded(stdin, MAX_STDIN, 0).context("reading ids from stdin")?;
         for id in stdin_ids(&input, sources.nul)? {
             push(&id);
         }

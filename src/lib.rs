@@ -44,7 +44,6 @@ pub mod merge_log;
 pub mod notify;
 pub mod record;
 pub mod safe_fs;
-pub mod safe_read;
 pub mod schema;
 pub mod since_last;
 pub mod timestamp;

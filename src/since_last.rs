@@ -168,7 +168,7 @@ pub fn run_source_command(command: &str, dir: &Path) -> Result<Vec<u8>> {
         .spawn()
         .with_context(|| format!("starting --source-cmd {command:?}"))?;
     let stdout = child.stdout.take().context("the command's stdout")?;
-    let reader = std::thread::spawn(move || crate::safe_read::read_bounded(stdout, MAX_SNAPSHOT, 1 << 20));
+    let reader = std::thread::spawn(move || crate::safe_fs::bounded::read_bounded(stdout, MAX_SNAPSHOT, 1 << 20));
     let start = Instant::now();
     let mut stdout_done: Option<Instant> = None;
     let status = loop {
@@ -220,9 +220,9 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
                 None => crate::git::ISSUES_PATHS.iter().find(|p| top.join(p).exists()).unwrap_or(&crate::git::ISSUES_PATHS[0]).to_string(),
             };
             let file = top.join(&rel);
-            let content = match crate::safe_read::read_regular(&file, MAX_SNAPSHOT) {
+            let content = match crate::safe_fs::bounded::read_regular(&file, MAX_SNAPSHOT) {
                 Ok(c) => c,
-                Err(crate::safe_read::SafeReadError::NotFound) => Vec::new(),
+                Err(crate::safe_fs::bounded::SafeReadError::NotFound) => Vec::new(),
                 Err(e) => bail!("{}: {e}", file.display()),
             };
             (format!("file:{rel}"), file.display().to_string(), content)
@@ -231,10 +231,10 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
     };
     let now = record_hashes(content, &source_name)?;
 
-    let state: State = match crate::safe_read::read_regular(&path, MAX_SNAPSHOT) {
+    let state: State = match crate::safe_fs::bounded::read_regular(&path, MAX_SNAPSHOT) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a --since-last state; remove it to start again with a baseline", path.display()))?,
-        Err(crate::safe_read::SafeReadError::NotFound) => State::default(),
+        Err(crate::safe_fs::bounded::SafeReadError::NotFound) => State::default(),
         Err(e) => bail!("reading {}: {e}", path.display()),
     };
     if state.version > VERSION {

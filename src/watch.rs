@@ -11,7 +11,7 @@
 //! file. Events for other files are drained without delaying anything, and the debounce has a
 //! maximum wait: a change to the issues file is read at the latest [`MAX_EXTRA_WAIT`] after the
 //! debounce, however often the file itself or its neighbours keep changing. The file is read
-//! through [`crate::safe_read`]: a regular file of bounded size, never a device or a FIFO a
+//! through [`crate::safe_fs::bounded`]: a regular file of bounded size, never a device or a FIFO a
 //! branch swapped in.
 
 use std::path::{Path, PathBuf};
@@ -96,11 +96,11 @@ enum ReadError {
 
 /// Reads a snapshot; `Ok(None)` when the file is missing.
 fn read_snapshot(file: &Path, previous: Option<&Snapshot>, max_bytes: u64) -> std::result::Result<Option<Snapshot>, ReadError> {
-    match crate::safe_read::read_regular(file, max_bytes) {
+    match crate::safe_fs::bounded::read_regular(file, max_bytes) {
         Ok(content) => {
             Snapshot::parse(content, true, previous).map(Some).map_err(|e| ReadError::NotWhole(format!("{}: {e}", file.display())))
         }
-        Err(crate::safe_read::SafeReadError::NotFound) => Ok(None),
+        Err(crate::safe_fs::bounded::SafeReadError::NotFound) => Ok(None),
         Err(e) => Err(ReadError::Unreadable(format!("{}: {e}", file.display()))),
     }
 }

@@ -145,8 +145,8 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
     };
     let token = match &cli.auth_file {
         Some(f) => {
-            let bytes =
-                beads_git::safe_read::read_regular(f, 64 << 10).with_context(|| format!("reading the token file {}", f.display()))?;
+            let bytes = beads_git::safe_fs::bounded::read_regular(f, 64 << 10)
+                .with_context(|| format!("reading the token file {}", f.display()))?;
             Some(String::from_utf8(bytes).with_context(|| format!("the token file {} is not UTF-8", f.display()))?.trim().to_owned())
         }
         None => env("GEMBA_NOTIFY_AUTH"),

@@ -9,6 +9,11 @@
 //! size bound. Other programs (br, bd) flush the issues file by renaming a temporary file over
 //! it at any moment; [`replace_if_unchanged`] swaps our new file in only when the file at the
 //! path is still the one we read, so another writer's change is never overwritten silently.
+//!
+//! Files we only read but do not manage (a watched file, a token file, a pipe from another
+//! program) go through [`bounded`]: the same refusals, following a symlink to a regular file.
+
+pub mod bounded;
 
 use std::fmt;
 use std::fs::{self, File};
