@@ -274,35 +274,78 @@ pub fn is_external_reference(target: &str) -> bool {
     target.starts_with("external:")
 }
 
+/// What the line-by-line pass of [`check_file`] gathers for the whole-file checks after it.
+#[derive(Default)]
+struct Scan {
+    findings: Vec<Finding>,
+    /// issue -> the ids it `blocks`-depends on
+    blocks: HashMap<String, Vec<String>>,
+    /// (issue, target, dependency type, line)
+    deps: Vec<(String, String, String, usize)>,
+    /// pinned `<role> Handoff` title -> issues
+    handoffs: BTreeMap<String, Vec<String>>,
+    /// comment id -> the (issue, line, comment without its id) that use it
+    comment_ids: BTreeMap<String, Vec<(String, usize, String)>>,
+    highest_comment_id: i64,
+}
+
 /// Checks file content: the findings, and the number of external references left unchecked.
 pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
     let index = IdIndex::new(content);
-    let mut findings = Vec::new();
-    let mut blocks: HashMap<String, Vec<String>> = HashMap::new();
-    let mut deps: Vec<(String, String, String, usize)> = Vec::new();
-    let mut handoffs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    // comment id -> the (issue, line, comment without its id) that use it
-    let mut comment_ids: BTreeMap<String, Vec<(String, usize, String)>> = BTreeMap::new();
-    let mut highest_comment_id = 0i64;
+    let mut scan = Scan::default();
     for (i, (line, key)) in index.file.lines.iter().zip(&index.line_ids).enumerate() {
+        scan.line(&index, i, line, key.as_deref());
+    }
+    let Scan { mut findings, blocks, deps, handoffs, comment_ids, highest_comment_id } = scan;
+    findings.extend(duplicate_ids(&index));
+    let (dangling, external) = dangling_dependencies(&index, &deps);
+    findings.extend(dangling);
+    for cycle in blocks_cycles(&blocks) {
+        findings.push(Finding::new(
+            FindingKind::DependencyCycle,
+            Some(&cycle[0]),
+            Vec::new(),
+            format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
+        ));
+    }
+    findings.extend(comment_id_findings(&comment_ids, highest_comment_id));
+    if crate::merge::derived::mentions_counts(content) {
+        findings.extend(stale_derived_fields(&index));
+    }
+    for (title, ids) in handoffs {
+        if ids.len() > 1 {
+            findings.push(Finding::new(
+                FindingKind::DuplicatePinnedHandoff,
+                Some(&ids[0]),
+                Vec::new(),
+                format!("{} pinned beads titled {title:?}: {}", ids.len(), ids.join(", ")),
+            ));
+        }
+    }
+    (findings, external)
+}
+
+impl Scan {
+    /// Line `i`: its own problems, and what it adds to the whole-file checks.
+    fn line(&mut self, index: &IdIndex<'_>, i: usize, line: &crate::jsonl::Line<'_>, key: Option<&str>) {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
-                findings.push(Finding::new(
+                self.findings.push(Finding::new(
                     FindingKind::ConflictMarker,
                     None,
                     vec![line.number],
                     "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve` on this file, then `git add` it and commit".into(),
                 ));
-                continue;
+                return;
             }
             Err(p) => {
-                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], p.to_string()));
-                continue;
+                self.findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], p.to_string()));
+                return;
             }
         };
         for key in obj.repeated_keys() {
-            findings.push(Finding::new(
+            self.findings.push(Finding::new(
                 FindingKind::DuplicateKey,
                 None,
                 vec![line.number],
@@ -314,39 +357,46 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
         }
         let id = match key {
             // bd 1.0's header, memories and other record kinds: fine as they are.
-            Some(key) if key.starts_with('\0') => continue,
+            Some(key) if !crate::record::is_issue_key(key) => return,
             Some(id) => id.to_string(),
             None => {
                 // `bad` is in line order: the problem of line index `i` is found by bisection.
                 let problem = index.bad.binary_search_by_key(&i, |(j, _)| *j).map(|k| index.bad[k].1.to_string());
-                findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.unwrap_or_default()));
-                continue;
+                self.findings.push(Finding::new(FindingKind::MalformedLine, None, vec![line.number], problem.unwrap_or_default()));
+                return;
             }
         };
+        self.status(&obj, &id, line.number);
+        self.dependencies(&obj, &id, line.number);
+        self.comments(&obj, &id, line.number);
+    }
+
+    /// `status` and `closed_at` agree, the status is known, pinned handoffs are collected.
+    fn status(&mut self, obj: &RawObject<'_>, id: &str, number: usize) {
         let text = |k: &str| obj.get(k).and_then(parse_json_str).map(|s| s.into_owned());
         let status = text("status");
         let has_closed_at = obj.get("closed_at").is_some_and(|v| v != "null");
         match status.as_deref() {
-            Some("closed") if !has_closed_at => findings.push(Finding::new(
+            Some("closed") if !has_closed_at => self.findings.push(Finding::new(
                 FindingKind::ClosedWithoutClosedAt,
-                Some(&id),
-                vec![line.number],
+                Some(id),
+                vec![number],
                 "status is closed but closed_at is missing".into(),
             )),
-            Some(s) if s != "closed" && s != "tombstone" && s != "deleted" && has_closed_at => findings.push(Finding::new(
+            Some(s) if s != "closed" && s != "tombstone" && s != "deleted" && has_closed_at => self.findings.push(Finding::new(
                 FindingKind::ClosedAtOnOpenIssue,
-                Some(&id),
-                vec![line.number],
+                Some(id),
+                vec![number],
                 format!("status is {s} but closed_at is set"),
             )),
             _ => {}
         }
         if let Some(s) = &status {
             if !KNOWN_STATUSES.contains(&s.as_str()) {
-                findings.push(Finding::new(
+                self.findings.push(Finding::new(
                     FindingKind::UnknownStatus,
-                    Some(&id),
-                    vec![line.number],
+                    Some(id),
+                    vec![number],
                     format!("status {s:?} is not one of {}", KNOWN_STATUSES.join(", ")),
                 ));
             }
@@ -355,10 +405,13 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             if let Some(title) = text("title") {
                 let words: Vec<&str> = title.split_whitespace().collect();
                 if words.len() == 2 && words[1] == "Handoff" {
-                    handoffs.entry(title).or_default().push(id.clone());
+                    self.handoffs.entry(title).or_default().push(id.to_owned());
                 }
             }
         }
+    }
+
+    fn dependencies(&mut self, obj: &RawObject<'_>, id: &str, number: usize) {
         for e in obj.get("dependencies").and_then(split_array).unwrap_or_default() {
             let Some(d) = RawObject::parse_trusted(e) else {
                 continue;
@@ -366,49 +419,61 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             let on = d.get("depends_on_id").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_default();
             let kind = d.get("type").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_else(|| "blocks".into());
             if kind == "blocks" {
-                blocks.entry(id.clone()).or_default().push(on.clone());
+                self.blocks.entry(id.to_owned()).or_default().push(on.clone());
             }
-            deps.push((id.clone(), on, kind, line.number));
+            self.deps.push((id.to_owned(), on, kind, number));
         }
+    }
+
+    fn comments(&mut self, obj: &RawObject<'_>, id: &str, number: usize) {
         for e in obj.get("comments").and_then(split_array).unwrap_or_default() {
             let Ok(serde_json::Value::Object(mut comment)) = serde_json::from_str::<serde_json::Value>(e) else {
                 continue;
             };
-            let Some(number) = comment.remove("id").filter(|n| !n.is_null()) else {
+            let Some(n) = comment.remove("id").filter(|n| !n.is_null()) else {
                 continue;
             };
-            highest_comment_id = highest_comment_id.max(number.as_i64().unwrap_or(0));
-            let uses = comment_ids.entry(number.to_string()).or_default();
+            self.highest_comment_id = self.highest_comment_id.max(n.as_i64().unwrap_or(0));
+            let uses = self.comment_ids.entry(n.to_string()).or_default();
             let content = serde_json::Value::Object(comment).to_string();
             if !uses.iter().any(|(i, _, c)| *i == id && *c == content) {
-                uses.push((id.clone(), line.number, content));
+                uses.push((id.to_owned(), number, content));
             }
         }
     }
+}
+
+/// Ids on several lines, in id order.
+fn duplicate_ids(index: &IdIndex<'_>) -> Vec<Finding> {
     let mut repeated: Vec<(&str, Vec<usize>)> = index
         .issues_in_order()
         .filter(|(_, slot)| slot.indexes().len() > 1)
         .map(|(id, slot)| (id.as_ref(), slot.indexes().iter().map(|&i| index.line(i).number).collect()))
         .collect();
     repeated.sort();
-    for (id, lines) in &repeated {
-        {
-            findings.push(Finding::new(
+    repeated
+        .into_iter()
+        .map(|(id, lines)| {
+            let n = lines.len();
+            Finding::new(
                 FindingKind::DuplicateId,
                 Some(id),
-                lines.clone(),
-                format!(
-                    "id appears on {} lines; `bd-merge dedupe` merges them into one record (bd-merge and bd-sync keep all copies until then)",
-                    lines.len()
-                ),
-            ));
-        }
-    }
+                lines,
+                format!("id appears on {n} lines; `bd-merge dedupe` merges them into one record (bd-merge and bd-sync keep all copies until then)"),
+            )
+        })
+        .collect()
+}
+
+/// Dependencies on ids that are not in the file, and the number of external references (never
+/// checked: they name another project's issue).
+fn dangling_dependencies(index: &IdIndex<'_>, deps: &[(String, String, String, usize)]) -> (Vec<Finding>, usize) {
+    let mut findings = Vec::new();
     let mut external = 0;
-    for (id, on, kind, line) in &deps {
+    for (id, on, kind, line) in deps {
         if is_external_reference(on) {
             external += 1;
-        } else if !index.ids.contains_key(on.as_str()) || on.starts_with('\0') {
+        } else if !index.ids.contains_key(on.as_str()) || !crate::record::is_issue_key(on) {
             findings.push(Finding::new(
                 FindingKind::DanglingDependency,
                 Some(id),
@@ -417,16 +482,15 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             ));
         }
     }
-    for cycle in blocks_cycles(&blocks) {
-        findings.push(Finding::new(
-            FindingKind::DependencyCycle,
-            Some(&cycle[0]),
-            Vec::new(),
-            format!("blocks cycle: {} -> {}", cycle.join(" -> "), cycle[0]),
-        ));
-    }
-    let mut next_free = highest_comment_id;
-    for (number, uses) in &comment_ids {
+    (findings, external)
+}
+
+/// Comment ids used by different comments: within one issue (br refuses the file) or across
+/// issues (importers renumber one), each with the free id to give the later one.
+fn comment_id_findings(comment_ids: &BTreeMap<String, Vec<(String, usize, String)>>, highest: i64) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut next_free = highest;
+    for (number, uses) in comment_ids {
         if uses.len() < 2 {
             continue;
         }
@@ -450,35 +514,29 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
             ),
         ));
     }
-    if crate::merge::derived::mentions_counts(content) {
-        let dependents = crate::merge::derived::dependents(index.file.lines.iter().map(|l| l.bytes));
-        for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
-            for stale in crate::merge::derived::stale(line.bytes, &dependents) {
-                findings.push(Finding::new(
-                    FindingKind::StaleDerivedField,
-                    key.as_deref(),
-                    vec![line.number],
-                    format!(
-                        "{} is {} but the file implies {}: it is computed from the file, not edited; bd rewrites it on its next flush, `bd-merge dedupe` fixes it now",
-                        stale.field,
-                        crate::record::printable(&stale.written, 40),
-                        crate::record::printable(&stale.computed, 40)
-                    ),
-                ));
-            }
-        }
-    }
-    for (title, ids) in handoffs {
-        if ids.len() > 1 {
+    findings
+}
+
+/// bd's derived counts and computed `parent` that disagree with what the file implies.
+fn stale_derived_fields(index: &IdIndex<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let dependents = crate::merge::derived::dependents(index.file.lines.iter().map(|l| l.bytes));
+    for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
+        for stale in crate::merge::derived::stale(line.bytes, &dependents) {
             findings.push(Finding::new(
-                FindingKind::DuplicatePinnedHandoff,
-                Some(&ids[0]),
-                Vec::new(),
-                format!("{} pinned beads titled {title:?}: {}", ids.len(), ids.join(", ")),
+                FindingKind::StaleDerivedField,
+                key.as_deref(),
+                vec![line.number],
+                format!(
+                    "{} is {} but the file implies {}: it is computed from the file, not edited; bd rewrites it on its next flush, `bd-merge dedupe` fixes it now",
+                    stale.field,
+                    crate::record::printable(&stale.written, 40),
+                    crate::record::printable(&stale.computed, 40)
+                ),
             ));
         }
     }
-    (findings, external)
+    findings
 }
 
 /// Each cycle once, starting at its smallest id.

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The `--color` flag's values, as git, ripgrep and ls spell them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ColorChoice {
     /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
     #[default]
@@ -29,5 +29,21 @@ pub fn stdout() -> bool {
         1 => true,
         2 => false,
         _ => std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// The ANSI colour codes (SGR parameters) the binaries paint with.
+pub mod sgr {
+    /// Bold red: urgent priorities.
+    pub const BOLD_RED: &str = "1;31";
+}
+
+/// `text` wrapped in the ANSI colour `code` (an SGR parameter such as [`sgr::BOLD_RED`]) when
+/// `enabled`, else `text` as it is.
+pub fn paint(enabled: bool, code: &str, text: &str) -> String {
+    if enabled {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
     }
 }

@@ -86,7 +86,7 @@ pub fn git_dir_checked(dir: &Path) -> Result<Option<std::path::PathBuf>> {
 }
 
 /// Candidate paths of the issues file inside a tree, newest name first.
-pub const ISSUES_PATHS: &[&str] = &[".beads/issues.jsonl", ".beads/beads.jsonl"];
+pub const ISSUES_PATHS: &[&str] = &crate::jsonl::ISSUES_PATHS;
 
 /// An open repository for reading objects.
 pub struct Repo {

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap;
 
 use crate::jsonl::{Jsonl, Line};
-use crate::record::{kind_rank, record_key, LineProblem};
+use crate::record::{is_issue_key, kind_rank, record_key, LineProblem};
 
 /// Where a key's lines are.
 #[derive(Debug, Clone)]
@@ -128,7 +128,7 @@ impl<'a> IdIndex<'a> {
     /// of all their lines.
     pub fn issues_in_order(&self) -> impl Iterator<Item = (&Cow<'a, str>, &Slot)> {
         self.line_ids.iter().enumerate().filter_map(move |(i, id)| {
-            let id = id.as_ref().filter(|id| !id.starts_with('\0'))?;
+            let id = id.as_ref().filter(|id| is_issue_key(id))?;
             let slot = self.ids.get(id)?;
             (slot.indexes()[0] as usize == i).then_some((id, slot))
         })
@@ -136,6 +136,6 @@ impl<'a> IdIndex<'a> {
 
     /// Lines that are records of another kind than issues (bd 1.0's header, memories).
     pub fn other_records(&self) -> usize {
-        self.line_ids.iter().flatten().filter(|id| id.starts_with('\0')).count()
+        self.line_ids.iter().flatten().filter(|id| !is_issue_key(id)).count()
     }
 }

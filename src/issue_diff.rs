@@ -230,11 +230,7 @@ impl Style {
     }
 
     fn paint(self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
+        crate::color::paint(self.color, code, text)
     }
 }
 

@@ -15,6 +15,17 @@ use anyhow::{bail, Context, Result};
 /// The UTF-8 byte order mark.
 pub const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The directory a beads tracker keeps its files in, at the top of the work tree.
+pub const BEADS_DIR: &str = ".beads";
+
+/// The issues file's names inside [`BEADS_DIR`], in the order they are looked for: today's name,
+/// then bd's older one. Every place that looks for the issues file uses these.
+pub const ISSUES_FILE_NAMES: [&str; 2] = ["issues.jsonl", "beads.jsonl"];
+
+/// [`ISSUES_FILE_NAMES`] as paths from the top of the work tree (what git's attributes and
+/// `git show REV:PATH` take).
+pub const ISSUES_PATHS: [&str; 2] = [".beads/issues.jsonl", ".beads/beads.jsonl"];
+
 /// How a file ends its lines and starts its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {

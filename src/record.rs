@@ -112,26 +112,46 @@ pub fn is_conflict_marker(line: &[u8]) -> bool {
     false
 }
 
-/// The identity of a record line (SPEC §2 record kinds): an issue's `id`, or, for the other
-/// kinds bd 1.0 writes beside issues, a key that cannot be an issue id (it starts with NUL):
-/// [`HEADER_KEY`] for the header line (`_schema`, no `id`), `"\0memory\0" + key` for
-/// `{"_type":"memory","key":...}`, and `"\0" + type + "\0" + id-or-key` for any other `_type`.
+/// The identity of a record line (README "Record kinds"): an issue's `id`, or one of the other
+/// kinds bd 1.0 writes beside issues.
+///
+/// The merge and the index key their maps by one string per record
+/// ([`into_string_key`](Key::into_string_key)): an issue by its id, any other kind by a string
+/// that cannot be an issue id because it starts with NUL. That encoding is known only to this
+/// module: everything else asks [`is_issue_key`], [`kind_rank`] and [`key_label`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Key<'a> {
     /// An issue (no `_type`, or `_type:"issue"`), by its `id`.
     Issue(Cow<'a, str>),
-    /// Another record kind, by its NUL-prefixed key.
-    Other(String),
+    /// bd 1.0's header line (`_schema`, no `id`).
+    Header,
+    /// A memory (`{"_type":"memory","key":...}`), by its key.
+    Memory(String),
+    /// Any other `_type`, by its `id` (or `key`).
+    Other {
+        /// The `_type`.
+        kind: String,
+        /// Its `id`, else its `key`.
+        key: String,
+    },
 }
 
 impl<'a> Key<'a> {
-    /// The key as one string (issues: the id itself).
+    /// The key as one string (issues: the id itself; other kinds: a string starting with NUL).
     pub fn into_string_key(self) -> Cow<'a, str> {
         match self {
             Key::Issue(id) => id,
-            Key::Other(k) => Cow::Owned(k),
+            Key::Header => Cow::Borrowed(HEADER_KEY),
+            Key::Memory(k) => Cow::Owned(format!("\0memory\0{k}")),
+            Key::Other { kind, key } => Cow::Owned(format!("\0{kind}\0{key}")),
         }
     }
+}
+
+/// Whether a string key ([`Key::into_string_key`]) is an issue's id (not a header, memory or
+/// other record kind).
+pub fn is_issue_key(key: &str) -> bool {
+    !key.starts_with('\0')
 }
 
 /// The key of bd 1.0's header line.
@@ -142,7 +162,7 @@ pub const HEADER_KEY: &str = "\0";
 pub fn kind_rank(key: &str) -> u8 {
     if key == HEADER_KEY {
         0
-    } else if !key.starts_with('\0') {
+    } else if is_issue_key(key) {
         1
     } else if key.starts_with("\0memory\0") {
         2
@@ -190,11 +210,11 @@ pub fn record_key(line: &[u8]) -> Result<Key<'_>, LineProblem> {
     match text("_type").as_deref() {
         None | Some("issue") => match object.id() {
             Ok(id) => Ok(Key::Issue(Cow::Owned(id.into_owned()))),
-            Err(_) if object.get("_schema").is_some() && object.get("id").is_none() => Ok(Key::Other(HEADER_KEY.to_owned())),
+            Err(_) if object.get("_schema").is_some() && object.get("id").is_none() => Ok(Key::Header),
             Err(e) => Err(e),
         },
-        Some("memory") => text("key").map(|k| Key::Other(format!("\0memory\0{k}"))).ok_or(LineProblem::MissingId),
-        Some(kind) => text("id").or_else(|| text("key")).map(|k| Key::Other(format!("\0{kind}\0{k}"))).ok_or(LineProblem::MissingId),
+        Some("memory") => text("key").map(Key::Memory).ok_or(LineProblem::MissingId),
+        Some(kind) => text("id").or_else(|| text("key")).map(|key| Key::Other { kind: kind.to_owned(), key }).ok_or(LineProblem::MissingId),
     }
 }
 
@@ -203,7 +223,7 @@ pub fn record_key(line: &[u8]) -> Result<Key<'_>, LineProblem> {
 pub fn record_id(line: &[u8]) -> Result<Cow<'_, str>, LineProblem> {
     match record_key(line)? {
         Key::Issue(id) => Ok(id),
-        Key::Other(_) => Err(LineProblem::NotAnIssue),
+        Key::Header | Key::Memory(_) | Key::Other { .. } => Err(LineProblem::NotAnIssue),
     }
 }
 
@@ -520,9 +540,9 @@ mod tests {
         assert_eq!(record_id(br#"{ "title":"x", "id" : "bd-\u0031"}"#).expect("test input is valid"), "bd-1");
         assert_eq!(record_id(br#"{"id":1}"#), Err(LineProblem::MissingId));
         assert_eq!(record_id(br#"{"_type":"issue","id":"bd-1","title":"x"}"#).expect("test input is valid"), "bd-1");
-        assert_eq!(record_key(br#"{"_type":"memory","key":"k1","value":"v"}"#), Ok(Key::Other("\0memory\0k1".into())));
-        assert_eq!(record_key(br#"{"_schema":"beads-jsonl/1","_dolt_commit":"abc"}"#), Ok(Key::Other(HEADER_KEY.into())));
-        assert_eq!(record_key(br#"{"_type":"event","id":"e1"}"#), Ok(Key::Other("\0event\0e1".into())));
+        assert_eq!(record_key(br#"{"_type":"memory","key":"k1","value":"v"}"#), Ok(Key::Memory("k1".into())));
+        assert_eq!(record_key(br#"{"_schema":"beads-jsonl/1","_dolt_commit":"abc"}"#), Ok(Key::Header));
+        assert_eq!(record_key(br#"{"_type":"event","id":"e1"}"#), Ok(Key::Other { kind: "event".into(), key: "e1".into() }));
         assert_eq!(record_id(br#"{"_type":"memory","key":"k1"}"#), Err(LineProblem::NotAnIssue));
         assert_eq!(record_key(br#"{"_type":"memory","value":"v"}"#), Err(LineProblem::MissingId));
         assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));

@@ -77,8 +77,7 @@ pub fn beads_dir(dir: &Path) -> PathBuf {
 }
 
 fn issues_file(dir: &Path) -> PathBuf {
-    let old = dir.join("beads.jsonl");
-    let new = dir.join("issues.jsonl");
+    let [new, old] = crate::jsonl::ISSUES_FILE_NAMES.map(|name| dir.join(name));
     if !new.exists() && old.exists() {
         old
     } else {
@@ -192,7 +191,7 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
     };
     watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
 
-    let mut current = match read_snapshot(&file, None, options.max_bytes) {
+    let current = match read_snapshot(&file, None, options.max_bytes) {
         Ok(s) => s.unwrap_or_default(),
         Err(ReadError::NotWhole(e)) => {
             (options.notice)(&format!("waiting for a complete file: {e}"));
@@ -203,123 +202,191 @@ pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMu
             Snapshot::default()
         }
     };
-    // When the first change since the last read came, and the latest one.
-    let mut first_pending: Option<Instant> = None;
-    let mut last_event = Instant::now();
-    let mut missing_since: Option<Instant> = None;
-    let mut last_error = String::new();
-    let mut last_read_error = String::new();
-    // The directory itself may be deleted and created again (a re-clone, `rm -rf .beads`): its
-    // watch dies with the old inode, so it is checked now and then and watched afresh.
-    let mut dir_id = dir_identity(&options.dir);
-    let mut dir_checked = Instant::now();
-    let mut stale_checked: Option<Instant> = None;
-    let mut stale_warned = false;
-    let max_wait = options.debounce.saturating_add(MAX_EXTRA_WAIT);
+    let now = Instant::now();
+    let mut state = Watching {
+        options,
+        file,
+        name,
+        current,
+        first_pending: None,
+        last_event: now,
+        missing_since: None,
+        last_error: String::new(),
+        last_read_error: String::new(),
+        dir_id: dir_identity(&options.dir),
+        dir_checked: now,
+        stale_checked: None,
+        stale_warned: false,
+        max_wait: options.debounce.saturating_add(MAX_EXTRA_WAIT),
+    };
     while !stop.load(Ordering::Relaxed) {
-        // Sleep until the next event, at most 25 ms, less when a read falls due sooner.
+        let Some(events) = state.next_events(&rx) else { break };
+        state.take(events);
+        state.warn_once_if_stale();
+        state.rewatch_if_replaced(watcher.as_mut());
+        if let Some(gone) = state.gone_for_good() {
+            if !on_change(gone) {
+                return Ok(());
+            }
+        }
+        if let Some(ids) = state.read_when_due() {
+            if !ids.is_empty() && !on_change(ids) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The watch loop's state between rounds.
+struct Watching<'o> {
+    options: &'o WatchOptions,
+    file: PathBuf,
+    name: std::ffi::OsString,
+    /// What the file held at the last read.
+    current: Snapshot,
+    /// When the first change since the last read came, and the latest one.
+    first_pending: Option<Instant>,
+    last_event: Instant,
+    missing_since: Option<Instant>,
+    last_error: String,
+    last_read_error: String,
+    /// The directory itself may be deleted and created again (a re-clone, `rm -rf .beads`): its
+    /// watch dies with the old inode, so it is checked now and then and watched afresh.
+    dir_id: Option<(u64, u64)>,
+    dir_checked: Instant,
+    stale_checked: Option<Instant>,
+    stale_warned: bool,
+    max_wait: Duration,
+}
+
+impl Watching<'_> {
+    /// Sleeps until the next event, at most 25 ms, less when a read falls due sooner; then takes
+    /// whatever else is queued, so a busy neighbour never holds the timers off. `None` when the
+    /// watcher is gone.
+    fn next_events(&self, rx: &mpsc::Receiver<notify::Result<notify::Event>>) -> Option<Vec<notify::Result<notify::Event>>> {
         let mut timeout = Duration::from_millis(25);
-        if let Some(first) = first_pending {
-            let due = (last_event + options.debounce).min(first + max_wait);
+        if let Some(first) = self.first_pending {
+            let due = (self.last_event + self.options.debounce).min(first + self.max_wait);
             timeout = timeout.min(due.saturating_duration_since(Instant::now()));
         }
         let mut events = Vec::new();
         match rx.recv_timeout(timeout) {
             Ok(event) => events.push(event),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
         }
-        // Whatever else is queued is taken now, so a busy neighbour never holds the timers off.
         while events.len() < MAX_EVENTS_PER_ROUND {
             match rx.try_recv() {
                 Ok(event) => events.push(event),
                 Err(_) => break,
             }
         }
+        Some(events)
+    }
+
+    /// Events about the file start (or extend) the wait before a read; failures are reported once.
+    fn take(&mut self, events: Vec<notify::Result<notify::Event>>) {
         for event in events {
             match event {
                 Ok(event) => {
-                    if event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == Some(name.as_os_str())) {
-                        last_event = Instant::now();
-                        first_pending.get_or_insert(last_event);
+                    if event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == Some(self.name.as_os_str())) {
+                        self.last_event = Instant::now();
+                        self.first_pending.get_or_insert(self.last_event);
                     }
                 }
                 Err(e) => {
                     // Report a failure once, not at every poll.
-                    if e.to_string() != last_error {
-                        last_error = e.to_string();
-                        (options.notice)(&format!("watcher: {e}"));
+                    if e.to_string() != self.last_error {
+                        self.last_error = e.to_string();
+                        (self.options.notice)(&format!("watcher: {e}"));
                     }
-                }
-            }
-        }
-        // Once every 5 s until it has warned once: is a tracker database newer than the file?
-        if !stale_warned && stale_checked.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
-            stale_checked = Some(Instant::now());
-            if let Some(warning) = stale_file_warning(&options.dir) {
-                (options.notice)(&warning);
-                stale_warned = true;
-            }
-        }
-        if dir_checked.elapsed() >= Duration::from_millis(200) {
-            dir_checked = Instant::now();
-            let now = dir_identity(&options.dir);
-            if now != dir_id {
-                match now {
-                    None => (options.notice)(&format!("{} was removed; watching for it to come back", options.dir.display())),
-                    Some(_) => {
-                        let _ = watcher.unwatch(&options.dir);
-                        match watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive) {
-                            Ok(()) => (options.notice)(&format!("{} is back; watching it again", options.dir.display())),
-                            Err(e) => (options.notice)(&format!("watching {} again: {e}", options.dir.display())),
-                        }
-                        last_error.clear();
-                    }
-                }
-                dir_id = now;
-                last_event = Instant::now();
-                first_pending.get_or_insert(last_event);
-            }
-        }
-        if let Some(since) = missing_since {
-            if since.elapsed() >= options.missing_grace && !current.is_empty() {
-                let gone = changes(&current, &Snapshot::default()).ids();
-                current = Snapshot::default();
-                if !on_change(gone) {
-                    return Ok(());
-                }
-            }
-        }
-        let Some(first) = first_pending else { continue };
-        // Quiet for the debounce, or waiting too long already: read now.
-        if last_event.elapsed() < options.debounce && first.elapsed() < max_wait {
-            continue;
-        }
-        first_pending = None;
-        match read_snapshot(&file, Some(&current), options.max_bytes) {
-            Ok(None) => {
-                missing_since.get_or_insert_with(Instant::now);
-            }
-            Ok(Some(next)) => {
-                missing_since = None;
-                last_read_error.clear();
-                let ids = changes(&current, &next).ids();
-                current = next;
-                if !ids.is_empty() && !on_change(ids) {
-                    return Ok(());
-                }
-            }
-            Err(ReadError::NotWhole(_)) => {} // the write that completes it brings another event
-            Err(ReadError::Unreadable(e)) => {
-                missing_since = None;
-                if e != last_read_error {
-                    (options.notice)(&e);
-                    last_read_error = e;
                 }
             }
         }
     }
-    Ok(())
+
+    /// Once every 5 s until it has warned once: is a tracker database newer than the file?
+    fn warn_once_if_stale(&mut self) {
+        if !self.stale_warned && self.stale_checked.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
+            self.stale_checked = Some(Instant::now());
+            if let Some(warning) = stale_file_warning(&self.options.dir) {
+                (self.options.notice)(&warning);
+                self.stale_warned = true;
+            }
+        }
+    }
+
+    /// Every 200 ms: a directory removed is reported, one created again is watched afresh (and
+    /// read, as a change).
+    fn rewatch_if_replaced(&mut self, watcher: &mut dyn Watcher) {
+        if self.dir_checked.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        self.dir_checked = Instant::now();
+        let now = dir_identity(&self.options.dir);
+        if now == self.dir_id {
+            return;
+        }
+        let dir = &self.options.dir;
+        match now {
+            None => (self.options.notice)(&format!("{} was removed; watching for it to come back", dir.display())),
+            Some(_) => {
+                let _ = watcher.unwatch(dir);
+                match watcher.watch(dir, notify::RecursiveMode::NonRecursive) {
+                    Ok(()) => (self.options.notice)(&format!("{} is back; watching it again", dir.display())),
+                    Err(e) => (self.options.notice)(&format!("watching {} again: {e}", dir.display())),
+                }
+                self.last_error.clear();
+            }
+        }
+        self.dir_id = now;
+        self.last_event = Instant::now();
+        self.first_pending.get_or_insert(self.last_event);
+    }
+
+    /// The ids of every record, once the file has been missing for the grace period.
+    fn gone_for_good(&mut self) -> Option<Vec<String>> {
+        let since = self.missing_since?;
+        if since.elapsed() >= self.options.missing_grace && !self.current.is_empty() {
+            let gone = changes(&self.current, &Snapshot::default()).ids();
+            self.current = Snapshot::default();
+            return Some(gone);
+        }
+        None
+    }
+
+    /// Reads the file once it has been quiet for the debounce (or changes kept coming for too
+    /// long): the ids that changed since the last read, `None` when nothing was due or readable.
+    fn read_when_due(&mut self) -> Option<Vec<String>> {
+        let first = self.first_pending?;
+        if self.last_event.elapsed() < self.options.debounce && first.elapsed() < self.max_wait {
+            return None;
+        }
+        self.first_pending = None;
+        match read_snapshot(&self.file, Some(&self.current), self.options.max_bytes) {
+            Ok(None) => {
+                self.missing_since.get_or_insert_with(Instant::now);
+                None
+            }
+            Ok(Some(next)) => {
+                self.missing_since = None;
+                self.last_read_error.clear();
+                let ids = changes(&self.current, &next).ids();
+                self.current = next;
+                Some(ids)
+            }
+            Err(ReadError::NotWhole(_)) => None, // the write that completes it brings another event
+            Err(ReadError::Unreadable(e)) => {
+                self.missing_since = None;
+                if e != self.last_read_error {
+                    (self.options.notice)(&e);
+                    self.last_read_error = e;
+                }
+                None
+            }
+        }
+    }
 }
 
 /// The directory's device and inode, `None` while it does not exist.

@@ -162,12 +162,12 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
 fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(repo) = &cli.install_git_hook {
         let (path, change) = install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?)?;
-        eprintln!("bd-hook: {}: {change:?}", path.display());
+        eprintln!("bd-hook: {}: {change}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(repo) = &cli.uninstall_git_hook {
         let (path, change) = install::uninstall_one(repo, Hook::PostCommit)?;
-        eprintln!("bd-hook: {}: {change:?}", path.display());
+        eprintln!("bd-hook: {}: {change}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let total = Duration::try_from_secs_f64(cli.timeout).unwrap_or(Duration::from_secs(2));

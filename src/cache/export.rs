@@ -43,7 +43,11 @@ const ATTEMPTS: usize = 8;
 /// [`crate::safe_fs::replace_if_unchanged`]); otherwise it imports the new version (merging it
 /// with the cache's edits) and starts over, so it never exits 0 having replaced another writer's
 /// change.
-pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport> {
+pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport, super::Error> {
+    export_unsorted(cache, options, stage).map_err(super::Error::from)
+}
+
+fn export_unsorted(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport> {
     let mut imported = None;
     for _ in 0..ATTEMPTS {
         if let Some(mut report) = export_once(cache, options, stage, &mut imported)? {
@@ -135,63 +139,90 @@ fn export_once(
                 None => return Ok(true),
             }
         } else {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            }
-            // Staging may fail after the rename: a hard link keeps the old file to put back.
-            let backup = if stage && present { Some(keep_old_file(&path)?) } else { None };
-            let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-            let written = jsonl::write_atomic_if_unchanged(&path, read, |w| {
-                let mut w = HashingWriter { inner: w, hasher: &mut hasher };
-                fixed = rewrite(file.as_ref(), &path, &survey, &rendered, &added, style, &mut w)?;
+            let write = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
+                fixed = rewrite(file.as_ref(), &path, &survey, &rendered, &added, style, w)?;
                 Ok(())
-            });
-            let identity = match written {
-                Ok(Some(identity)) => identity,
-                other => {
-                    if let Some(backup) = &backup {
-                        let _ = std::fs::remove_file(backup);
-                    }
-                    match other {
-                        Err(e) => return Err(e),
-                        _ => return Ok(false), // another writer's file is in place: start over
-                    }
-                }
             };
-            if stage {
-                if let Err(e) = crate::git::stage(&path) {
-                    match &backup {
-                        Some(backup) => std::fs::rename(backup, &path),
-                        None => std::fs::remove_file(&path),
-                    }
-                    .with_context(|| format!("putting {} back", path.display()))?;
-                    return Err(
-                        e.context(format!("staging {} failed; the file was put back and the edits stay in the cache", path.display()))
-                    );
-                }
+            match replace_file(&path, stage, present, read, write)? {
+                Some(done) => done,
+                None => return Ok(false), // another writer's file is in place: start over
             }
-            if let Some(backup) = &backup {
-                let _ = std::fs::remove_file(backup);
-            }
-            (identity, hasher.digest() as i64)
         };
-        for (id, r) in &rendered {
-            if render_issue(tx, id, style)? != *r {
-                continue;
-            }
-            if let Some(text) = r {
-                codec::store_line(tx, id, fixed.get(id).unwrap_or(text))?;
-            }
-            tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
-        }
-        // Clean records whose derived counts the edits changed: the cache holds what was written.
-        for (id, text) in fixed.iter().filter(|(id, _)| !rendered.contains_key(id.as_str())) {
-            codec::store_line(tx, id, text)?;
-        }
+        record_written(tx, &rendered, &fixed, style)?;
         stamp::record_file_state(tx, &path, identity, new_hash)?;
         Ok(true)
     })?;
     Ok(done.then_some(report))
+}
+
+/// Replaces the issues file with what `write` writes, if the path still holds the version read
+/// (`read`), and stages it when asked (putting the old file back if staging fails). Returns the
+/// new file's identity and content hash, or `None` when another writer replaced the file first
+/// (nothing was written).
+fn replace_file(
+    path: &Path,
+    stage: bool,
+    present: bool,
+    read: Option<Identity>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<Option<(Identity, i64)>> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // Staging may fail after the rename: a hard link keeps the old file to put back.
+    let backup = if stage && present { Some(keep_old_file(path)?) } else { None };
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let written = jsonl::write_atomic_if_unchanged(path, read, |w| {
+        let mut w = HashingWriter { inner: w, hasher: &mut hasher };
+        write(&mut w)
+    });
+    let identity = match written {
+        Ok(Some(identity)) => identity,
+        other => {
+            if let Some(backup) = &backup {
+                let _ = std::fs::remove_file(backup);
+            }
+            return other.map(|_| None);
+        }
+    };
+    if stage {
+        if let Err(e) = crate::git::stage(path) {
+            match &backup {
+                Some(backup) => std::fs::rename(backup, path),
+                None => std::fs::remove_file(path),
+            }
+            .with_context(|| format!("putting {} back", path.display()))?;
+            return Err(e.context(format!("staging {} failed; the file was put back and the edits stay in the cache", path.display())));
+        }
+    }
+    if let Some(backup) = &backup {
+        let _ = std::fs::remove_file(backup);
+    }
+    Ok(Some((identity, hasher.digest() as i64)))
+}
+
+/// After the file is written: each row still as rendered keeps the line written and is clean;
+/// a row edited meanwhile stays dirty. Clean records whose derived counts the edits changed
+/// (`fixed`) store their new line too: the cache holds what was written.
+fn record_written(
+    tx: &rusqlite::Transaction<'_>,
+    rendered: &FxHashMap<String, Option<String>>,
+    fixed: &FxHashMap<String, String>,
+    style: bool,
+) -> Result<()> {
+    for (id, r) in rendered {
+        if render_issue(tx, id, style)? != *r {
+            continue;
+        }
+        if let Some(text) = r {
+            codec::store_line(tx, id, fixed.get(id).unwrap_or(text))?;
+        }
+        tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
+    }
+    for (id, text) in fixed.iter().filter(|(id, _)| !rendered.contains_key(id.as_str())) {
+        codec::store_line(tx, id, text)?;
+    }
+    Ok(())
 }
 
 /// A second descriptor on the file read, positioned at its start.

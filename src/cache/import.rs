@@ -27,7 +27,7 @@ use crate::timestamp;
 
 /// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
 /// row cannot hold conflict markers, so the choice is made here, and reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncPolicy {
     /// The side whose record has the later `updated_at`; ties go to the greater record.
     #[default]
@@ -109,7 +109,7 @@ impl InvalidFile {
     /// it never offers it.
     pub fn advice(&self, skip_invalid: bool) -> String {
         let mut fix = if self.has_conflict_markers() {
-            let file = self.0.first().map(|b| shown_path(Path::new(&b.path))).unwrap_or_else(|| ".beads/issues.jsonl".into());
+            let file = self.0.first().map(|b| shown_path(Path::new(&b.path))).unwrap_or_else(|| crate::jsonl::ISSUES_PATHS[0].into());
             format!(
                 "fix: the file holds git conflict markers (a merge committed or left unfinished without the beads driver): \
                  run `bd-merge resolve {file}`, then `git add {file}` and commit (or `bd-merge resolve --stage {file}`, then commit)"
@@ -251,7 +251,11 @@ impl std::error::Error for FileChanged {}
 /// between; the write then finds the dirty set changed, rolls back, and the import starts over
 /// with the edit in view, so it is merged, never overwritten. A file rewritten between the two
 /// passes is caught the same way (every line read again must have the hash it had).
-pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
+pub fn import(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport, super::Error> {
+    import_unsorted(cache, options).map_err(super::Error::from)
+}
+
+fn import_unsorted(cache: &mut Cache, options: &ImportOptions) -> Result<ImportReport> {
     for _ in 0..16 {
         match import_once(cache, options, BLOCK_SIZE) {
             Err(e) if e.is::<DirtySetChanged>() || e.is::<FileChanged>() => continue,
@@ -364,7 +368,7 @@ impl Scan {
                         continue;
                     }
                 };
-                if key.starts_with('\0') {
+                if !crate::record::is_issue_key(&key) {
                     scan.other_records += 1;
                     continue;
                 }

@@ -7,13 +7,17 @@
 //! `schema.sql` and versioned with `PRAGMA user_version`. Writers hold a lock file next to the
 //! database so bd-sync processes and git hooks never interleave.
 
+pub mod binding;
 pub mod codec;
+pub mod error;
 pub mod export;
 pub mod import;
 pub mod query;
 pub mod stamp;
 
+pub use binding::Binding;
 pub use codec::COLUMNS;
+pub use error::Error;
 pub use stamp::file_changed_since_sync;
 
 use std::fs;
@@ -71,8 +75,8 @@ impl Paths {
 pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
     let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
     for dir in start.ancestors() {
-        for name in ["issues.jsonl", "beads.jsonl"] {
-            let p = dir.join(".beads").join(name);
+        for name in crate::jsonl::ISSUES_FILE_NAMES {
+            let p = dir.join(crate::jsonl::BEADS_DIR).join(name);
             if p.is_file() {
                 return Ok(p);
             }
@@ -121,7 +125,11 @@ impl OpenOptions {
 
 impl Cache {
     /// Opens (creating or migrating as needed) the cache at `paths.db`.
-    pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache> {
+    pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache, Error> {
+        Cache::open_unsorted(paths, options).map_err(Error::from)
+    }
+
+    fn open_unsorted(paths: &Paths, options: OpenOptions) -> Result<Cache> {
         if let Some(dir) = paths.db.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -207,7 +215,7 @@ impl Cache {
     /// Opens the cache to answer a query from it, importing the issues file first when it changed
     /// since the last sync or the cache is new (as export does), so an answer is never stale.
     /// Returns the import's report when one ran. Follows the cache's binding to its file.
-    pub fn open_fresh(paths: &Paths, options: OpenOptions) -> Result<(Cache, Option<import::ImportReport>)> {
+    pub fn open_fresh(paths: &Paths, options: OpenOptions) -> Result<(Cache, Option<import::ImportReport>), Error> {
         if paths.db.exists() {
             let mut cache = Cache::open(paths, OpenOptions { write: false, ..options })?;
             cache.follow_binding()?;
@@ -313,18 +321,6 @@ fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(conn)
-}
-
-/// True when the error is SQLite's "database is locked / busy" (another writer's transaction
-/// outlasted the busy timeout).
-pub fn is_busy(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<rusqlite::Error>(),
-            Some(rusqlite::Error::SqliteFailure(f, _))
-                if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        )
-    })
 }
 
 fn is_corrupt(e: &anyhow::Error) -> bool {

@@ -3,7 +3,7 @@
 //! attributes but not the driver, a block git never reaches).
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -27,14 +27,42 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let installed = read_state(repo)?.is_some();
     let driver = config_get(repo, "merge.beads.driver");
-    let attributed: Vec<&str> = [".beads/issues.jsonl", ".beads/beads.jsonl"]
+    let attributed: Vec<&str> = crate::jsonl::ISSUES_PATHS
         .into_iter()
         .filter(|f| git(repo, &["check-attr", "merge", "--", f]).unwrap_or_default().ends_with(": beads"))
         .collect();
     if !installed && driver.is_none() && attributed.is_empty() {
         return Ok(out);
     }
-    match &driver {
+    out.extend(driver_findings(driver.as_deref(), &attributed));
+    if attributed.len() < 2 {
+        for file in crate::jsonl::ISSUES_PATHS.into_iter().filter(|f| !attributed.contains(f)) {
+            out.push(finding(FindingKind::AttributeMissing, format!("{file} is not merged with merge=beads: run `bd-sync install`")));
+        }
+    }
+    if !installed {
+        return Ok(out);
+    }
+    let hooks = hooks_dir(repo)?;
+    let manager = managers::detect(&top, &hooks);
+    let mut targets = Vec::new();
+    match &manager {
+        Manager::Plain | Manager::Husky { .. } => targets = hook_file_findings(&mut out, repo, &manager, &hooks, bin_dir)?,
+        Manager::Lefthook { main } => {
+            let local = managers::lefthook_local_path(&top, main.as_deref());
+            let configs: Vec<&Path> = [Some(local.as_path()), main.as_deref()].into_iter().flatten().collect();
+            manager_health(&mut out, &hooks, "lefthook", &configs, "lefthook install");
+        }
+        Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()], "pre-commit install"),
+    }
+    out.extend(stray_findings(repo, &hooks, &manager, &targets)?);
+    Ok(out)
+}
+
+/// The driver's configuration: set, with git's placeholders, pointing at a program that exists.
+fn driver_findings(driver: Option<&str>, attributed: &[&str]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    match driver {
         None if !attributed.is_empty() => out.push(finding(
             FindingKind::DriverMissing,
             format!(
@@ -65,95 +93,85 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
             }
         }
     }
-    if attributed.len() < 2 {
-        for file in [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| !attributed.contains(f)) {
-            out.push(finding(FindingKind::AttributeMissing, format!("{file} is not merged with merge=beads: run `bd-sync install`")));
-        }
-    }
-    if !installed {
-        return Ok(out);
-    }
-    let hooks = hooks_dir(repo)?;
-    let manager = managers::detect(&top, &hooks);
+    out
+}
+
+/// Plain git hooks and husky: each of our hooks holds the current block, first, runnable.
+/// Returns the hook files looked at.
+fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, hooks: &Path, bin_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut targets = Vec::new();
-    match &manager {
-        Manager::Plain | Manager::Husky { .. } => {
-            let (dir, binaries) = match &manager {
-                Manager::Husky { dir } => (dir.clone(), Binaries::Path),
-                _ => (hooks.clone(), Binaries::Dir(bin_dir.to_path_buf())),
-            };
-            if matches!(manager, Manager::Plain) && outside_repository(repo, &hooks)? {
+    let (dir, binaries) = match manager {
+        Manager::Husky { dir } => (dir.clone(), Binaries::Path),
+        _ => (hooks.to_path_buf(), Binaries::Dir(bin_dir.to_path_buf())),
+    };
+    if matches!(manager, Manager::Plain) && outside_repository(repo, hooks)? {
+        out.push(finding(
+            FindingKind::HooksDirShared,
+            format!(
+                "git runs hooks from {}, outside this repository (a global core.hooksPath shared by every repository)",
+                hooks.display()
+            ),
+        ));
+    }
+    for hook in Hook::ALL {
+        let path = dir.join(hook.file_name());
+        targets.push(path.clone());
+        let target = match hook_target(&path, repo)? {
+            Ok(t) => t,
+            Err(why) => {
+                out.push(finding(FindingKind::HookSymlinkOutside, why));
+                continue;
+            }
+        };
+        let content = read_optional(&target).ok().flatten().unwrap_or_default();
+        if !runs_posix_shell(&content) {
+            if !calls_our_entry_point(&content, hook.file_name()) {
                 out.push(finding(
-                    FindingKind::HooksDirShared,
+                    FindingKind::HookForeignInterpreter,
                     format!(
-                        "git runs hooks from {}, outside this repository (a global core.hooksPath shared by every repository)",
-                        hooks.display()
+                        "{} is a {} hook without a call to `bd-sync hook {}`, so beads-git's step never runs: \
+                         run `bd-sync install` for the line to add",
+                        path.display(),
+                        crate::record::printable(&interpreter(&content).unwrap_or_default(), 80),
+                        hook.file_name()
                     ),
                 ));
             }
-            for hook in Hook::ALL {
-                let path = dir.join(hook.file_name());
-                targets.push(path.clone());
-                let target = match hook_target(&path, repo)? {
-                    Ok(t) => t,
-                    Err(why) => {
-                        out.push(finding(FindingKind::HookSymlinkOutside, why));
-                        continue;
-                    }
-                };
-                let content = read_optional(&target).ok().flatten().unwrap_or_default();
-                if !runs_posix_shell(&content) {
-                    if !calls_our_entry_point(&content, hook.file_name()) {
-                        out.push(finding(
-                            FindingKind::HookForeignInterpreter,
-                            format!(
-                                "{} is a {} hook without a call to `bd-sync hook {}`, so beads-git's step never runs: \
-                                 run `bd-sync install` for the line to add",
-                                path.display(),
-                                crate::record::printable(&interpreter(&content).unwrap_or_default(), 80),
-                                hook.file_name()
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-                let want = hook.block(&binaries);
-                match find_block(&content) {
-                    None => out.push(finding(
-                        FindingKind::HookMissing,
+            continue;
+        }
+        let want = hook.block(&binaries);
+        match find_block(&content) {
+            None => out.push(finding(
+                FindingKind::HookMissing,
+                format!("{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`", path.display()),
+            )),
+            Some((s, e)) => {
+                if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() || !block_is_first(&content) {
+                    out.push(finding(
+                        FindingKind::HookOutdated,
                         format!(
-                            "{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`",
+                            "{} has an outdated or misplaced beads-git block (code above it can skip it): run `bd-sync install`",
                             path.display()
                         ),
-                    )),
-                    Some((s, e)) => {
-                        if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() || !block_is_first(&content) {
-                            out.push(finding(
-                                FindingKind::HookOutdated,
-                                format!(
-                                    "{} has an outdated or misplaced beads-git block (code above it can skip it): run `bd-sync install`",
-                                    path.display()
-                                ),
-                            ));
-                        }
-                        if matches!(manager, Manager::Plain) && !is_executable(&path) {
-                            out.push(finding(
-                                FindingKind::HookNotExecutable,
-                                format!("{} is not executable, so git skips it: chmod +x it", path.display()),
-                            ));
-                        }
-                    }
+                    ));
+                }
+                if matches!(manager, Manager::Plain) && !is_executable(&path) {
+                    out.push(finding(
+                        FindingKind::HookNotExecutable,
+                        format!("{} is not executable, so git skips it: chmod +x it", path.display()),
+                    ));
                 }
             }
         }
-        Manager::Lefthook { main } => {
-            let local = managers::lefthook_local_path(&top, main.as_deref());
-            let configs: Vec<&Path> = [Some(local.as_path()), main.as_deref()].into_iter().flatten().collect();
-            manager_health(&mut out, &hooks, "lefthook", &configs, "lefthook install");
-        }
-        Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()], "pre-commit install"),
     }
-    for stray in stray_block_files(repo, &hooks)? {
+    Ok(targets)
+}
+
+/// Our block in files git never runs (renamed by a manager, generated, or left in a directory
+/// git no longer uses).
+fn stray_findings(repo: &Path, hooks: &Path, manager: &Manager, targets: &[PathBuf]) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    for stray in stray_block_files(repo, hooks)? {
         if targets.contains(&stray) {
             continue;
         }

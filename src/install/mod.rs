@@ -109,7 +109,7 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// What an install or uninstall did to one file.
+/// What an install or uninstall did to one file. Shown (and serialised) as its lowercase name.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
@@ -130,6 +130,21 @@ pub enum Change {
     /// Not edited, for the reason in the action's warning (a symbolic link we did not create, a
     /// hook in another language): install exits 1 and says what to do by hand.
     Refused,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Change::Created => "created",
+            Change::Added => "added",
+            Change::Updated => "updated",
+            Change::Unchanged => "unchanged",
+            Change::Removed => "removed",
+            Change::Deleted => "deleted",
+            Change::Absent => "absent",
+            Change::Refused => "refused",
+        })
+    }
 }
 
 /// The attribute lines `bd-sync install` adds: the issues files go to the field-level driver,
@@ -409,14 +424,35 @@ fn outside_repository(repo: &Path, dir: &Path) -> Result<bool> {
         && !inside(dir, &PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"])?)))
 }
 
-/// Sets up the merge driver, the attribute lines and our hooks. A refusal
-/// ([`InstallRefusal`], downcast from the error) is an outcome the caller reports with exit 1.
+/// What [`install`] came to: done (each file's [`Action`]), or refused before it could finish
+/// safely (the caller reports the refusal and exits 1; nothing after the point named changed).
+#[derive(Debug)]
+pub enum InstallOutcome {
+    /// Installed; an action may still be [`Change::Refused`] (a file left for the user).
+    Installed(Vec<Action>),
+    /// Stopped where a file must be edited by hand or the hooks directory is shared.
+    Refused(InstallRefusal),
+}
+
+/// Sets up the merge driver, the attribute lines and our hooks. A refusal is an outcome
+/// ([`InstallOutcome::Refused`]), never an error.
 ///
 /// A file install must not edit (a symbolic link it did not create, a hook in another language)
 /// is an action with [`Change::Refused`] and a warning saying what to do; everything else is
 /// still installed, and the caller exits 1. A failure part way leaves `install.json` recording
 /// what was changed so far, for `bd-sync uninstall`.
-pub fn install(options: &InstallOptions) -> Result<Vec<Action>> {
+pub fn install(options: &InstallOptions) -> Result<InstallOutcome> {
+    match install_steps(options) {
+        Ok(actions) => Ok(InstallOutcome::Installed(actions)),
+        // The one place a refusal raised deep in the steps becomes the outcome it is.
+        Err(e) => match e.downcast::<InstallRefusal>() {
+            Ok(refusal) => Ok(InstallOutcome::Refused(refusal)),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+fn install_steps(options: &InstallOptions) -> Result<Vec<Action>> {
     let repo = &options.repo;
     let top = toplevel(repo)?;
     let hooks = hooks_dir(repo)?;

@@ -29,7 +29,7 @@ use crate::timestamp;
 use field::{merge_entries, FieldCtx};
 
 /// How to settle a field both sides changed when no per-kind rule can.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConflictPolicy {
     /// The side whose record has the later `updated_at`; ties go to the greater record.
     #[default]

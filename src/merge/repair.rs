@@ -1,4 +1,4 @@
-//! Repairing an issues file that was merged where our driver did not run (SPEC §7): a hosting
+//! Repairing an issues file that was merged where our driver did not run (README, "When git says CONFLICT"): a hosting
 //! service's merge button, a clone without `bd-sync install`, `git stash pop`, `merge=union`.
 //!
 //! `resolve` finds the three sides again, from git's index stages (`:1:` `:2:` `:3:`) during a
@@ -243,80 +243,22 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         }
     }
     let mut next_child: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    let go_style = crate::record::uses_go_escapes(content);
+    let ctx = DedupeCtx { file: &file, keys: &keys, options: &options, go_style: crate::record::uses_go_escapes(content) };
     let mut replace: std::collections::HashMap<usize, Vec<Vec<u8>>> = std::collections::HashMap::new();
     let mut done = Vec::new();
     let mut ids: Vec<(&str, &Vec<usize>)> = groups.iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (*k, v)).collect();
     ids.sort_by_key(|(_, v)| v[0]);
     for (id, indexes) in ids {
-        let mut distinct: Vec<&[u8]> = Vec::new();
-        for &i in indexes {
-            if !distinct.contains(&file.lines[i].bytes) {
-                distinct.push(file.lines[i].bytes);
-            }
-        }
-        let label = crate::record::key_label(id).into_owned();
-        let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
-        let Some(issues) = issues_among(id, &distinct) else {
-            warnings.push(format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is"));
+        let Some((merged_lines, deduped)) = ctx.one_id(id, indexes, &mut next_child, &mut warnings) else {
             continue;
         };
-        let mut merged_lines = Vec::with_capacity(issues.len());
-        let mut failed = false;
-        let mut overridden = Vec::new();
-        let mut renamed = Vec::new();
-        let line_of = |copy: &[u8]| indexes.iter().find(|&&i| file.lines[i].bytes == copy).map(|&i| file.lines[i].number).unwrap_or(0);
-        for copies in &issues {
-            let numbers: Vec<usize> = copies.iter().map(|c| line_of(c)).collect();
-            match merge_copies(copies, &options, &numbers, &mut overridden) {
-                Some(line) => merged_lines.push(line),
-                None => failed = true,
-            }
-        }
-        if failed {
-            warnings.push(format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is"));
-            continue;
-        }
-        if merged_lines.len() > 1 {
-            // Two issues under one id: stamp the one that keeps it past every copy, move the others.
-            let stamps: Vec<Option<String>> = distinct.iter().map(|l| stamp_of(l)).collect();
-            if let Ok(obj) = crate::record::RawObject::parse(&merged_lines[0]) {
-                let mut entries = obj.entries.clone();
-                if super::writer::bump_updated_at(&mut entries, &stamps, options.now) {
-                    merged_lines[0] = crate::record::render_entries(&entries, obj.colon, obj.comma).into_bytes();
-                }
-            }
-            let (parent, _) = rename::child_number(id).expect("only child ids are split");
-            let first_line = |k: usize| issues[k].first().map(|c| line_of(c)).unwrap_or(0);
-            for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
-                let counter = next_child
-                    .entry(parent.to_owned())
-                    .or_insert_with(|| rename::highest_child(parent, keys.iter().flatten().map(String::as_str)));
-                *counter += 1;
-                let to = format!("{parent}.{counter}");
-                if let Some(text) = rename::rename_record(line, id, &to, go_style) {
-                    *line = text.into_bytes();
-                }
-                warnings.push(format!(
-                    "{label}: its copies are different issues (created at different times); the later one is now {}",
-                    crate::record::key_label(&to)
-                ));
-                renamed.push((
-                    super::Rename { from: id.to_owned(), to, side: super::Side::Theirs },
-                    crate::merge_log::Labels {
-                        ours: format!("the copy on line {}", first_line(0)),
-                        theirs: format!("the copy on line {}", first_line(k)),
-                    },
-                ));
-            }
-        }
         replace.insert(indexes[0], merged_lines);
         for &i in &indexes[1..] {
             replace.insert(i, Vec::new());
         }
-        done.push(Deduped { id: label, lines: numbers, copies: distinct.len(), overridden, renamed });
+        done.push(deduped);
     }
-    let lines: Vec<Vec<u8>> = file
+    let mut lines: Vec<Vec<u8>> = file
         .lines
         .iter()
         .enumerate()
@@ -325,28 +267,11 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
             None => vec![l.bytes.to_vec()],
         })
         .collect();
-    let mut lines = lines;
-    // No two comments share an id, file-wide, as the merge driver writes it.
-    let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
-    let changes = super::writer::shared_comment_ids(&refs);
-    let mut by_line: std::collections::HashMap<usize, Vec<&super::writer::Renumbering>> = std::collections::HashMap::new();
-    for (line, change) in &changes {
-        by_line.entry(*line).or_default().push(change);
+    let renumbered = give_comments_distinct_ids(&mut lines, options.now);
+    if renumbered > 0 {
+        warnings.push(format!("{renumbered} comment(s) shared an id with another comment and were given new ids"));
     }
-    let mut renumbered = Vec::new();
-    for (i, mine) in by_line {
-        let stamps = vec![stamp_of(&lines[i])];
-        if let Some(text) = super::writer::apply_renumbering(&lines[i], &mine, &stamps, options.now) {
-            renumbered.push((i, text.into_bytes()));
-        }
-    }
-    for (i, text) in renumbered {
-        lines[i] = text;
-    }
-    if !changes.is_empty() {
-        warnings.push(format!("{} comment(s) shared an id with another comment and were given new ids", changes.len()));
-    }
-    let mut out = if done.is_empty() && changes.is_empty() {
+    let mut out = if done.is_empty() && renumbered == 0 {
         content.to_vec()
     } else {
         let mut out = Vec::with_capacity(content.len());
@@ -359,6 +284,128 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         out = fixed;
     }
     (out, done, warnings)
+}
+
+/// What every id's dedupe reads: the file, each line's key, the merge options, the file's escapes.
+struct DedupeCtx<'c> {
+    file: &'c Jsonl<'c>,
+    keys: &'c [Option<String>],
+    options: &'c MergeOptions,
+    go_style: bool,
+}
+
+impl DedupeCtx<'_> {
+    /// Merges the copies of one id (on lines `indexes`) into the lines that replace them, or
+    /// `None` (with a warning) when a copy is not a record that can be merged.
+    fn one_id(
+        &self,
+        id: &str,
+        indexes: &[usize],
+        next_child: &mut std::collections::HashMap<String, u64>,
+        warnings: &mut Vec<String>,
+    ) -> Option<(Vec<Vec<u8>>, Deduped)> {
+        let file = self.file;
+        let mut distinct: Vec<&[u8]> = Vec::new();
+        for &i in indexes {
+            if !distinct.contains(&file.lines[i].bytes) {
+                distinct.push(file.lines[i].bytes);
+            }
+        }
+        let label = crate::record::key_label(id).into_owned();
+        let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
+        let unmergeable = || format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is");
+        let Some(issues) = issues_among(id, &distinct) else {
+            warnings.push(unmergeable());
+            return None;
+        };
+        let mut merged_lines = Vec::with_capacity(issues.len());
+        let mut overridden = Vec::new();
+        let line_of = |copy: &[u8]| indexes.iter().find(|&&i| file.lines[i].bytes == copy).map(|&i| file.lines[i].number).unwrap_or(0);
+        for copies in &issues {
+            let numbers: Vec<usize> = copies.iter().map(|c| line_of(c)).collect();
+            match merge_copies(copies, self.options, &numbers, &mut overridden) {
+                Some(line) => merged_lines.push(line),
+                None => {
+                    warnings.push(unmergeable());
+                    return None;
+                }
+            }
+        }
+        let mut renamed = Vec::new();
+        if merged_lines.len() > 1 {
+            let first_lines: Vec<usize> = issues.iter().map(|copies| copies.first().map(|c| line_of(c)).unwrap_or(0)).collect();
+            renamed = self.split_issues(id, &label, &distinct, &mut merged_lines, &first_lines, next_child, warnings);
+        }
+        Some((merged_lines, Deduped { id: label, lines: numbers, copies: distinct.len(), overridden, renamed }))
+    }
+
+    /// Two issues under one child id: the first keeps the id, stamped past every copy; each
+    /// other one moves to the next free child number under the same parent.
+    #[allow(clippy::too_many_arguments)]
+    fn split_issues(
+        &self,
+        id: &str,
+        label: &str,
+        distinct: &[&[u8]],
+        merged_lines: &mut [Vec<u8>],
+        first_lines: &[usize],
+        next_child: &mut std::collections::HashMap<String, u64>,
+        warnings: &mut Vec<String>,
+    ) -> Vec<(super::Rename, crate::merge_log::Labels)> {
+        let stamps: Vec<Option<String>> = distinct.iter().map(|l| stamp_of(l)).collect();
+        if let Ok(obj) = crate::record::RawObject::parse(&merged_lines[0]) {
+            let mut entries = obj.entries.clone();
+            if super::writer::bump_updated_at(&mut entries, &stamps, self.options.now) {
+                merged_lines[0] = crate::record::render_entries(&entries, obj.colon, obj.comma).into_bytes();
+            }
+        }
+        let (parent, _) = rename::child_number(id).expect("only child ids are split");
+        let mut renamed = Vec::new();
+        for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
+            let counter = next_child
+                .entry(parent.to_owned())
+                .or_insert_with(|| rename::highest_child(parent, self.keys.iter().flatten().map(String::as_str)));
+            *counter += 1;
+            let to = format!("{parent}.{counter}");
+            if let Some(text) = rename::rename_record(line, id, &to, self.go_style) {
+                *line = text.into_bytes();
+            }
+            warnings.push(format!(
+                "{label}: its copies are different issues (created at different times); the later one is now {}",
+                crate::record::key_label(&to)
+            ));
+            renamed.push((
+                super::Rename { from: id.to_owned(), to, side: super::Side::Theirs },
+                crate::merge_log::Labels {
+                    ours: format!("the copy on line {}", first_lines[0]),
+                    theirs: format!("the copy on line {}", first_lines[k]),
+                },
+            ));
+        }
+        renamed
+    }
+}
+
+/// Gives comments that share an id with another comment, file-wide, new ids (as the merge driver
+/// writes them); returns how many were renumbered.
+fn give_comments_distinct_ids(lines: &mut [Vec<u8>], now: Option<crate::timestamp::Instant>) -> usize {
+    let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+    let changes = super::writer::shared_comment_ids(&refs);
+    let mut by_line: std::collections::HashMap<usize, Vec<&super::writer::Renumbering>> = std::collections::HashMap::new();
+    for (line, change) in &changes {
+        by_line.entry(*line).or_default().push(change);
+    }
+    let mut renumbered = Vec::new();
+    for (i, mine) in by_line {
+        let stamps = vec![stamp_of(&lines[i])];
+        if let Some(text) = super::writer::apply_renumbering(&lines[i], &mine, &stamps, now) {
+            renumbered.push((i, text.into_bytes()));
+        }
+    }
+    for (i, text) in renumbered {
+        lines[i] = text;
+    }
+    changes.len()
 }
 
 /// A record line's `updated_at`.

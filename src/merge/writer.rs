@@ -1,4 +1,4 @@
-//! What the trackers that read our merged file expect of it (SPEC §2 (a)-(c)).
+//! What the trackers that read our merged file expect of it (README, "The merge rules, in plain words").
 //!
 //! A merge that keeps every edit is not enough: br validates the file and imports it by
 //! last-write-wins on `updated_at`, and both br and Go `bd` rewrite a record in their own key
@@ -38,7 +38,7 @@ pub(crate) struct AddedComment {
     pub record: String,
     /// The comment's numeric id.
     pub number: i64,
-    /// Its identity: the whole comment but its id (SPEC §2).
+    /// Its identity: the whole comment but its id.
     pub identity: String,
     /// Its `created_at`, for "the later comment".
     pub created_at: String,
@@ -117,7 +117,7 @@ pub(crate) struct Renumbering {
     pub to: i64,
 }
 
-/// Comments added on the two sides that share an id (SPEC §2 (a)): for each shared id, in
+/// Comments added on the two sides that share an id: for each shared id, in
 /// ascending order, the earliest comment (by `created_at`, then content) keeps it and each later
 /// one takes the next id above `highest`. Neither the order of the sides nor of the lists
 /// matters.

@@ -1,0 +1,81 @@
+//! `bd-merge resolve`: merge a conflicted issues file as the driver would have, from git's index
+//! stages or from the conflict markers in the file; and the next step to run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use beads_git::merge::MergeOptions;
+use beads_git::record::escaped_path;
+
+use crate::driver::print_report;
+use crate::{common, default_issues_file};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The issues file [default: the repository's .beads/issues.jsonl].
+    path: Option<PathBuf>,
+    /// How to settle what the merge rules leave open.
+    #[arg(long = "conflict", value_enum, default_value_t = common::Conflict::Newest)]
+    conflict: common::Conflict,
+    /// `git add` the result when no conflicts are left.
+    #[arg(long)]
+    stage: bool,
+    /// Only say whether the file needs resolving (exit 1 when it does); change nothing.
+    #[arg(long)]
+    check: bool,
+    /// Do not report auto-resolved conflicts on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
+    let Args { path, conflict, stage, check, quiet } = args;
+    let path = default_issues_file(path.as_ref())?;
+    let options =
+        ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() }, stage, check };
+    let name = escaped_path(&path);
+    match repair::resolve(&options)? {
+        Resolution::NothingToDo => {
+            eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Resolution::Merged { sides, report } => {
+            let from = match sides {
+                Sides::IndexStages => "git's index stages",
+                Sides::ConflictMarkers => "the conflict markers in the file",
+            };
+            let Some(report) = report else {
+                eprintln!("bd-merge: {name}: needs resolving (sides from {from}): run `bd-merge resolve`");
+                return Ok(ExitCode::from(1));
+            };
+            print_report(&name, &report, quiet);
+            eprintln!(
+                "bd-merge: {name}: resolved from {from}{}",
+                if report.exit_code() == 0 {
+                    if stage {
+                        " and staged"
+                    } else {
+                        ""
+                    }
+                } else {
+                    "; conflicts left for a human"
+                }
+            );
+            if report.exit_code() == 0 {
+                let shown = beads_git::cache::import::shown_path(&path);
+                eprintln!("{}", next_step(&shown, stage));
+            }
+            Ok(ExitCode::from(report.exit_code()))
+        }
+    }
+}
+
+/// What to run after a clean `resolve`: stage the file (unless `--stage` did), then commit.
+fn next_step(file: &str, staged: bool) -> String {
+    if staged {
+        "bd-merge: next: commit (`git commit`; `git rebase --continue` during a rebase)".to_owned()
+    } else {
+        format!("bd-merge: next: `git add {file}` (or resolve with --stage), then commit (`git rebase --continue` during a rebase)")
+    }
+}

@@ -1,0 +1,19 @@
+//! `bd-merge textconv FILE`: an issues file as one line per field, for git's `diff.beads.textconv`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use beads_git::issue_diff;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The file git converts.
+    file: PathBuf,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { file } = args;
+    let content = beads_git::jsonl::read(&file)?;
+    print!("{}", issue_diff::textconv(&content));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,59 @@
+//! `bd-merge update-branch BASE`: merge a base branch into a pull request's branch in CI, with the
+//! field-level driver registered for this command only.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The branch to merge in (`main`, or `origin/main`).
+    base: String,
+    /// Push the merge commit to the branch's upstream.
+    #[arg(long)]
+    push: bool,
+    /// The merge commit's first line [default: "Merge BASE into BRANCH"].
+    #[arg(long, value_name = "TEXT")]
+    message: Option<String>,
+    /// The branch this checkout is for, when HEAD is detached.
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
+    /// The outcome as JSON on stdout (`outcome`: up-to-date, merged or conflicts).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { base, push, message, branch, json } = args;
+    use beads_git::update_branch::{update_branch, UpdateOptions, UpdateOutcome};
+    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the running executable: {e}"))?;
+    let options = UpdateOptions {
+        repo: std::env::current_dir()?,
+        base,
+        branch,
+        push,
+        message,
+        bd_merge: std::fs::canonicalize(&exe).unwrap_or(exe),
+        notice: |line| eprintln!("{line}"),
+    };
+    let outcome = update_branch(&options)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        match &outcome {
+            UpdateOutcome::UpToDate { .. } => eprintln!("bd-merge: already up to date with {}", options.base),
+            UpdateOutcome::Merged { commit, pushed, issues, overridden } => eprintln!(
+                "bd-merge: merged {} ({} issue(s) merged field by field, {} value(s) overridden): {commit}{}",
+                options.base,
+                issues.len(),
+                overridden.len(),
+                if *pushed { ", pushed" } else { "" }
+            ),
+            UpdateOutcome::Conflicts { files } => eprintln!(
+                "bd-merge: merging {} conflicts in files other than the issues file, so nothing was changed; \
+                 merge it by hand:\n  {}",
+                options.base,
+                files.iter().map(|f| beads_git::record::printable(f, 400)).collect::<Vec<_>>().join("\n  ")
+            ),
+        }
+    }
+    Ok(ExitCode::from(outcome.exit_code()))
+}

@@ -1,0 +1,39 @@
+//! `bd-sync check` (alias `doctor`): problems in the issues file and the installation.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use beads_git::record::escaped;
+use beads_git::{doctor, install};
+
+use crate::Global;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
+    file: Option<PathBuf>,
+    /// Exit 1 on warnings too (dangling dependencies, duplicate ids, unknown statuses, ...).
+    #[arg(long)]
+    strict: bool,
+}
+
+pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+    let file = match args.file {
+        Some(f) => f,
+        None => global.paths(None)?.file,
+    };
+    let report = doctor::check(&doctor::CheckOptions { file, bin_dir: Some(install::own_bin_dir()?) })?;
+    if global.json {
+        Global::print_json(&report)?;
+    } else {
+        for f in &report.findings {
+            let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
+            let id = f.id.as_deref().map(|i| format!(" {}:", escaped(i))).unwrap_or_default();
+            println!("{}{line}: {} {}:{id} {}", escaped(&report.file), f.severity, f.kind, escaped(&f.message));
+        }
+        eprintln!("bd-sync: check {}: {}", escaped(&report.file), report.summary());
+    }
+    let failed = report.errors > 0 || (args.strict && report.warnings > 0);
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

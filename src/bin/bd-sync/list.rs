@@ -1,0 +1,114 @@
+//! `bd-sync ready` and `bd-sync blocked`: lists of issues by priority, then age, and their
+//! printer (one aligned row per issue).
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use beads_git::cache::query;
+use beads_git::color::{paint, sgr};
+use beads_git::issue_diff::Style;
+use beads_git::record::escaped;
+
+use crate::Global;
+
+// Filters of `ready` and `blocked` (a plain comment: clap would take a doc comment as their about text).
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// At most this many issues (the first in order), 0 to 2^63-1.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=i64::MAX as u64))]
+    limit: Option<usize>,
+    /// Only issues assigned to this person.
+    #[arg(long, value_name = "WHO")]
+    assignee: Option<String>,
+    /// Only issues carrying this label.
+    #[arg(long)]
+    label: Option<String>,
+    /// Only issues of this type (also shows the orchestrator types `ready` leaves out by default).
+    #[arg(long = "type", value_name = "TYPE")]
+    issue_type: Option<String>,
+    /// Only issues of this priority (`1` or `P1`).
+    #[arg(long, value_name = "P", value_parser = parse_priority)]
+    priority: Option<i64>,
+    /// Also list what `ready` leaves out by default, as bd does: merge-request, gate, molecule, message, agent, role, rig, convoy and slot types, and pinned, ephemeral or deferred issues.
+    #[arg(long)]
+    all_types: bool,
+}
+
+/// Which list.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Which {
+    /// Open issues with no open blocker.
+    Ready,
+    /// Issues held up by an open blocker.
+    Blocked,
+}
+
+impl Args {
+    fn options(self) -> query::ListOptions {
+        query::ListOptions {
+            limit: self.limit,
+            assignee: self.assignee,
+            label: self.label,
+            issue_type: self.issue_type,
+            priority: self.priority,
+            all_types: self.all_types,
+        }
+    }
+}
+
+fn parse_priority(text: &str) -> Result<i64, String> {
+    let digits = text.strip_prefix(['P', 'p']).unwrap_or(text);
+    digits.parse().map_err(|_| format!("{text:?} is not a priority (a number such as 1, or P1)"))
+}
+
+pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode> {
+    let cache = global.open_fresh()?;
+    let options = args.options();
+    let list = match which {
+        Which::Ready => query::ready(&cache, &options)?,
+        Which::Blocked => query::blocked(&cache, &options)?,
+    };
+    if global.json {
+        // Full issue objects, as `bd ready --json` prints them (docs/json.md).
+        Global::print_json(&query::full_issues(&cache, &list)?)?;
+    } else {
+        print_issues(&list);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `P1` for a numeric priority, the text of a named one.
+pub(crate) fn priority_label(p: &serde_json::Value) -> String {
+    match p {
+        serde_json::Value::Number(n) => format!("P{n}"),
+        serde_json::Value::String(s) => escaped(s).into_owned(),
+        _ => "P?".into(),
+    }
+}
+
+fn print_issues(list: &[query::IssueSummary]) {
+    let color = Style::for_stdout().color;
+    // Each value escaped: an id holding a newline or an ESC stays one cell of one row.
+    let id_width = list.iter().map(|i| escaped(&i.id).chars().count()).max().unwrap_or(0);
+    let status_width = list.iter().map(|i| escaped(i.status.as_deref().unwrap_or("-")).chars().count()).max().unwrap_or(0);
+    for i in list {
+        let p = priority_label(&i.priority);
+        let urgent = p == "P0" || p == "P1" || p == "critical" || p == "high";
+        let p = paint(color && urgent, sgr::BOLD_RED, &format!("{p:<4}"));
+        let blockers = if i.blocked_by.is_empty() {
+            String::new()
+        } else {
+            format!("  (blocked by {})", i.blocked_by.iter().map(|b| escaped(b)).collect::<Vec<_>>().join(", "))
+        };
+        let line = format!(
+            "{p} {:<id_width$}  {:<status_width$}  {}{blockers}",
+            escaped(&i.id),
+            escaped(i.status.as_deref().unwrap_or("-")),
+            escaped(i.title.as_deref().unwrap_or(""))
+        );
+        println!("{}", line.trim_end());
+    }
+    if list.is_empty() {
+        eprintln!("(none)");
+    }
+}

@@ -1,0 +1,157 @@
+//! `bd-sync show ID...`: issues in full, and the printer of one issue.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use beads_git::cache::query;
+use beads_git::record::{escaped, escaped_path};
+
+use crate::list::priority_label;
+use crate::Global;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// Issue ids; a unique prefix or suffix of an id is enough (an ambiguous one lists the candidates).
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+}
+
+pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+    let cache = global.open_fresh()?;
+    let mut all = Vec::new();
+    for id in &args.ids {
+        let full = match query::resolve_id(&cache, id)? {
+            query::IdMatch::One(full) => full,
+            query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(id, &candidates)),
+            query::IdMatch::None => {
+                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let Some(shown) = query::show(&cache, &full)? else {
+            eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{full:?}")), escaped_path(&cache.paths.file));
+            return Ok(ExitCode::from(1));
+        };
+        all.push(shown);
+    }
+    if global.json {
+        // An array of full issue objects, as `bd show --json` prints (docs/json.md).
+        let issues = all.iter().map(query::shown_json).collect::<Result<Vec<_>>>()?;
+        Global::print_json(&issues)?;
+    } else {
+        for (i, shown) in all.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print_shown(shown);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reports a partial id that several issues match (exit 1), listing them.
+pub(crate) fn ambiguous(id: &str, candidates: &[String]) -> ExitCode {
+    eprintln!(
+        "bd-sync: {} matches {} issues: {}; give more of the id",
+        escaped(&format!("{id:?}")),
+        candidates.len(),
+        candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ")
+    );
+    ExitCode::from(1)
+}
+
+fn print_shown(shown: &query::Shown) {
+    let issue: serde_json::Value = serde_json::from_str(shown.issue.get()).unwrap_or_default();
+    // Every value escaped (one line each); long texts keep their own lines, each escaped.
+    let text = |k: &str| match issue.get(k) {
+        Some(serde_json::Value::String(s)) => Some(escaped(s).into_owned()),
+        Some(serde_json::Value::Null) | None => None,
+        Some(v) => Some(escaped(&v.to_string()).into_owned()),
+    };
+    let raw_text = |k: &str| issue.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
+    println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
+    let mut fields: Vec<(String, String)> = Vec::new();
+    for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
+        if let Some(v) = text(key) {
+            fields.push((label.into(), v));
+        }
+    }
+    if let Some(p) = issue.get("priority") {
+        fields.insert(1.min(fields.len()), ("priority".into(), priority_label(p)));
+    }
+    for (label, key) in [("created", "created_at"), ("updated", "updated_at"), ("closed", "closed_at"), ("close reason", "close_reason")] {
+        if let Some(v) = text(key) {
+            fields.push((label.into(), v));
+        }
+    }
+    if let Some(serde_json::Value::Array(labels)) = issue.get("labels") {
+        let names: Vec<String> = labels.iter().map(|l| escaped(l.as_str().unwrap_or(&l.to_string())).into_owned()).collect();
+        fields.push(("labels".into(), names.join(", ")));
+    }
+    // Every dependency by type: the parent (parent-child), what it depends on (blocks), and the
+    // other kinds (related, discovered-from, ...) under their own names.
+    let mut by_type: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    if let Some(serde_json::Value::Array(deps)) = issue.get("dependencies") {
+        for d in deps {
+            let target = d.get("depends_on_id").and_then(serde_json::Value::as_str).unwrap_or_default();
+            let kind = d.get("type").and_then(serde_json::Value::as_str).unwrap_or("blocks");
+            if !target.is_empty() {
+                by_type.entry(kind.to_owned()).or_default().push(escaped(target).into_owned());
+            }
+        }
+    }
+    let parent = by_type.remove("parent-child").map(|p| p.join(", ")).or_else(|| text("parent"));
+    if let Some(p) = parent {
+        fields.push(("parent".into(), p));
+    }
+    if let Some(on) = by_type.remove("blocks") {
+        fields.push(("depends on".into(), on.join(", ")));
+    }
+    for (kind, ids) in by_type {
+        fields.push((escaped(&kind).into_owned(), ids.join(", ")));
+    }
+    for (label, ids) in [("blocked by", &shown.blocked_by), ("blocks", &shown.blocks), ("children", &shown.children)] {
+        if !ids.is_empty() {
+            fields.push((label.into(), ids.iter().map(|i| escaped(i)).collect::<Vec<_>>().join(", ")));
+        }
+    }
+    for (label, value) in fields {
+        // A label of 13 characters or more still gets a space before its value.
+        println!("  {:<13}{value}", format!("{label} "));
+    }
+    if shown.dirty {
+        println!("  (edited in the cache, not yet exported)");
+    }
+    let section = |heading: Option<&str>, body: &str| {
+        println!();
+        if let Some(h) = heading {
+            println!("  {h}");
+        }
+        for line in body.lines() {
+            println!("  {}{}", if heading.is_some() { "  " } else { "" }, escaped(line));
+        }
+    };
+    if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
+        section(None, &d);
+    }
+    for (heading, key) in [("DESIGN", "design"), ("ACCEPTANCE CRITERIA", "acceptance_criteria"), ("NOTES", "notes")] {
+        if let Some(body) = raw_text(key).filter(|b| !b.trim().is_empty()) {
+            section(Some(heading), &body);
+        }
+    }
+    if let Some(serde_json::Value::Array(comments)) = issue.get("comments").filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
+        println!();
+        println!("  COMMENTS ({})", comments.len());
+        for c in comments {
+            let field = |k: &str| c.get(k).and_then(serde_json::Value::as_str).map(|v| escaped(v).into_owned());
+            println!(
+                "    {} {}",
+                field("created_at").unwrap_or_else(|| "-".into()),
+                field("author").unwrap_or_else(|| "(no author)".into())
+            );
+            for line in c.get("text").and_then(serde_json::Value::as_str).unwrap_or_default().lines() {
+                println!("      {}", escaped(line));
+            }
+        }
+    }
+}

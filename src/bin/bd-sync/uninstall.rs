@@ -1,0 +1,26 @@
+//! `bd-sync uninstall`: remove exactly what install added, and put back what it replaced.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use beads_git::install;
+
+use crate::install::{print_actions, refusal_exit};
+use crate::Global;
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The repository [default: the current directory].
+    repo: Option<PathBuf>,
+    /// Show what would change and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+    let repo = global.repo_dir(args.repo.as_ref())?;
+    let actions = install::uninstall(&repo, args.dry_run)?;
+    print_actions(global, &actions, args.dry_run, None)?;
+    Ok(refusal_exit(&actions))
+}

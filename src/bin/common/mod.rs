@@ -1,0 +1,80 @@
+//! What the three binaries share on the command line: the values of `--color` and `--conflict`
+//! as clap parses them, mapped to the library's own types. The library knows nothing of clap;
+//! these enums are where a flag's spelling and its help text live.
+
+// Each binary includes this file and uses part of it.
+#![allow(dead_code)]
+
+use beads_git::cache::import::SyncPolicy;
+use beads_git::color::ColorChoice;
+use beads_git::merge::ConflictPolicy;
+
+/// The `--color` flag's values, as git, ripgrep and ls spell them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    #[default]
+    Auto,
+    /// Always colour (even into a pipe, and despite `NO_COLOR`).
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl From<Color> for ColorChoice {
+    fn from(c: Color) -> ColorChoice {
+        match c {
+            Color::Auto => ColorChoice::Auto,
+            Color::Always => ColorChoice::Always,
+            Color::Never => ColorChoice::Never,
+        }
+    }
+}
+
+/// How to settle a field both sides changed when no per-kind rule can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Conflict {
+    /// The side whose record has the later `updated_at`; ties go to the greater record.
+    #[default]
+    Newest,
+    /// Always ours (the branch being merged into).
+    Ours,
+    /// Always theirs (the branch being merged in).
+    Theirs,
+    /// Write git conflict markers around the record and exit 1.
+    Markers,
+}
+
+impl From<Conflict> for ConflictPolicy {
+    fn from(c: Conflict) -> ConflictPolicy {
+        match c {
+            Conflict::Newest => ConflictPolicy::Newest,
+            Conflict::Ours => ConflictPolicy::Ours,
+            Conflict::Theirs => ConflictPolicy::Theirs,
+            Conflict::Markers => ConflictPolicy::Markers,
+        }
+    }
+}
+
+/// How to settle a field edited both in the cache and in the file. There is no `markers`: a cache
+/// row cannot hold conflict markers, so the choice is made here, and reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SyncConflict {
+    /// The side whose record has the later `updated_at`; ties go to the greater record.
+    #[default]
+    Newest,
+    /// The cache's edit.
+    Ours,
+    /// The file's edit.
+    Theirs,
+}
+
+impl From<SyncConflict> for SyncPolicy {
+    fn from(c: SyncConflict) -> SyncPolicy {
+        match c {
+            SyncConflict::Newest => SyncPolicy::Newest,
+            SyncConflict::Ours => SyncPolicy::Ours,
+            SyncConflict::Theirs => SyncPolicy::Theirs,
+        }
+    }
+}
