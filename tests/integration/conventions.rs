@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bin, hermetic, ours, run, TestRepo};
 
 const ISSUES: &str = concat!(
     r#"{"id":"bd-a1b2","title":"First","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
@@ -14,9 +14,7 @@ const ISSUES: &str = concat!(
 );
 
 fn tool(dir: &std::path::Path, program: &str, args: &[&str]) -> Output {
-    let mut cmd = hermetic(bin(program));
-    cmd.current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir);
-    run(&mut cmd)
+    ours(program).current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir).output().expect("our binary starts")
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -910,23 +910,9 @@ fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
     assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a"]);
 }
 
-/// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH; under CI a missing br fails.
-fn require_br() -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
-    let found = std::env::var_os("BR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(home.join(".cache/beads-git-tools/br-0.7.6/bin/br")).filter(|p| p.is_file()))
-        .or_else(|| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("br")).find(|p| p.is_file()));
-    if found.is_none() {
-        assert!(std::env::var_os("CI").is_none(), "br 0.7.6 is not installed; .ci/run builds it (see README)");
-        eprintln!("skipping: br (beads_rust 0.7.6) not found; set BR=/path/to/br or run .ci/run once");
-    }
-    found
-}
-
 #[test]
 fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file() {
-    let Some(br) = require_br() else { return };
+    let Some(br) = crate::support::real_br() else { return };
     let repo = TestRepo::new();
     let home = tempfile::tempdir().expect("home");
     let path = crate::support::path_with_our_binaries(&[br.parent().expect("br's directory")]);

@@ -6,40 +6,34 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{bin, hermetic, path_with_our_binaries, run, TestRepo};
+use crate::support::{bin, hermetic, issue, jsonl, path_with_our_binaries, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
-
-fn issue(id: &str, title: &str, priority: u8, labels: &str, at: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":{priority},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}"{labels}}}"#
-    )
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
-}
 
 const T0: &str = "2025-11-01T10:00:00-08:00";
 
 fn base_file() -> Vec<u8> {
-    file(&[issue("bd-1", "One", 2, "", T0), issue("bd-2", "Two", 2, r#","labels":["a"]"#, T0), issue("bd-3", "Three", 2, "", T0)])
+    jsonl(&[
+        issue("bd-1").title("One").updated(T0).line(),
+        issue("bd-2").title("Two").updated(T0).extra(r#""labels":["a"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
+    ])
 }
 
 fn main_file() -> Vec<u8> {
-    file(&[
-        issue("bd-1", "One, retitled on main", 2, "", "2025-11-02T10:00:00-08:00"),
-        issue("bd-2", "Two", 2, r#","labels":["a","main"]"#, "2025-11-02T10:00:00-08:00"),
-        issue("bd-3", "Three", 2, "", T0),
+    jsonl(&[
+        issue("bd-1").title("One, retitled on main").updated("2025-11-02T10:00:00-08:00").line(),
+        issue("bd-2").title("Two").updated("2025-11-02T10:00:00-08:00").extra(r#""labels":["a","main"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
     ])
 }
 
 fn feature_file() -> Vec<u8> {
-    file(&[
-        issue("bd-1", "One", 0, "", "2025-11-03T10:00:00-08:00"),
-        issue("bd-2", "Two", 2, r#","labels":["a","feature"]"#, "2025-11-03T10:00:00-08:00"),
-        issue("bd-3", "Three", 2, "", T0),
-        issue("bd-4", "Four", 1, "", "2025-11-03T10:00:00-08:00"),
+    jsonl(&[
+        issue("bd-1").title("One").priority(0).updated("2025-11-03T10:00:00-08:00").line(),
+        issue("bd-2").title("Two").updated("2025-11-03T10:00:00-08:00").extra(r#""labels":["a","feature"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
+        issue("bd-4").title("Four").priority(1).updated("2025-11-03T10:00:00-08:00").line(),
     ])
 }
 
@@ -213,19 +207,19 @@ fn commented(id: &str, title: &str, comments: &[(i64, &str, &str)], at: &str) ->
 #[test]
 fn regression_resolve_from_committed_markers_left_comment_ids_shared_across_records() {
     let repo = TestRepo::new();
-    let filler = |n: u8| issue(&format!("bd-f{n}"), "Filler", 2, "", T0);
-    let lines = |one: String, two: String, three: String| file(&[one, filler(1), filler(2), two, filler(3), filler(4), three]);
-    let base = lines(commented("bd-1", "One", &[], T0), issue("bd-2", "Two", 2, "", T0), commented("bd-3", "Three", &[], T0));
+    let filler = |n: u8| issue(&format!("bd-f{n}")).title("Filler").updated(T0).line();
+    let lines = |one: String, two: String, three: String| jsonl(&[one, filler(1), filler(2), two, filler(3), filler(4), three]);
+    let base = lines(commented("bd-1", "One", &[], T0), issue("bd-2").title("Two").updated(T0).line(), commented("bd-3", "Three", &[], T0));
     let t1 = "2025-11-02T10:00:00-08:00";
     let main = lines(
         commented("bd-1", "One", &[(5, "main's note", t1)], t1),
-        issue("bd-2", "Two on main", 2, "", t1),
+        issue("bd-2").title("Two on main").updated(t1).line(),
         commented("bd-3", "Three", &[], T0),
     );
     let t2 = "2025-11-03T10:00:00-08:00";
     let feature = lines(
         commented("bd-1", "One", &[], T0),
-        issue("bd-2", "Two on feature", 2, "", t2),
+        issue("bd-2").title("Two on feature").updated(t2).line(),
         commented("bd-3", "Three", &[(5, "feature's note", t2)], t2),
     );
     repo.commit_file(FILE, &base, "base");
@@ -263,8 +257,8 @@ fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
             r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"created_at":"{created}","updated_at":"{created}","dependencies":[{{"issue_id":"bd-ep.1","depends_on_id":"bd-ep","type":"parent-child"}}],"comments":[{{"id":{comment},"issue_id":"bd-ep.1","author":"ann","text":"on {title}","created_at":"{created}"}}]}}"#
         )
     };
-    let content = file(&[
-        issue("bd-ep", "Epic", 1, "", T0),
+    let content = jsonl(&[
+        issue("bd-ep").title("Epic").priority(1).updated(T0).line(),
         child("A's subtask", "2025-11-02T10:00:00-08:00", 1),
         child("B's subtask", "2025-11-02T11:00:00-08:00", 1),
     ]);
