@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use crate::support::{ours, TestRepo};
+use crate::support::{ours, run, TestRepo};
 
 const MARKED: &str = concat!(
     "<<<<<<< HEAD\n",
@@ -28,7 +28,7 @@ fn tool(repo: &TestRepo, program: &str, args: &[&str]) -> Output {
     if program == "bd-sync" {
         cmd.env("HOME", repo.path()).arg("--db").arg(db);
     }
-    cmd.output().expect("our binary starts")
+    run(&mut cmd)
 }
 
 fn stderr(out: &Output) -> String {

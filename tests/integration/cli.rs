@@ -6,11 +6,11 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::ours;
+use crate::support::{ours, run};
 
 /// `$ command`, the exit code, stdout and stderr, with temporary paths replaced by `[TMP]`.
 fn transcript(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out: Output = ours(program).current_dir(dir).args(args).env("NO_COLOR", "1").output().expect("our binary starts");
+    let out: Output = run(ours(program).current_dir(dir).args(args).env("NO_COLOR", "1"));
     let clean = |bytes: &[u8]| {
         let text = String::from_utf8_lossy(bytes).into_owned();
         let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());

@@ -14,7 +14,7 @@ const ISSUES: &str = concat!(
 );
 
 fn tool(dir: &std::path::Path, program: &str, args: &[&str]) -> Output {
-    ours(program).current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir).output().expect("our binary starts")
+    run(ours(program).current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir))
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -3,7 +3,7 @@
 //! repository: scripted commits, a branch and a merge commit, a rename from `beads.jsonl` to
 //! `issues.jsonl`.
 
-use crate::support::{bd_sync_ok, bin, hermetic, issue, jsonl, run, shared_file, TestRepo};
+use crate::support::{bd_sync_ok, bin, issue, jsonl, ours, run, shared_file, TestRepo};
 
 /// The history tests' issue: a description, labels (JSON strings joined by commas), no type.
 fn bead(id: &str, status: &str, labels: &str, description: &str) -> String {
@@ -120,7 +120,7 @@ fn bd_merge_diff_on_the_real_beads_file_and_an_edited_copy() {
     let dir = tempfile::tempdir().expect("tmp");
     let edited = dir.path().join("edited.jsonl");
     std::fs::write(&edited, lines.join("\n") + "\n").expect("write");
-    let out = run(hermetic(bin("bd-merge")).args(["diff", "--json"]).arg(&real).arg(&edited));
+    let out = run(ours("bd-merge").args(["diff", "--json"]).arg(&real).arg(&edited));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let issues = v["issues"].as_array().expect("issues");

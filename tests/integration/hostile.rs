@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::support::{bd_sync, bin, hermetic, issue, run, text, TestRepo};
+use crate::support::{bd_sync, bin, hermetic, issue, ours, run, text, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 const SECRET: &str = "GEMBA_NOTIFY_AUTH=s3cr3t-token-do-not-leak";
@@ -185,7 +185,7 @@ fn regression_export_stage_on_a_symlinked_issues_file_staged_a_type_change() {
 #[test]
 fn regression_dubious_ownership_fell_back_to_a_cache_in_the_work_tree() {
     let repo = repo_with_issues();
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).env("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1").arg("ready"));
+    let out = run(ours("bd-sync").current_dir(repo.path()).env("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1").arg("ready"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("safe.directory"), "the error names the fix:\n{}", text(&out));
     assert!(!repo.path().join(".beads/cache.db").exists(), "no cache in the work tree");
@@ -215,7 +215,7 @@ fn regression_install_ran_a_hook_manager_committed_in_node_modules() {
         )
         .expect("chmod");
         // A PATH with git and sh but no hook manager.
-        let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).env("PATH", "/usr/bin:/bin").args(["install", "--local"]));
+        let out = run(ours("bd-sync").current_dir(repo.path()).env("PATH", "/usr/bin:/bin").args(["install", "--local"]));
         assert!(!marker.exists(), "install ran the repository's {program}:\n{}", text(&out));
         assert!(text(&out).contains(&format!("{program} is not on PATH")), "{}", text(&out));
     }

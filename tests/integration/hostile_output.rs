@@ -140,7 +140,7 @@ fn regression_an_id_holding_a_newline_forged_a_row_in_ready() {
     record("bd-sync import --skip-invalid (bad line)".into(), bd_sync(dir, &["import", "--skip-invalid", "--rebind", &bad]));
 
     // bd-hook: ids printed by --dry-run, ids it could not deliver.
-    let hook = |args: &[&str]| run(hermetic(bin("bd-hook")).current_dir(dir).args(args));
+    let hook = |args: &[&str]| run(crate::support::ours("bd-hook").current_dir(dir).args(args));
     record("bd-hook --dry-run".into(), hook(&["--dry-run", "--id", "x\u{1b}[2Jy", "--from-diff", "HEAD~1"]));
     record(
         "bd-hook (undeliverable)".into(),

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, issue, path_with_our_binaries, real_tool, run, CaptureServer, Reply};
+use crate::support::{bd_sync, bin, hermetic, issue, path_with_our_binaries, real_tool, run, CaptureServer, Reply};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -184,7 +184,7 @@ fn regression_uninstall_in_a_copied_clone_never_touches_the_original() {
     let copy = tempfile::tempdir().expect("tmp");
     let b_path = copy.path().join("b");
     run(Command::new("cp").arg("-a").arg(a.path()).arg(&b_path));
-    let out = run(hermetic(bin("bd-sync")).current_dir(&b_path).arg("uninstall"));
+    let out = bd_sync(&b_path, &["uninstall"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(a.snapshot(&[".gitattributes", ".git/hooks/post-commit", ".git/beads/install.json"]), before, "A is untouched");
     let b_attrs = std::fs::read_to_string(b_path.join(".gitattributes")).unwrap_or_default();

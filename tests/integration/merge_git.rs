@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::{bd_merge, bin, hermetic, issue, jsonl, records, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, issue, jsonl, records, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -116,9 +116,7 @@ fn unreadable_input_exits_2_and_leaves_ours_alone() {
     let dir = tempfile::tempdir().expect("tmp");
     let ours = dir.path().join("ours.jsonl");
     std::fs::write(&ours, b"{\"id\":\"a\"}\n").expect("write");
-    let out = crate::support::run(
-        crate::support::hermetic(crate::support::bin("bd-merge")).arg(dir.path().join("missing")).arg(&ours).arg(&ours),
-    );
+    let out = crate::support::run(crate::support::ours("bd-merge").arg(dir.path().join("missing")).arg(&ours).arg(&ours));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"), "names the file");
     assert_eq!(std::fs::read(&ours).expect("read"), b"{\"id\":\"a\"}\n");
@@ -132,9 +130,7 @@ fn old_bd_four_argument_form_still_works() {
     std::fs::write(p("ours"), jsonl(&[issue("bd-1").title("Ours bd-1").line()])).expect("w");
     std::fs::write(p("theirs"), jsonl(&[issue("bd-1").priority(1).line()])).expect("w");
     // bd's config: `bd merge %A %O %A %B`
-    let out = crate::support::run(
-        crate::support::hermetic(crate::support::bin("bd-merge")).arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")),
-    );
+    let out = crate::support::run(crate::support::ours("bd-merge").arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let rec = &records(&std::fs::read(p("ours")).expect("r"))[0];
     assert_eq!((rec["title"].as_str(), rec["priority"].as_i64()), (Some("Ours bd-1"), Some(1)));
@@ -220,7 +216,7 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
         &[interaction(1)],
         "seed",
     );
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     repo.git(&["checkout", "-q", "-b", "feature"]);

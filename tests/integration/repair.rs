@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{bin, hermetic, issue, jsonl, path_with_our_binaries, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, hermetic, issue, jsonl, ours, path_with_our_binaries, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -55,13 +55,13 @@ fn driver_result(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
     for (name, bytes) in [("base", base), ("ours", ours), ("theirs", theirs)] {
         std::fs::write(dir.path().join(name), bytes).expect("write");
     }
-    let out = run(hermetic(bin("bd-merge")).current_dir(dir.path()).args(["-q", "base", "ours", "theirs", "-o", "-"]));
+    let out = bd_merge(dir.path(), &["-q", "base", "ours", "theirs", "-o", "-"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
 fn resolve(dir: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-merge")).current_dir(dir).arg("resolve").args(args))
+    run(ours("bd-merge").current_dir(dir).arg("resolve").args(args))
 }
 
 fn has_markers(bytes: &[u8]) -> bool {
@@ -158,9 +158,9 @@ fn merge_union_leaves_duplicate_ids_that_dedupe_merges() {
     assert!(repo.git_output(&["merge", "--no-edit", "feature"]).status.success(), "union never conflicts");
     let unioned = String::from_utf8(repo.read(FILE)).expect("utf8");
     assert!(unioned.matches(r#""id":"bd-1""#).count() >= 2, "{unioned}");
-    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = bd_sync(repo.path(), &["check"]);
     assert!(String::from_utf8_lossy(&check.stdout).contains("bd-merge dedupe"), "check points to dedupe");
-    let dedupe = |args: &[&str]| run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe").args(args));
+    let dedupe = |args: &[&str]| run(ours("bd-merge").current_dir(repo.path()).arg("dedupe").args(args));
     assert_eq!(dedupe(&["--check"]).status.code(), Some(1));
     let out = dedupe(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -179,7 +179,7 @@ fn the_pre_commit_hook_resolves_a_file_with_markers_before_committing_it() {
     assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
     let with_markers = repo.read(FILE);
     repo.git(&["merge", "--abort"]);
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The markers arrive as a plain edit (pasted from a hosting service's conflict editor, say).
     repo.write(FILE, &with_markers);
@@ -243,7 +243,7 @@ fn regression_resolve_from_committed_markers_left_comment_ids_shared_across_reco
         }
     }
     assert!(merged.contains("main's note") && merged.contains("feature's note"), "{merged}");
-    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = bd_sync(repo.path(), &["check"]);
     assert!(!String::from_utf8_lossy(&check.stdout).contains("comment id"), "{}", String::from_utf8_lossy(&check.stdout));
 }
 
@@ -263,7 +263,7 @@ fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
         child("B's subtask", "2025-11-02T11:00:00-08:00", 1),
     ]);
     repo.write(FILE, &content);
-    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    let out = bd_merge(repo.path(), &["dedupe"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
     let records: Vec<serde_json::Value> = merged.lines().map(|l| serde_json::from_str(l).expect("parses")).collect();
@@ -288,10 +288,10 @@ fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
         "\n"
     );
     repo.write(FILE, content.as_bytes());
-    let check = || run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = || bd_sync(repo.path(), &["check"]);
     let report = String::from_utf8_lossy(&check().stdout).into_owned();
     assert!(report.contains("dependent_count is 0 but the file implies 1") && report.contains("bd-merge dedupe"), "{report}");
-    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    let out = bd_merge(repo.path(), &["dedupe"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8(repo.read(FILE))
         .expect("utf8")

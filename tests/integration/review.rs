@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
+use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::support::{bd_merge, bd_sync, bin, hermetic, issue, jsonl, run, Issue, TestRepo};
+use crate::support::{bd_merge, bd_sync, bin, hermetic, issue, jsonl, ours, run, Issue, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -102,9 +103,12 @@ fn a_pull_rebase_that_lost_your_title_shows_it_with_its_labels_and_restore_bring
     assert!(committed.contains("Fix parser crash on empty input"), "the commit carries it: {committed}");
 
     // Restoring again: the field now holds the dropped value.
-    let again = bd_merge(clone.path(), &["review", "--restore", "1"]);
-    assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("already has the dropped value"), "{}", text(&again.stderr));
+    ours("bd-merge")
+        .current_dir(clone.path())
+        .args(["review", "--restore", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("already has the dropped value"));
 }
 
 #[test]
@@ -154,9 +158,12 @@ fn a_merge_with_delete_vs_modify_is_logged_as_a_dropped_deletion() {
     assert!(e["kept"]["title"] == "Two, edited", "{e}");
     let human = text(&bd_merge(repo.path(), &["review"]).stdout);
     assert!(!human.contains("--restore"), "a record is not restorable: {human}");
-    let refused = bd_merge(repo.path(), &["review", "--restore", "1"]);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(text(&refused.stderr).contains("whole record"), "{}", text(&refused.stderr));
+    ours("bd-merge")
+        .current_dir(repo.path())
+        .args(["review", "--restore", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("whole record"));
 }
 
 #[test]
@@ -308,9 +315,7 @@ fn outside_a_repository_the_driver_logs_nothing_and_review_says_why() {
     let out = bd_merge(dir.path(), &["base", "ours", "theirs"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("merge log"), "{}", text(&out.stderr));
-    let review = bd_merge(dir.path(), &["review"]);
-    assert_eq!(review.status.code(), Some(2));
-    assert!(text(&review.stderr).contains("not in a git repository"));
+    ours("bd-merge").current_dir(dir.path()).arg("review").assert().code(2).stderr(predicate::str::contains("not in a git repository"));
 }
 
 #[test]
@@ -342,10 +347,13 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
 
     // check mentions them as a note, exit code unchanged.
-    let check = bd_sync(repo.path(), &["check"]);
-    assert_eq!(check.status.code(), Some(0), "{}{}", text(&check.stdout), text(&check.stderr));
-    assert!(text(&check.stdout).contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"), "{}", text(&check.stdout));
-    assert!(text(&check.stderr).contains("1 note"), "{}", text(&check.stderr));
+    ours("bd-sync")
+        .current_dir(repo.path())
+        .arg("check")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"))
+        .stderr(predicate::str::contains("1 note"));
     assert_eq!(bd_sync(repo.path(), &["check", "--strict"]).status.code(), Some(0), "a note never fails --strict");
 
     // A clean merge: nothing said about overrides (the old one was announced already).
@@ -405,7 +413,7 @@ fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
     let repo = TestRepo::new();
     repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     let db = repo.path().join("cache.db");
-    let sync = |args: &[&str]| run(hermetic(bin("bd-sync")).current_dir(repo.path()).arg("--db").arg(&db).args(args));
+    let sync = |args: &[&str]| run(ours("bd-sync").current_dir(repo.path()).arg("--db").arg(&db).args(args));
     assert!(sync(&["import"]).status.success());
     let conn = rusqlite::Connection::open(&db).expect("cache");
     conn.execute_batch("UPDATE issues SET title = 'From the cache' WHERE id = 'bd-1'").expect("edit");

@@ -1,4 +1,8 @@
-//! Shared test helpers: hermetic git, temporary repositories and the paths of our binaries.
+//! Every builder and helper the integration tests share, so each module reads as a transcript:
+//! hermetic git ([`hermetic`], [`git`], [`TestRepo`]); our binaries run through `assert_cmd`
+//! ([`ours`], [`bd_sync`], [`bd_merge`]); the issue-line builder ([`issue`]) and [`jsonl`] files;
+//! the files and real tools tests need from outside the repository, which fail under `CI` when
+//! missing ([`required`]); and a loopback HTTP server that records what it receives.
 
 #![allow(dead_code)]
 
@@ -19,7 +23,7 @@ pub fn ours(name: &str) -> assert_cmd::Command {
 
 /// Runs `bd-sync ARGS` in `dir`; the output whatever the exit status.
 pub fn bd_sync(dir: &Path, args: &[&str]) -> Output {
-    ours("bd-sync").current_dir(dir).args(args).output().expect("bd-sync starts")
+    run(ours("bd-sync").current_dir(dir).args(args))
 }
 
 /// Runs `bd-sync ARGS` in `dir`, fails the test (with the command and its output) unless it
@@ -31,7 +35,7 @@ pub fn bd_sync_ok(dir: &Path, args: &[&str]) -> String {
 
 /// Runs `bd-merge ARGS` in `dir`; the output whatever the exit status.
 pub fn bd_merge(dir: &Path, args: &[&str]) -> Output {
-    ours("bd-merge").current_dir(dir).args(args).output().expect("bd-merge starts")
+    run(ours("bd-merge").current_dir(dir).args(args))
 }
 
 /// Runs hermetic `git ARGS` in `dir`, fails the test (with git's words) unless it succeeds;
@@ -228,10 +232,27 @@ pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
-/// Runs a command and returns its output, failing the test with the command's stderr when it
-/// could not start.
-pub fn run(cmd: &mut Command) -> Output {
-    cmd.output().unwrap_or_else(|e| panic!("could not run {cmd:?}: {e}"))
+/// Runs a command (git or another program as a `std` command, our binaries as [`ours`]) and
+/// returns its output whatever the exit status, failing the test when it could not start.
+pub fn run(cmd: &mut impl Runnable) -> Output {
+    cmd.run()
+}
+
+/// A command [`run`] can run.
+pub trait Runnable {
+    fn run(&mut self) -> Output;
+}
+
+impl Runnable for Command {
+    fn run(&mut self) -> Output {
+        self.output().unwrap_or_else(|e| panic!("could not run {self:?}: {e}"))
+    }
+}
+
+impl Runnable for assert_cmd::Command {
+    fn run(&mut self) -> Output {
+        self.output().unwrap_or_else(|e| panic!("could not run {self:?}: {e}"))
+    }
 }
 
 /// A git repository in a temporary directory.

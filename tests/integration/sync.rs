@@ -6,7 +6,7 @@ use std::process::Output;
 
 use rusqlite::Connection;
 
-use crate::support::{bd_sync, ours, shared_file};
+use crate::support::{bd_sync, ours, run, shared_file};
 
 /// A directory with `.beads/issues.jsonl` and its cache at `cache.db`.
 pub(crate) struct Workspace {
@@ -41,7 +41,7 @@ impl Workspace {
     }
 
     pub(crate) fn sync(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("bd-sync starts")
+        run(&mut self.command(args))
     }
 
     /// Fails the test unless `bd-sync ARGS` succeeds; returns stdout.
