@@ -927,7 +927,7 @@ fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file
     // br 0.7.6 has no export to stdout: flush the database to the file, then print it.
     let cmd = "br sync --flush-only >/dev/null && cat .beads/issues.jsonl";
     let hook_run = |server: &CaptureServer, since: bool| -> Output {
-        let mut c = hermetic(bin("bd-hook"));
+        let mut c = ours("bd-hook");
         c.current_dir(repo.path()).env("HOME", home.path()).env("PATH", &path).env("GEMBA_NOTIFY_URL", &server.url);
         if since {
             c.arg("--since-last");

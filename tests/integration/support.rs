@@ -280,14 +280,7 @@ impl TestRepo {
 
     /// Runs git and fails the test when it fails; returns stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = self.git_output(args);
-        assert!(
-            out.status.success(),
-            "git {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git(self.path(), args)
     }
 
     pub fn write(&self, rel: &str, content: &[u8]) {
