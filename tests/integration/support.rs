@@ -12,8 +12,14 @@ use std::process::{Command, Output, Stdio};
 /// Path of one of the package's binaries (`bd-merge`, `bd-sync`, `bd-hook`), built by cargo for
 /// the tests.
 pub fn bin(name: &str) -> PathBuf {
-    assert!(["bd-merge", "bd-sync", "bd-hook"].contains(&name), "unknown binary {name}");
-    assert_cmd::cargo::cargo_bin(name)
+    // The macro reads cargo's CARGO_BIN_EXE_* at compile time, so the test binary finds ours
+    // however it is started.
+    match name {
+        "bd-merge" => assert_cmd::cargo::cargo_bin!("bd-merge").to_path_buf(),
+        "bd-sync" => assert_cmd::cargo::cargo_bin!("bd-sync").to_path_buf(),
+        "bd-hook" => assert_cmd::cargo::cargo_bin!("bd-hook").to_path_buf(),
+        other => panic!("unknown binary {other}"),
+    }
 }
 
 /// One of our binaries as an `assert_cmd` command in the [`hermetic`] environment.
