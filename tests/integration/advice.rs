@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{ours, run, TestRepo};
 
 const MARKED: &str = concat!(
     "<<<<<<< HEAD\n",
@@ -23,7 +23,7 @@ const CLEAN: &str = concat!(
 
 fn tool(repo: &TestRepo, program: &str, args: &[&str]) -> Output {
     let db = repo.path().join(".git/beads-test-cache.db");
-    let mut cmd = hermetic(bin(program));
+    let mut cmd = ours(program);
     cmd.current_dir(repo.path()).args(args).env("NO_COLOR", "1");
     if program == "bd-sync" {
         cmd.env("HOME", repo.path()).arg("--db").arg(db);

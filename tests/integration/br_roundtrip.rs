@@ -10,29 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{bin, hermetic, path_with_our_binaries, run};
-
-/// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH.
-fn br_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("BR") {
-        return Some(PathBuf::from(path));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let cached = home.join(".cache/beads-git-tools/br-0.7.6/bin/br");
-    if cached.is_file() {
-        return Some(cached);
-    }
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("br")).find(|p| p.is_file())
-}
-
-fn require_br() -> Option<PathBuf> {
-    let found = br_binary();
-    if found.is_none() {
-        assert!(std::env::var_os("CI").is_none(), "br 0.7.6 is not installed; .ci/run builds it (see README)");
-        eprintln!("skipping: br (beads_rust 0.7.6) not found; set BR=/path/to/br or run .ci/run once");
-    }
-    found
-}
+use crate::support::{bin, hermetic, path_with_our_binaries, real_br, real_faketime, run};
 
 /// A scratch world: a bare origin and clones, all with one private HOME and our binaries first on
 /// PATH (the installed hooks call them by name).
@@ -320,14 +298,14 @@ fn round_trip(br: PathBuf, pull: Pull) {
 
 #[test]
 fn regression_br_refused_merged_comment_ids_and_skipped_merged_records_after_git_merge() {
-    if let Some(br) = require_br() {
+    if let Some(br) = real_br() {
         round_trip(br, Pull::Merge);
     }
 }
 
 #[test]
 fn regression_br_refused_merged_comment_ids_and_skipped_merged_records_after_pull_rebase() {
-    if let Some(br) = require_br() {
+    if let Some(br) = real_br() {
         round_trip(br, Pull::Rebase);
     }
 }
@@ -474,14 +452,14 @@ fn concurrent_children(br: PathBuf, pull: Pull) {
 
 #[test]
 fn regression_two_clones_created_the_same_child_id_and_one_subtask_vanished_after_git_merge() {
-    if let Some(br) = require_br() {
+    if let Some(br) = real_br() {
         concurrent_children(br, Pull::Merge);
     }
 }
 
 #[test]
 fn regression_two_clones_created_the_same_child_id_and_one_subtask_vanished_after_pull_rebase() {
-    if let Some(br) = require_br() {
+    if let Some(br) = real_br() {
         concurrent_children(br, Pull::Rebase);
     }
 }
@@ -492,7 +470,7 @@ fn regression_two_clones_created_the_same_child_id_and_one_subtask_vanished_afte
 /// back: the merge stamp is never earlier than the merge's own time.
 #[test]
 fn regression_a_rebase_re_merge_repeated_a_stamp_and_br_put_the_old_value_back() {
-    let Some(br) = require_br() else { return };
+    let Some(br) = real_br() else { return };
     let mut w = World::new(br);
     w.real_clock = true;
     let a = w.clone("a");
@@ -545,16 +523,6 @@ fn regression_a_rebase_re_merge_repeated_a_stamp_and_br_put_the_old_value_back()
     );
 }
 
-/// libfaketime's `faketime`, or `None` (a failure under CI, where `.ci/run` installs it).
-fn require_faketime() -> bool {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join("faketime").is_file());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "faketime is not installed; .ci/run installs it (see README)");
-        eprintln!("skipping: faketime not found (apt-get install faketime)");
-    }
-    found
-}
-
 /// One clone's clock is two days behind: its edit of a record gets an `updated_at` earlier than
 /// the base's, while the other clone edits the same record at the right time. Both edits must
 /// reach both clones' br (the merged stamp follows the later side, not the merged value).
@@ -603,14 +571,14 @@ fn skewed_clock(br: PathBuf, pull: Pull) {
 
 #[test]
 fn a_clone_whose_clock_is_behind_edits_a_record_the_other_clone_also_edited_after_git_merge() {
-    if let (Some(br), true) = (require_br(), require_faketime()) {
+    if let (Some(br), Some(_)) = (real_br(), real_faketime()) {
         skewed_clock(br, Pull::Merge);
     }
 }
 
 #[test]
 fn a_clone_whose_clock_is_behind_edits_a_record_the_other_clone_also_edited_after_pull_rebase() {
-    if let (Some(br), true) = (require_br(), require_faketime()) {
+    if let (Some(br), Some(_)) = (real_br(), real_faketime()) {
         skewed_clock(br, Pull::Rebase);
     }
 }

@@ -9,14 +9,16 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic};
+use crate::support::{bin, hermetic, issue};
 
-fn issue(n: usize) -> String {
-    format!(
-        r#"{{"id":"bd-{n:05}","title":"Issue {n}","description":"{}","status":"open","priority":{},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","b"]}}"#,
-        "lorem ipsum ".repeat(20),
-        n % 5
-    )
+/// Issue `n` of a numbered file, padded to a few hundred bytes.
+fn numbered(n: usize) -> String {
+    issue(&format!("bd-{n:05}"))
+        .title(&format!("Issue {n}"))
+        .description(&"lorem ipsum ".repeat(20))
+        .priority((n % 5) as u8)
+        .extra(r#""labels":["a","b"]"#)
+        .line()
 }
 
 struct Ws {
@@ -27,7 +29,7 @@ impl Ws {
     fn new(issues: usize) -> Ws {
         let dir = tempfile::tempdir().expect("tmp");
         std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
-        let content: String = (0..issues).map(|n| issue(n) + "\n").collect();
+        let content: String = (0..issues).map(|n| numbered(n) + "\n").collect();
         std::fs::write(dir.path().join(".beads/issues.jsonl"), content).expect("write");
         Ws { dir }
     }

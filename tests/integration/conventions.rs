@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{ours, run, TestRepo};
 
 const ISSUES: &str = concat!(
     r#"{"id":"bd-a1b2","title":"First","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
@@ -14,9 +14,7 @@ const ISSUES: &str = concat!(
 );
 
 fn tool(dir: &std::path::Path, program: &str, args: &[&str]) -> Output {
-    let mut cmd = hermetic(bin(program));
-    cmd.current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir);
-    run(&mut cmd)
+    run(ours(program).current_dir(dir).args(args).env_remove("NO_COLOR").env("HOME", dir))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -100,9 +98,9 @@ fn no_color_flag_and_no_color_wins_over_always() {
     std::fs::write(d.join("new.jsonl"), ISSUES.replace("First", "Renamed")).expect("write");
     let always = tool(d, "bd-merge", &["diff", "--color", "always", "old.jsonl", "new.jsonl"]);
     assert!(always.stdout.contains(&0x1b), "--color always colours a pipe: {}", text(&always.stdout));
-    let mut cmd = hermetic(bin("bd-merge"));
-    cmd.current_dir(d).args(["diff", "--color=always", "old.jsonl", "new.jsonl"]).env("NO_COLOR", "1");
-    assert!(run(&mut cmd).stdout.contains(&0x1b), "the explicit flag beats NO_COLOR");
+    let flag_over_env =
+        run(ours("bd-merge").current_dir(d).args(["diff", "--color=always", "old.jsonl", "new.jsonl"]).env("NO_COLOR", "1"));
+    assert!(flag_over_env.stdout.contains(&0x1b), "the explicit flag beats NO_COLOR");
     let never = tool(d, "bd-merge", &["diff", "--color", "never", "old.jsonl", "new.jsonl"]);
     assert!(!never.stdout.contains(&0x1b));
     let auto = tool(d, "bd-merge", &["diff", "old.jsonl", "new.jsonl"]);

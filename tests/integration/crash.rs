@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{bin, hermetic, run};
+use crate::support::{bin, git, hermetic, issue};
 
 struct Lcg(u64);
 
@@ -18,12 +18,15 @@ impl Lcg {
     }
 }
 
-fn issue(n: usize, title: &str, updated_at: &str) -> String {
-    format!(
-        r#"{{"id":"bd-{n:05}","title":"{title} {n}","description":"{}","status":"open","priority":{},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"{updated_at}","labels":["a"]}}"#,
-        "text ".repeat(40),
-        n % 5
-    )
+/// Issue `n` of a numbered file, padded to a few hundred bytes.
+fn numbered(n: usize, title: &str, updated_at: &str) -> String {
+    issue(&format!("bd-{n:05}"))
+        .title(&format!("{title} {n}"))
+        .description(&"text ".repeat(40))
+        .priority((n % 5) as u8)
+        .updated(updated_at)
+        .extra(r#""labels":["a"]"#)
+        .line()
 }
 
 fn kill9(child: &mut std::process::Child) {
@@ -41,12 +44,6 @@ fn temp_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run(hermetic("git").current_dir(dir).args(args));
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn sync(dir: &Path, args: &[&str]) -> Command {
     let mut c = hermetic(bin("bd-sync"));
     c.current_dir(dir).args(args).stdout(Stdio::null()).stderr(Stdio::null());
@@ -60,8 +57,8 @@ fn kill_9_during_export_leaves_the_old_or_the_new_file_and_every_edit() {
     let dir = repo.path();
     git(dir, &["init", "-q", "-b", "main"]);
     std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
-    let old: String = (0..ISSUES).map(|n| issue(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
-    let new: String = (0..ISSUES).map(|n| issue(n, "Edited", "2025-11-02T10:00:00-08:00") + "\n").collect();
+    let old: String = (0..ISSUES).map(|n| numbered(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
+    let new: String = (0..ISSUES).map(|n| numbered(n, "Edited", "2025-11-02T10:00:00-08:00") + "\n").collect();
     let file = dir.join(".beads/issues.jsonl");
     // The edit sets updated_at itself (else the trigger stamps the time of the edit).
     let edit = "UPDATE issues SET title = replace(title, 'Issue', 'Edited'), updated_at = '2025-11-02T10:00:00-08:00'";
@@ -115,12 +112,12 @@ fn kill_9_while_bd_merge_replaces_ours_leaves_ours_or_the_merge() {
     const ISSUES: usize = 6000;
     let work = tempfile::tempdir().expect("tmp");
     let dir = work.path();
-    let base: String = (0..ISSUES).map(|n| issue(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
+    let base: String = (0..ISSUES).map(|n| numbered(n, "Issue", "2025-11-01T10:00:00-08:00") + "\n").collect();
     let ours: String =
-        (0..ISSUES).map(|n| issue(n, if n % 2 == 0 { "Ours" } else { "Issue" }, "2025-11-01T10:00:00-08:00") + "\n").collect();
+        (0..ISSUES).map(|n| numbered(n, if n % 2 == 0 { "Ours" } else { "Issue" }, "2025-11-01T10:00:00-08:00") + "\n").collect();
     let theirs: String = (0..ISSUES)
         .map(|n| {
-            issue(n, "Issue", "2025-11-01T10:00:00-08:00")
+            numbered(n, "Issue", "2025-11-01T10:00:00-08:00")
                 .replace("\"priority\":", if n % 3 == 0 { "\"priority\":9,\"x\":" } else { "\"priority\":" })
                 + "\n"
         })

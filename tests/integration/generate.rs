@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{bin, hermetic, run};
+use crate::support::{ours, run};
 
 fn installed(program: &str) -> bool {
     std::process::Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().is_ok_and(|o| o.status.success())
@@ -20,7 +20,7 @@ fn generate_writes_completions_and_a_man_page_that_parse() {
     let dir = tempfile::tempdir().expect("tmp");
     for program in ["bd-sync", "bd-merge", "bd-hook"] {
         for kind in ["complete-bash", "complete-zsh", "complete-fish", "man"] {
-            let out = run(hermetic(bin(program)).args(["--generate", kind]));
+            let out = run(ours(program).args(["--generate", kind]));
             assert_eq!(out.status.code(), Some(0), "{program} --generate {kind}: {}", String::from_utf8_lossy(&out.stderr));
             assert!(out.stdout.len() > 500, "{program} --generate {kind}: {} bytes", out.stdout.len());
             let text = String::from_utf8_lossy(&out.stdout);
@@ -64,7 +64,7 @@ fn generate_writes_completions_and_a_man_page_that_parse() {
 
 #[test]
 fn generate_refuses_an_unknown_kind() {
-    let out = run(hermetic(bin("bd-sync")).args(["--generate", "complete-tcsh"]));
+    let out = run(ours("bd-sync").args(["--generate", "complete-tcsh"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("complete-bash, complete-zsh, complete-fish or man"));
     assert!(out.stdout.is_empty());

@@ -3,23 +3,18 @@
 //! repository: scripted commits, a branch and a merge commit, a rename from `beads.jsonl` to
 //! `issues.jsonl`.
 
-use crate::support::{bin, hermetic, run, shared_file, TestRepo};
+use crate::support::{bd_sync_ok, bin, issue, jsonl, ours, run, shared_file, TestRepo};
 
-fn issue(id: &str, status: &str, labels: &str, description: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"Title of {id}","description":{},"status":"{status}","priority":2,"created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z","labels":[{labels}]}}"#,
-        serde_json::to_string(description).expect("json")
-    )
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
-}
-
-fn sync(repo: &TestRepo, args: &[&str]) -> String {
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(args));
-    assert!(out.status.success(), "bd-sync {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// The history tests' issue: a description, labels (JSON strings joined by commas), no type.
+fn bead(id: &str, status: &str, labels: &str, description: &str) -> String {
+    issue(id)
+        .title(&format!("Title of {id}"))
+        .description(description)
+        .status(status)
+        .no_type()
+        .at("2025-01-01T00:00:00Z")
+        .extra(&format!(r#""labels":[{labels}]"#))
+        .line()
 }
 
 /// History: create (beads.jsonl) -> close a -> [branch: label b] + [main: edit a's description]
@@ -30,48 +25,48 @@ fn scripted_history() -> TestRepo {
     repo.git(&["config", "merge.beads.driver", &driver]);
     repo.commit_file(".gitattributes", b".beads/beads.jsonl merge=beads\n.beads/issues.jsonl merge=beads\n", "attributes");
     let desc = "First paragraph.\nSecond line.\nThird line.";
-    repo.commit_file(".beads/beads.jsonl", &file(&[issue("a", "open", "", desc), issue("b", "open", r#""x""#, "")]), "create");
-    repo.commit_file(".beads/beads.jsonl", &file(&[issue("a", "closed", "", desc), issue("b", "open", r#""x""#, "")]), "close a");
+    repo.commit_file(".beads/beads.jsonl", &jsonl(&[bead("a", "open", "", desc), bead("b", "open", r#""x""#, "")]), "create");
+    repo.commit_file(".beads/beads.jsonl", &jsonl(&[bead("a", "closed", "", desc), bead("b", "open", r#""x""#, "")]), "close a");
     repo.git(&["checkout", "-q", "-b", "topic"]);
-    repo.commit_file(".beads/beads.jsonl", &file(&[issue("a", "closed", "", desc), issue("b", "open", r#""x","y""#, "")]), "label b");
+    repo.commit_file(".beads/beads.jsonl", &jsonl(&[bead("a", "closed", "", desc), bead("b", "open", r#""x","y""#, "")]), "label b");
     repo.git(&["checkout", "-q", "main"]);
     let edited = "First paragraph.\nSecond line, edited.\nThird line.";
-    repo.commit_file(".beads/beads.jsonl", &file(&[issue("a", "closed", "", edited), issue("b", "open", r#""x""#, "")]), "edit a");
+    repo.commit_file(".beads/beads.jsonl", &jsonl(&[bead("a", "closed", "", edited), bead("b", "open", r#""x""#, "")]), "edit a");
     // Neighbouring lines changed on each side: git's line merge would conflict, bd-merge merges.
     repo.git(&["merge", "-q", "--no-edit", "topic"]);
     repo.git(&["mv", ".beads/beads.jsonl", ".beads/issues.jsonl"]);
     repo.git(&["commit", "-q", "-m", "rename"]);
-    repo.commit_file(".beads/issues.jsonl", &file(&[issue("a", "closed", "", edited), issue("c", "open", "", "")]), "add c, delete b");
+    repo.commit_file(".beads/issues.jsonl", &jsonl(&[bead("a", "closed", "", edited), bead("c", "open", "", "")]), "add c, delete b");
     repo
 }
 
 #[test]
 fn log_follows_one_issue_through_a_branch_a_merge_and_a_rename() {
     let repo = scripted_history();
-    let entries: serde_json::Value = serde_json::from_str(&sync(&repo, &["--json", "log", "a"])).expect("json");
+    let entries: serde_json::Value = serde_json::from_str(&bd_sync_ok(repo.path(), &["--json", "log", "a"])).expect("json");
     let subjects: Vec<&str> = entries.as_array().expect("array").iter().map(|e| e["subject"].as_str().expect("subject")).collect();
     assert_eq!(subjects, ["edit a", "close a", "create"], "newest first; the merge and the rename changed nothing of a");
     assert_eq!(entries[1]["change"]["fields"][0], serde_json::json!({"kind": "scalar", "field": "status", "old": "open", "new": "closed"}));
     assert_eq!(entries[0]["change"]["fields"][0]["kind"], "text");
     assert_eq!(entries[2]["change"]["change"], "added");
     assert_eq!(entries[0]["author"], "Test Author");
-    let b: serde_json::Value = serde_json::from_str(&sync(&repo, &["--json", "log", "b"])).expect("json");
+    let b: serde_json::Value = serde_json::from_str(&bd_sync_ok(repo.path(), &["--json", "log", "b"])).expect("json");
     let b_subjects: Vec<&str> = b.as_array().expect("array").iter().map(|e| e["subject"].as_str().expect("subject")).collect();
     assert_eq!(b_subjects, ["add c, delete b", "label b", "create"]);
     assert_eq!(b[1]["change"]["fields"][0], serde_json::json!({"kind": "set", "field": "labels", "added": ["y"], "removed": []}));
     assert_eq!(b[0]["change"]["change"], "removed");
-    let limited: serde_json::Value = serde_json::from_str(&sync(&repo, &["--json", "log", "a", "-1"])).expect("json");
+    let limited: serde_json::Value = serde_json::from_str(&bd_sync_ok(repo.path(), &["--json", "log", "a", "-1"])).expect("json");
     assert_eq!(limited.as_array().expect("array").len(), 0, "a range limits the commits looked at");
     insta::assert_snapshot!(
         "log_a",
-        sync(&repo, &["log", "a"]).lines().filter(|l| !l.starts_with("commit ")).collect::<Vec<_>>().join("\n")
+        bd_sync_ok(repo.path(), &["log", "a"]).lines().filter(|l| !l.starts_with("commit ")).collect::<Vec<_>>().join("\n")
     );
 }
 
 #[test]
 fn diff_between_revisions_and_against_the_working_file() {
     let repo = scripted_history();
-    let report: serde_json::Value = serde_json::from_str(&sync(&repo, &["--json", "diff", "HEAD~1..HEAD"])).expect("json");
+    let report: serde_json::Value = serde_json::from_str(&bd_sync_ok(repo.path(), &["--json", "diff", "HEAD~1..HEAD"])).expect("json");
     let changes: Vec<(&str, &str)> = report["issues"]
         .as_array()
         .expect("issues")
@@ -79,17 +74,17 @@ fn diff_between_revisions_and_against_the_working_file() {
         .map(|i| (i["id"].as_str().expect("id"), i["change"].as_str().expect("change")))
         .collect();
     assert_eq!(changes, [("c", "added"), ("b", "removed")], "across the rename, by revision");
-    assert!(sync(&repo, &["diff"]).is_empty(), "a clean working file");
+    assert!(bd_sync_ok(repo.path(), &["diff"]).is_empty(), "a clean working file");
     let now = String::from_utf8(repo.read(".beads/issues.jsonl")).expect("utf8").replace(r#""status":"open""#, r#""status":"in_progress""#);
     repo.write(".beads/issues.jsonl", now.as_bytes());
-    insta::assert_snapshot!("diff_working", sync(&repo, &["diff"]));
-    insta::assert_snapshot!("diff_since_create", sync(&repo, &["diff", "HEAD~5"]));
+    insta::assert_snapshot!("diff_working", bd_sync_ok(repo.path(), &["diff"]));
+    insta::assert_snapshot!("diff_since_create", bd_sync_ok(repo.path(), &["diff", "HEAD~5"]));
 }
 
 #[test]
 fn git_diff_and_log_show_fields_after_install() {
     let repo = scripted_history();
-    sync(&repo, &["install"]);
+    bd_sync_ok(repo.path(), &["install"]);
     repo.git(&["add", ".gitattributes"]);
     repo.git(&["commit", "-q", "-m", "attributes"]);
     let now = String::from_utf8(repo.read(".beads/issues.jsonl")).expect("utf8").replace(r#""status":"open""#, r#""status":"in_progress""#);
@@ -106,16 +101,13 @@ fn git_diff_and_log_show_fields_after_install() {
     let changed: Vec<&str> =
         quiet.lines().filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++") && !l.starts_with("---")).collect();
     assert!(changed.is_empty(), "{quiet}");
-    sync(&repo, &["uninstall"]);
+    bd_sync_ok(repo.path(), &["uninstall"]);
     assert!(repo.git_output(&["config", "--get", "diff.beads.textconv"]).stdout.is_empty(), "uninstall removes the text conversion");
 }
 
 #[test]
 fn bd_merge_diff_on_the_real_beads_file_and_an_edited_copy() {
-    let Some(real) = shared_file("data/beads-real.jsonl") else {
-        eprintln!("skipped: ../shared/data/beads-real.jsonl is absent");
-        return;
-    };
+    let Some(real) = shared_file("data/beads-real.jsonl") else { return };
     let content = std::fs::read_to_string(&real).expect("read");
     let mut lines: Vec<String> = content.lines().map(str::to_owned).collect();
     let open: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains(r#""status":"open""#)).map(|(i, _)| i).take(2).collect();
@@ -128,7 +120,7 @@ fn bd_merge_diff_on_the_real_beads_file_and_an_edited_copy() {
     let dir = tempfile::tempdir().expect("tmp");
     let edited = dir.path().join("edited.jsonl");
     std::fs::write(&edited, lines.join("\n") + "\n").expect("write");
-    let out = run(hermetic(bin("bd-merge")).args(["diff", "--json"]).arg(&real).arg(&edited));
+    let out = run(ours("bd-merge").args(["diff", "--json"]).arg(&real).arg(&edited));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let issues = v["issues"].as_array().expect("issues");

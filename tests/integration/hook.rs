@@ -6,17 +6,16 @@ use std::io::Write;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{bin, hermetic, run, CaptureServer, Reply, TestRepo};
+use crate::support::{bd_sync, bin, hermetic, ours, run, CaptureServer, Reply, TestRepo};
 
+/// `bd-hook ARGS` with `stdin` written to it and `url` as `GEMBA_NOTIFY_URL`.
 fn hook(args: &[&str], url: Option<&str>, stdin: &str) -> Output {
-    let mut cmd = hermetic(bin("bd-hook"));
-    cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut cmd = ours("bd-hook");
+    cmd.args(args).write_stdin(stdin);
     if let Some(u) = url {
         cmd.env("GEMBA_NOTIFY_URL", u);
     }
-    let mut child = cmd.spawn().expect("spawn bd-hook");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("wait")
+    run(&mut cmd)
 }
 
 #[test]
@@ -121,7 +120,7 @@ fn without_a_url_it_is_a_silent_no_op_unless_strict() {
 const FILE: &str = ".beads/issues.jsonl";
 
 fn ids_from_diff(repo: &TestRepo, spec: &str) -> Vec<String> {
-    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", spec]));
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", spec]));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
@@ -146,7 +145,7 @@ fn from_diff_finds_added_modified_and_deleted_ids_on_real_commits() {
     assert_eq!(ids_from_diff(&repo, "HEAD~1"), Vec::<String>::new(), "merge -s ours changed nothing against its first parent");
     // A revision without the file is an empty snapshot.
     repo.commit_file("other.txt", b"x", "unrelated");
-    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "nonexistent-rev"]));
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "nonexistent-rev"]));
     assert_eq!(out.status.code(), Some(2), "an unknown revision is a collection error under --strict");
 }
 
@@ -247,7 +246,7 @@ fn commit_with_hook(dir: &std::path::Path, url: &str, content: &[u8], msg: &str)
 }
 
 fn install(repo: &std::path::Path) {
-    let out = run(hermetic(bin("bd-hook")).arg("--install-git-hook").arg(repo));
+    let out = run(ours("bd-hook").arg("--install-git-hook").arg(repo));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -272,7 +271,7 @@ fn installed_hook_fires_on_commit_and_keeps_the_users_hook_running() {
     assert_eq!(server.items(), ["n-1", "n-2", "n-2"]);
     assert_eq!(std::fs::read_to_string(repo.path().join("user-hook.log")).expect("log"), "user-hook-ran\nuser-hook-ran\n");
 
-    let out = run(hermetic(bin("bd-hook")).arg("--uninstall-git-hook").arg(repo.path()));
+    let out = run(ours("bd-hook").arg("--uninstall-git-hook").arg(repo.path()));
     assert!(out.status.success());
     assert_eq!(std::fs::read(hooks.join("post-commit")).expect("read"), user_hook, "uninstall restores the user's hook");
 }
@@ -596,7 +595,7 @@ fn regression_ids_were_mangled_between_import_and_the_hook() {
     // The installed post-merge block: bd-sync import --print-changed | bd-hook --stdin.
     let repo = TestRepo::new();
     repo.commit_file(FILE, b"{\"id\":\"seed\"}\n", "seed");
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     repo.git(&["checkout", "-q", "-b", "side"]);
     repo.commit_file(FILE, &awkward_file(1), "awkward ids");
@@ -609,7 +608,7 @@ fn regression_ids_were_mangled_between_import_and_the_hook() {
     assert_eq!(received(&server), sorted(&expected), "every id intact through the post-merge block");
 
     // --from-diff neither trims nor splits.
-    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "-z", "--from-diff", "HEAD~1"]));
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "-z", "--from-diff", "HEAD~1"]));
     assert_eq!(out.status.code(), Some(0));
     let mut got: Vec<String> =
         out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
@@ -754,7 +753,7 @@ fn regression_the_watcher_read_a_symlink_to_dev_zero_without_bound_and_blocked_o
 
 /// Runs `bd-hook --since-last ARGS` in `dir`, delivering to `url`.
 fn since_last(dir: &std::path::Path, url: &str, args: &[&str]) -> Output {
-    let out = run(hermetic(bin("bd-hook")).current_dir(dir).env("GEMBA_NOTIFY_URL", url).arg("--since-last").args(args));
+    let out = run(ours("bd-hook").current_dir(dir).env("GEMBA_NOTIFY_URL", url).arg("--since-last").args(args));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -883,7 +882,7 @@ fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
     repo.write("db.jsonl", &records(&[("a", 1), ("b", 1)]));
     let cmd = "./tracker-export.sh";
     let server = CaptureServer::start(|_, _| Reply::Status(200));
-    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    let out = run(ours("bd-hook").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
     assert!(String::from_utf8_lossy(&out.stderr).contains("baseline of 2 issue(s)"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(server.requests().is_empty());
     assert!(!repo.path().join(FILE).exists(), "the issues file plays no part");
@@ -892,7 +891,7 @@ fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
     assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a", "c"], "with --since-last");
     repo.write("db.jsonl", &records(&[("a", 2), ("c", 1)]));
     let server = CaptureServer::start(|_, _| Reply::Status(200));
-    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
+    let out = run(ours("bd-hook").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd]));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(server.items(), ["b"], "alone: the same state, the deletion once");
     assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), Vec::<String>::new());
@@ -910,23 +909,9 @@ fn source_cmd_takes_the_issues_from_a_command_alone_and_with_since_last() {
     assert_eq!(since_last_ids(repo.path(), &["--source-cmd", cmd]), ["a"]);
 }
 
-/// The br binary: `$BR`, the copy `.ci/run` builds, or `br` on PATH; under CI a missing br fails.
-fn require_br() -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
-    let found = std::env::var_os("BR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(home.join(".cache/beads-git-tools/br-0.7.6/bin/br")).filter(|p| p.is_file()))
-        .or_else(|| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("br")).find(|p| p.is_file()));
-    if found.is_none() {
-        assert!(std::env::var_os("CI").is_none(), "br 0.7.6 is not installed; .ci/run builds it (see README)");
-        eprintln!("skipping: br (beads_rust 0.7.6) not found; set BR=/path/to/br or run .ci/run once");
-    }
-    found
-}
-
 #[test]
 fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file() {
-    let Some(br) = require_br() else { return };
+    let Some(br) = crate::support::real_br() else { return };
     let repo = TestRepo::new();
     let home = tempfile::tempdir().expect("home");
     let path = crate::support::path_with_our_binaries(&[br.parent().expect("br's directory")]);
@@ -942,7 +927,7 @@ fn source_cmd_with_the_real_br_notifies_edits_that_never_reached_the_issues_file
     // br 0.7.6 has no export to stdout: flush the database to the file, then print it.
     let cmd = "br sync --flush-only >/dev/null && cat .beads/issues.jsonl";
     let hook_run = |server: &CaptureServer, since: bool| -> Output {
-        let mut c = hermetic(bin("bd-hook"));
+        let mut c = ours("bd-hook");
         c.current_dir(repo.path()).env("HOME", home.path()).env("PATH", &path).env("GEMBA_NOTIFY_URL", &server.url);
         if since {
             c.arg("--since-last");
@@ -1073,11 +1058,11 @@ fn since_last_runs_of_one_state_never_overlap() {
 fn print_changed_without_z_names_the_ids_a_line_cannot_carry() {
     let repo = TestRepo::new();
     repo.commit_file(FILE, &awkward_file(1), "awkward");
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["import", "--print-changed"]));
+    let out = bd_sync(repo.path(), &["import", "--print-changed"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot cross a line-based pipe intact") && err.contains("-z"), "{err}");
     assert!(!err.contains('\r') && !err.contains("new\nline"), "the ids are escaped: {err}");
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["import", "--print-changed", "-z", "--force"]));
+    let out = bd_sync(repo.path(), &["import", "--print-changed", "-z", "--force"]);
     assert!(out.status.success());
 }

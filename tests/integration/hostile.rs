@@ -10,24 +10,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bd_sync, bin, hermetic, issue, ours, run, text, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 const SECRET: &str = "GEMBA_NOTIFY_AUTH=s3cr3t-token-do-not-leak";
-
-fn issue(id: &str, title: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}}"#
-    )
-}
-
-fn sync(dir: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-sync")).current_dir(dir).args(args))
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
 
 /// A secret file outside the repository, as `~/.bashrc` or `/proc/self/environ` would be.
 fn secret_file(dir: &Path) -> PathBuf {
@@ -66,7 +52,7 @@ fn files_holding_secret(dir: &Path) -> Vec<PathBuf> {
 
 fn repo_with_issues() -> TestRepo {
     let repo = TestRepo::new();
-    repo.commit_file(FILE, format!("{}\n", issue("bd-1", "One")).as_bytes(), "seed");
+    repo.commit_file(FILE, format!("{}\n", issue("bd-1").title("One").line()).as_bytes(), "seed");
     repo
 }
 
@@ -78,7 +64,7 @@ fn regression_a_symlinked_gitattributes_leaked_its_target_into_the_repository() 
     let outside = tempfile::tempdir().expect("tmp");
     let repo = repo_with_issues();
     symlink(&secret_file(outside.path()), &repo.path().join(".gitattributes"));
-    let out = sync(repo.path(), &["install"]);
+    let out = bd_sync(repo.path(), &["install"]);
     assert!(!out.status.success(), "install must refuse a symlinked .gitattributes:\n{}", text(&out));
     assert!(text(&out).contains(".gitattributes"), "the refusal names the file:\n{}", text(&out));
     assert!(is_symlink(&repo.path().join(".gitattributes")), "the link is left as it is");
@@ -92,7 +78,7 @@ fn regression_a_symlinked_lefthook_local_config_leaked_its_target() {
     let repo = repo_with_issues();
     repo.commit_file("lefthook.yml", b"pre-commit:\n  jobs:\n    - run: echo lint\n", "lefthook");
     symlink(&secret_file(outside.path()), &repo.path().join("lefthook-local.yml"));
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(!out.status.success(), "install must refuse a symlinked lefthook-local.yml:\n{}", text(&out));
     assert!(text(&out).contains("lefthook-local.yml"), "{}", text(&out));
     assert!(is_symlink(&repo.path().join("lefthook-local.yml")));
@@ -107,7 +93,7 @@ fn regression_a_symlinked_husky_hook_file_leaked_its_target() {
     repo.write(".husky/_/pre-commit", b"#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n");
     repo.git(&["config", "core.hooksPath", ".husky/_"]);
     symlink(&secret_file(outside.path()), &repo.path().join(".husky/post-merge"));
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(!out.status.success(), "install must refuse a husky file linked outside the repository:\n{}", text(&out));
     assert!(text(&out).contains("post-merge"), "{}", text(&out));
     assert!(is_symlink(&repo.path().join(".husky/post-merge")));
@@ -123,9 +109,9 @@ fn regression_a_symlinked_cache_lock_in_the_work_tree_truncated_its_target() {
     let precious = outside.path().join("bashrc");
     std::fs::write(&precious, "export PATH=/usr/bin\n").expect("write");
     std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
-    std::fs::write(dir.path().join(FILE), format!("{}\n", issue("bd-1", "One"))).expect("write");
+    std::fs::write(dir.path().join(FILE), format!("{}\n", issue("bd-1").title("One").line())).expect("write");
     symlink(&precious, &dir.path().join(".beads/cache.db.lock"));
-    let out = sync(dir.path(), &["ready"]);
+    let out = bd_sync(dir.path(), &["ready"]);
     assert_eq!(std::fs::read_to_string(&precious).expect("read"), "export PATH=/usr/bin\n", "the link's target was written");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("cache.db.lock"), "the error names the lock:\n{}", text(&out));
@@ -137,9 +123,9 @@ fn regression_a_symlinked_cache_db_created_a_database_outside() {
     let outside = tempfile::tempdir().expect("tmp");
     let target = outside.path().join("planted.db");
     std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
-    std::fs::write(dir.path().join(FILE), format!("{}\n", issue("bd-1", "One"))).expect("write");
+    std::fs::write(dir.path().join(FILE), format!("{}\n", issue("bd-1").title("One").line())).expect("write");
     symlink(&target, &dir.path().join(".beads/cache.db"));
-    let out = sync(dir.path(), &["import"]);
+    let out = bd_sync(dir.path(), &["import"]);
     assert!(!target.exists(), "a database was created through the link");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("cache.db"), "{}", text(&out));
@@ -153,12 +139,12 @@ fn regression_a_symlinked_hook_became_a_copy() {
     std::fs::set_permissions(repo.path().join("scripts/pre-commit"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let link = repo.path().join(".git/hooks/pre-commit");
     symlink(Path::new("../../scripts/pre-commit"), &link);
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(is_symlink(&link), "the hook is still a link");
     let edited = repo.read("scripts/pre-commit");
     assert!(String::from_utf8_lossy(&edited).contains("# >>> beads-git >>>"), "the link's target (inside the repo) got our block");
-    let out = sync(repo.path(), &["uninstall"]);
+    let out = bd_sync(repo.path(), &["uninstall"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(is_symlink(&link), "still a link after uninstall");
     assert_eq!(repo.read("scripts/pre-commit"), original, "uninstall restores the target byte for byte");
@@ -172,7 +158,7 @@ fn regression_a_hook_symlinked_outside_the_repository_was_replaced_by_a_copy() {
     let repo = repo_with_issues();
     let link = repo.path().join(".git/hooks/post-merge");
     symlink(&target, &link);
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert_eq!(out.status.code(), Some(1), "refused, with the reason:\n{}", text(&out));
     assert!(text(&out).contains("post-merge"), "{}", text(&out));
     assert!(is_symlink(&link), "the link stays");
@@ -182,11 +168,11 @@ fn regression_a_hook_symlinked_outside_the_repository_was_replaced_by_a_copy() {
 #[test]
 fn regression_export_stage_on_a_symlinked_issues_file_staged_a_type_change() {
     let repo = TestRepo::new();
-    repo.commit_file("data/issues.jsonl", format!("{}\n", issue("bd-1", "One")).as_bytes(), "data");
+    repo.commit_file("data/issues.jsonl", format!("{}\n", issue("bd-1").title("One").line()).as_bytes(), "data");
     symlink(Path::new("../data/issues.jsonl"), &repo.path().join(FILE));
     repo.git(&["add", FILE]);
     repo.git(&["commit", "-q", "-m", "link"]);
-    let out = sync(repo.path(), &["export", "--stage"]);
+    let out = bd_sync(repo.path(), &["export", "--stage"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("symbolic link"), "the error says why:\n{}", text(&out));
     assert!(is_symlink(&repo.path().join(FILE)), "the link stays a link");
@@ -199,7 +185,7 @@ fn regression_export_stage_on_a_symlinked_issues_file_staged_a_type_change() {
 #[test]
 fn regression_dubious_ownership_fell_back_to_a_cache_in_the_work_tree() {
     let repo = repo_with_issues();
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).env("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1").arg("ready"));
+    let out = run(ours("bd-sync").current_dir(repo.path()).env("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1").arg("ready"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("safe.directory"), "the error names the fix:\n{}", text(&out));
     assert!(!repo.path().join(".beads/cache.db").exists(), "no cache in the work tree");
@@ -229,7 +215,7 @@ fn regression_install_ran_a_hook_manager_committed_in_node_modules() {
         )
         .expect("chmod");
         // A PATH with git and sh but no hook manager.
-        let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).env("PATH", "/usr/bin:/bin").args(["install", "--local"]));
+        let out = run(ours("bd-sync").current_dir(repo.path()).env("PATH", "/usr/bin:/bin").args(["install", "--local"]));
         assert!(!marker.exists(), "install ran the repository's {program}:\n{}", text(&out));
         assert!(text(&out).contains(&format!("{program} is not on PATH")), "{}", text(&out));
     }
@@ -246,11 +232,11 @@ fn regression_our_sh_block_broke_a_python_hook() {
     repo.write(".git/hooks/pre-commit", hook.as_bytes());
     std::fs::set_permissions(repo.path().join(".git/hooks/pre-commit"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert_eq!(out.status.code(), Some(1), "install says what to add by hand:\n{}", text(&out));
     assert!(text(&out).contains("bd-sync hook pre-commit"), "the snippet calls our hook entry point:\n{}", text(&out));
     assert_eq!(repo.read(".git/hooks/pre-commit"), hook.as_bytes(), "the python hook is byte-identical");
-    let check = sync(repo.path(), &["check"]);
+    let check = bd_sync(repo.path(), &["check"]);
     assert!(text(&check).contains("hook-foreign-interpreter"), "check reports it:\n{}", text(&check));
     repo.write("x.txt", b"x\n");
     repo.git(&["add", "x.txt"]);
@@ -269,10 +255,10 @@ fn regression_a_failed_install_lost_the_previous_driver() {
     // A hooks path git resolves to a regular file: writing hooks fails part way through install.
     repo.write("not-a-dir", b"file\n");
     repo.git(&["config", "core.hooksPath", "not-a-dir"]);
-    let out = sync(repo.path(), &["install", "--local"]);
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("bd-sync uninstall"), "the error says how to undo what was done:\n{}", text(&out));
-    let out = sync(repo.path(), &["uninstall"]);
+    let out = bd_sync(repo.path(), &["uninstall"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(repo.git(&["config", "--get", "merge.beads.driver"]).trim(), "bd merge %A %O %A %B", "the old driver is back");
     let attributes = std::fs::read(repo.path().join(".git/info/attributes")).unwrap_or_default();
@@ -338,9 +324,9 @@ fn regression_rerendering_a_dirty_record_dropped_repeated_and_non_string_labels(
 
 #[test]
 fn regression_a_plain_import_rebound_a_cache_bound_with_rebind() {
-    let (dir, db) = cache_ws(&[&issue("bd-1", "Repo one")]);
+    let (dir, db) = cache_ws(&[&issue("bd-1").title("Repo one").line()]);
     let elsewhere = dir.path().join("other.jsonl");
-    std::fs::write(&elsewhere, format!("{}\n", issue("ot-1", "Other one"))).expect("write");
+    std::fs::write(&elsewhere, format!("{}\n", issue("ot-1").title("Other one").line())).expect("write");
     let repo_file_before = std::fs::read(dir.path().join(FILE)).expect("read");
     assert!(sync_db(dir.path(), &db, &["import", "--rebind", "other.jsonl"]).status.success());
     let out = sync_db(dir.path(), &db, &["import"]);
@@ -367,9 +353,10 @@ impl Lcg {
 }
 
 fn big_file(n: usize, marker: &str) -> String {
-    let mut s: String =
-        (0..n).map(|i| format!("{}\n", issue(&format!("bd-{i:05}"), &format!("Issue {i} {}", "lorem ipsum ".repeat(12))))).collect();
-    s.push_str(&format!("{}\n", issue("zz-marker", marker)));
+    let mut s: String = (0..n)
+        .map(|i| format!("{}\n", issue(&format!("bd-{i:05}")).title(&format!("Issue {i} {}", "lorem ipsum ".repeat(12))).line()))
+        .collect();
+    s.push_str(&format!("{}\n", issue("zz-marker").title(marker).line()));
     s
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, bin, hermetic, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -57,14 +57,6 @@ fn assert_no_raw_controls(what: &str, out: &Output) {
     }
 }
 
-fn sync(repo: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-sync")).current_dir(repo).args(args))
-}
-
-fn merge(dir: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-merge")).current_dir(dir).args(args))
-}
-
 /// Every printing command, run over the hostile file: nothing from the data reaches a terminal
 /// raw, and an id holding a newline stays one row.
 #[test]
@@ -75,39 +67,39 @@ fn regression_an_id_holding_a_newline_forged_a_row_in_ready() {
     let mut outputs: Vec<(String, Output)> = Vec::new();
     let mut record = |what: String, out: Output| outputs.push((what, out));
 
-    record("import --print-changed".into(), sync(dir, &["import", "--print-changed"]));
+    record("import --print-changed".into(), bd_sync(dir, &["import", "--print-changed"]));
     // The agents' view: one row per ready issue, whatever the ids hold.
-    let ready = sync(dir, &["ready"]);
-    let ready_json: serde_json::Value = serde_json::from_slice(&sync(dir, &["ready", "--json"]).stdout).expect("ready --json");
+    let ready = bd_sync(dir, &["ready"]);
+    let ready_json: serde_json::Value = serde_json::from_slice(&bd_sync(dir, &["ready", "--json"]).stdout).expect("ready --json");
     let rows = ready_json.as_array().expect("an array").len();
     assert!(rows >= 3, "the hostile issues are ready: {ready_json}");
     let text = String::from_utf8_lossy(&ready.stdout);
     assert_eq!(text.lines().count(), rows, "one row per ready issue:\n{}", text.escape_debug());
     assert!(!text.lines().any(|l| l.starts_with("P0   bd-forged")), "a forged row:\n{text}");
     record("ready".into(), ready);
-    record("blocked".into(), sync(dir, &["blocked"]));
+    record("blocked".into(), bd_sync(dir, &["blocked"]));
     for id in ["bd-1", FORGING_ID, "bd-3\u{1b}[2K", "bd-4\u{7}", "bd-5"] {
-        let shown = sync(dir, &["show", id]);
+        let shown = bd_sync(dir, &["show", id]);
         assert!(shown.status.success(), "show {id:?}: {}", String::from_utf8_lossy(&shown.stderr));
         record(format!("show {id:?}"), shown);
     }
-    record("show (missing)".into(), sync(dir, &["show", "nope\u{1b}[2J"]));
-    record("status".into(), sync(dir, &["status"]));
-    record("check".into(), sync(dir, &["check"]));
+    record("show (missing)".into(), bd_sync(dir, &["show", "nope\u{1b}[2J"]));
+    record("status".into(), bd_sync(dir, &["status"]));
+    record("check".into(), bd_sync(dir, &["check"]));
 
     // History: a change of every hostile field, by a hostile author with a hostile subject.
     repo.write(FILE, hostile_v2().as_bytes());
-    record("diff (working file)".into(), sync(dir, &["diff"]));
+    record("diff (working file)".into(), bd_sync(dir, &["diff"]));
     repo.git(&["add", FILE]);
     repo.git(&["commit", "-q", "--author", "Ev\u{1b}[2Jil <e\u{7}@example.com>", "-m", "subject \u{1b}]0;PWNED\u{7} \u{9b}31m"]);
-    record("diff HEAD~1..HEAD".into(), sync(dir, &["diff", "HEAD~1..HEAD"]));
+    record("diff HEAD~1..HEAD".into(), bd_sync(dir, &["diff", "HEAD~1..HEAD"]));
     for id in ["bd-1", FORGING_ID, "bd-3\u{1b}[2K", "bd-4\u{7}"] {
-        let log = sync(dir, &["log", id]);
+        let log = bd_sync(dir, &["log", id]);
         assert!(log.status.success(), "log {id:?}: {}", String::from_utf8_lossy(&log.stderr));
         assert!(!log.stdout.is_empty(), "log {id:?} shows the commit");
         record(format!("log {id:?}"), log);
     }
-    record("import after the commit".into(), sync(dir, &["import"]));
+    record("import after the commit".into(), bd_sync(dir, &["import"]));
 
     // bd-merge: diff, textconv, the driver's reports, resolve and dedupe.
     let files = tempfile::tempdir().expect("temp dir");
@@ -117,9 +109,9 @@ fn regression_an_id_holding_a_newline_forged_a_row_in_ready() {
         p.to_string_lossy().into_owned()
     };
     let (v1, v2) = (f("v1.jsonl", &hostile_v1()), f("v2.jsonl", &hostile_v2()));
-    record("bd-merge diff".into(), merge(dir, &["diff", &v1, &v2]));
-    record("bd-merge diff (git's 7 arguments)".into(), merge(dir, &["diff", "a\u{1b}[2Jb", &v1, "0", "100644", &v2, "0", "100644"]));
-    record("bd-merge textconv".into(), merge(dir, &["textconv", &v2]));
+    record("bd-merge diff".into(), bd_merge(dir, &["diff", &v1, &v2]));
+    record("bd-merge diff (git's 7 arguments)".into(), bd_merge(dir, &["diff", "a\u{1b}[2Jb", &v1, "0", "100644", &v2, "0", "100644"]));
+    record("bd-merge textconv".into(), bd_merge(dir, &["textconv", &v2]));
     // Both sides change the hostile fields differently: the driver reports what it settled.
     let theirs = hostile_v1()
         .replace("clear\\u001b[2J", "theirs\\u001b[4J")
@@ -129,26 +121,26 @@ fn regression_an_id_holding_a_newline_forged_a_row_in_ready() {
     let ours = f("ours.jsonl", &hostile_v2());
     // (The merged file itself goes to a file: its bytes are data, not a report.)
     let merged = f("merged.jsonl", "");
-    let out = merge(dir, &[&v1, &ours, &theirs, "-p", "x\u{1b}[2J.jsonl", "-o", &merged]);
+    let out = bd_merge(dir, &[&v1, &ours, &theirs, "-p", "x\u{1b}[2J.jsonl", "-o", &merged]);
     assert!(!out.stderr.is_empty(), "the driver reports the settled conflicts");
     record("bd-merge driver".into(), out);
     let conflicted = f("conflicted.jsonl", "");
-    let out = merge(dir, &[&v1, &ours, &theirs, "--conflict", "markers", "-o", &conflicted]);
+    let out = bd_merge(dir, &[&v1, &ours, &theirs, "--conflict", "markers", "-o", &conflicted]);
     record("bd-merge driver (markers)".into(), out);
     let marked = std::fs::read(&conflicted).expect("merged");
     repo.write(".beads/marked.jsonl", &marked);
-    record("bd-merge resolve".into(), merge(dir, &["resolve", ".beads/marked.jsonl"]));
+    record("bd-merge resolve".into(), bd_merge(dir, &["resolve", ".beads/marked.jsonl"]));
     let dups = format!("{}{}", hostile_v1(), hostile_v2());
     repo.write(".beads/dups.jsonl", dups.as_bytes());
-    record("bd-merge dedupe --check".into(), merge(dir, &["dedupe", "--check", ".beads/dups.jsonl"]));
-    record("bd-merge dedupe".into(), merge(dir, &["dedupe", ".beads/dups.jsonl"]));
+    record("bd-merge dedupe --check".into(), bd_merge(dir, &["dedupe", "--check", ".beads/dups.jsonl"]));
+    record("bd-merge dedupe".into(), bd_merge(dir, &["dedupe", ".beads/dups.jsonl"]));
     let bad = f("bad.jsonl", "{\"id\":\"bad\\u001b[2J\",\"title\":\"\u{1b}[2J\n");
-    record("bd-merge driver (bad line)".into(), merge(dir, &[&bad, &bad, &bad, "-o", &merged]));
-    record("bd-sync check (bad line)".into(), sync(dir, &["check", &bad]));
-    record("bd-sync import --skip-invalid (bad line)".into(), sync(dir, &["import", "--skip-invalid", "--rebind", &bad]));
+    record("bd-merge driver (bad line)".into(), bd_merge(dir, &[&bad, &bad, &bad, "-o", &merged]));
+    record("bd-sync check (bad line)".into(), bd_sync(dir, &["check", &bad]));
+    record("bd-sync import --skip-invalid (bad line)".into(), bd_sync(dir, &["import", "--skip-invalid", "--rebind", &bad]));
 
     // bd-hook: ids printed by --dry-run, ids it could not deliver.
-    let hook = |args: &[&str]| run(hermetic(bin("bd-hook")).current_dir(dir).args(args));
+    let hook = |args: &[&str]| run(crate::support::ours("bd-hook").current_dir(dir).args(args));
     record("bd-hook --dry-run".into(), hook(&["--dry-run", "--id", "x\u{1b}[2Jy", "--from-diff", "HEAD~1"]));
     record(
         "bd-hook (undeliverable)".into(),
@@ -172,14 +164,14 @@ fn regression_log_range_starting_with_a_dash_reached_git_as_an_option() {
     let victim = dir.join("victim.txt");
     std::fs::write(&victim, "precious\n").expect("write");
     for range in [format!("--output={}", victim.display()), "--exec-path=/tmp".into(), "-p".into(), "--all".into()] {
-        let out = sync(dir, &["log", "bd-1", &range]);
+        let out = bd_sync(dir, &["log", "bd-1", &range]);
         assert_eq!(out.status.code(), Some(2), "log bd-1 {range}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains("RANGE"), "the message says what RANGE takes");
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious\n", "git never saw {range}");
     }
     // What RANGE is for still works: `-N`, a revision, a range.
     for (range, commits) in [("-1", 1), ("HEAD", 2), ("HEAD~1..HEAD", 1)] {
-        let out = sync(dir, &["log", "bd-1", range]);
+        let out = bd_sync(dir, &["log", "bd-1", range]);
         assert!(out.status.success(), "log bd-1 {range}: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.matches("commit ").count(), commits, "log bd-1 {range}:\n{text}");
@@ -203,13 +195,13 @@ fn regression_marker_size_from_attributes_overflowed() {
     let theirs = f("theirs", &line("T", "2025-01-03T00:00:00Z"));
     let out = f("out", "");
     for size in ["18446744073709551615", "4294967296", "1000000000", "257", "-1", "1e3"] {
-        let r = merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
+        let r = bd_merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
         assert_eq!(r.status.code(), Some(2), "-l {size}: {:?} {}", r.status, String::from_utf8_lossy(&r.stderr));
         assert!(String::from_utf8_lossy(&r.stderr).contains("marker size"), "-l {size}: {}", String::from_utf8_lossy(&r.stderr));
     }
     // Sizes git really uses still work (a size below 7 is raised to 7, as before).
     for (size, marker) in [("32", "<".repeat(32)), ("256", "<".repeat(256)), ("3", "<".repeat(7))] {
-        let r = merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
+        let r = bd_merge(files.path(), &[&base, &ours, &theirs, "--conflict", "markers", "-l", size, "-o", &out]);
         assert_eq!(r.status.code(), Some(1), "-l {size}: {}", String::from_utf8_lossy(&r.stderr));
         let merged = std::fs::read_to_string(&out).expect("merged");
         assert!(merged.lines().any(|l| l.split(' ').next() == Some(marker.as_str())), "-l {size}:\n{merged}");
@@ -224,12 +216,12 @@ fn regression_marker_size_from_attributes_overflowed() {
         &["blocked", "--limit=-1"],
         &["ready", "--priority", "P99999999999999999999"],
     ] {
-        let r = sync(repo.path(), args);
+        let r = bd_sync(repo.path(), args);
         assert_eq!(r.status.code(), Some(2), "bd-sync {args:?}: {:?} {}", r.status, String::from_utf8_lossy(&r.stderr));
         assert!(String::from_utf8_lossy(&r.stderr).contains("invalid value"), "bd-sync {args:?}: {}", String::from_utf8_lossy(&r.stderr));
     }
-    assert!(sync(repo.path(), &["import", "--timeout", "86400"]).status.success(), "a day is a valid timeout");
-    assert!(sync(repo.path(), &["ready", "--limit", "1000000"]).status.success(), "a large limit is valid");
+    assert!(bd_sync(repo.path(), &["import", "--timeout", "86400"]).status.success(), "a day is a valid timeout");
+    assert!(bd_sync(repo.path(), &["ready", "--limit", "1000000"]).status.success(), "a large limit is valid");
 }
 
 /// Runs `bin args` with its address space capped (so an input read without bound fails fast

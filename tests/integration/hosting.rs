@@ -11,7 +11,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{bin, hermetic, run};
+use crate::support::{bin, hermetic, issue, run, text, Issue};
 
 const FILE: &str = ".beads/issues.jsonl";
 
@@ -19,27 +19,23 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Hermetic git's stdout, trimmed.
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run(hermetic("git").current_dir(dir).args(args));
-    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    crate::support::git(dir, args).trim().to_owned()
 }
 
-fn issue(id: &str, title: &str, updated: &str, extra: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","description":"","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00Z","updated_at":"{updated}"{extra}}}"#
-    )
+/// The hosting tests' issue: an empty description, stamps in UTC.
+fn hosted(id: &str) -> Issue {
+    issue(id).description("").created("2025-11-01T10:00:00Z")
 }
 
 /// A child of the epic bd-10, created at `at`: two clones each number theirs `bd-10.1`.
 fn child(id: &str, title: &str, at: &str) -> String {
-    issue(
-        id,
-        title,
-        at,
-        &format!(r#","dependencies":[{{"issue_id":"{id}","depends_on_id":"bd-10","type":"parent-child","created_at":"{at}"}}]"#),
-    )
-    .replace(r#""created_at":"2025-11-01T10:00:00Z""#, &format!(r#""created_at":"{at}""#))
+    hosted(id)
+        .title(title)
+        .at(at)
+        .extra(&format!(r#""dependencies":[{{"issue_id":"{id}","depends_on_id":"bd-10","type":"parent-child","created_at":"{at}"}}]"#))
+        .line()
 }
 
 fn comment(id: u32, issue: &str, text: &str, at: &str) -> String {
@@ -81,12 +77,12 @@ impl Scenario {
         git(s.root.path(), &["clone", "-q", &s.url(), seed.to_str().expect("utf8")]);
         let t0 = "2025-11-01T10:00:00Z";
         let base = [
-            issue("bd-1", "One", t0, ""),
-            issue("bd-2", "Two", t0, ""),
-            issue("bd-3", "Three", t0, ""),
-            issue("bd-4", "Four", t0, ""),
-            issue("bd-5", "Five", t0, ""),
-            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
+            hosted("bd-1").title("One").updated(t0).line(),
+            hosted("bd-2").title("Two").updated(t0).line(),
+            hosted("bd-3").title("Three").updated(t0).line(),
+            hosted("bd-4").title("Four").updated(t0).line(),
+            hosted("bd-5").title("Five").updated(t0).line(),
+            hosted("bd-10").title("Epic").updated(t0).issue_type("epic").line(),
         ];
         let write = |dir: &Path, lines: &[String], src: &str| {
             std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
@@ -101,11 +97,11 @@ impl Scenario {
         git(&seed, &["checkout", "-q", "-b", "topic"]);
         let t1 = "2025-11-02T10:00:00Z";
         let topic = [
-            issue("bd-1", "One, retitled on topic", t1, ""),
-            issue("bd-2", "Two", t1, "").replace(r#""priority":2"#, r#""priority":0"#),
-            issue("bd-3", "Three", t1, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from topic", t1))),
-            issue("bd-5", "Five", t0, ""),
-            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
+            hosted("bd-1").title("One, retitled on topic").updated(t1).line(),
+            hosted("bd-2").title("Two").updated(t1).priority(0).line(),
+            hosted("bd-3").title("Three").updated(t1).extra(&format!(r#""comments":[{}]"#, comment(1, "bd-3", "from topic", t1))).line(),
+            hosted("bd-5").title("Five").updated(t0).line(),
+            hosted("bd-10").title("Epic").updated(t0).issue_type("epic").line(),
             child("bd-10.1", "Subtask added on topic", t1),
         ];
         write(&seed, &topic, if conflicting { "line 1\nline 2 on topic\nline 3\n" } else { "line 1\nline 2\nline 3\ntopic's line\n" });
@@ -116,12 +112,12 @@ impl Scenario {
         git(&seed, &["checkout", "-q", "main"]);
         let t2 = "2025-11-03T10:00:00Z";
         let main = [
-            issue("bd-1", "One", t2, "").replace(r#""description":"""#, r#""description":"described on main""#),
-            issue("bd-2", "Two", t2, "").replace(r#""status":"open""#, r#""status":"in_progress""#),
-            issue("bd-3", "Three", t2, &format!(r#","comments":[{}]"#, comment(1, "bd-3", "from main", t2))),
-            issue("bd-4", "Four, edited on main", t2, ""),
-            issue("bd-5", "Five", t0, ""),
-            issue("bd-10", "Epic", t0, "").replace(r#""issue_type":"task""#, r#""issue_type":"epic""#),
+            hosted("bd-1").title("One").updated(t2).description("described on main").line(),
+            hosted("bd-2").title("Two").updated(t2).status("in_progress").line(),
+            hosted("bd-3").title("Three").updated(t2).extra(&format!(r#""comments":[{}]"#, comment(1, "bd-3", "from main", t2))).line(),
+            hosted("bd-4").title("Four, edited on main").updated(t2).line(),
+            hosted("bd-5").title("Five").updated(t0).line(),
+            hosted("bd-10").title("Epic").updated(t0).issue_type("epic").line(),
             child("bd-10.1", "Subtask added on main", t2),
         ];
         write(&seed, &main, if conflicting { "line 1\nline 2 on main\nline 3\n" } else { "line 0 from main\nline 1\nline 2\nline 3\n" });
@@ -222,10 +218,6 @@ fn restore_cached_binaries(dir: &Path) {
     for b in ["bd-merge", "bd-sync", "bd-hook"] {
         std::os::unix::fs::symlink(bin(b), dir.join(b)).expect("link");
     }
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 /// After the bot's merge, main merges the pull request with plain git (no driver): clean, and

@@ -7,38 +7,12 @@ use std::process::Output;
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, run, CaptureServer, Reply, TestRepo};
+use crate::support::{bd_sync, bd_sync_ok, git, hermetic, issue, records, run, CaptureServer, Reply, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run(hermetic("git").current_dir(dir).args(args));
-    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn git_notify(dir: &Path, url: &str, args: &[&str]) -> Output {
     run(hermetic("git").current_dir(dir).env("GEMBA_NOTIFY_URL", url).args(args))
-}
-
-fn sync(dir: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-sync")).current_dir(dir).args(args))
-}
-
-fn sync_ok(dir: &Path, args: &[&str]) -> String {
-    let out = sync(dir, args);
-    assert!(out.status.success(), "bd-sync {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn issue(id: &str, title: &str, extra: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"{extra}}}"#
-    )
-}
-
-fn records(bytes: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(bytes).lines().map(|l| serde_json::from_str(l).expect("line parses")).collect()
 }
 
 #[test]
@@ -47,12 +21,12 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
     let remote = root.path().join("remote.git");
     git(root.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().expect("utf8")]);
     let seed = TestRepo::new();
-    seed.commit_file(FILE, format!("{}\n{}\n", issue("bd-1", "One", ""), issue("bd-2", "Two", "")).as_bytes(), "seed");
+    seed.commit_file(FILE, format!("{}\n{}\n", issue("bd-1").title("One").line(), issue("bd-2").title("Two").line()).as_bytes(), "seed");
     seed.git(&["push", "-q", remote.to_str().expect("utf8"), "main"]);
     let (a, b) = (root.path().join("a"), root.path().join("b"));
     for clone in [&a, &b] {
         git(root.path(), &["clone", "-q", remote.to_str().expect("utf8"), clone.to_str().expect("utf8")]);
-        sync_ok(clone, &["install", "--local"]);
+        bd_sync_ok(clone, &["install", "--local"]);
     }
     let quiet = CaptureServer::start(|_, _| Reply::Status(200));
 
@@ -74,12 +48,15 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
     // B edits issue 1's priority, adds a label and creates issue 3, in the file.
     let b_file = format!(
         "{}\n{}\n{}\n",
-        issue("bd-1", "One", r#","labels":["from-b"]"#)
+        issue("bd-1")
+            .title("One")
+            .extra(r#""labels":["from-b"]"#)
+            .line()
             .replace(r#""priority":2"#, r#""priority":0"#)
             .replace("10:00:00-08:00\"}", "12:00:00-08:00\"}")
             .replace("10:00:00-08:00\",\"labels", "12:00:00-08:00\",\"labels"),
-        issue("bd-2", "Two", ""),
-        issue("bd-3", "Three from B", ""),
+        issue("bd-2").title("Two").line(),
+        issue("bd-3").title("Three from B").line(),
     );
     std::fs::write(b.join(FILE), &b_file).expect("write");
     git(&b, &["add", FILE]);
@@ -106,7 +83,7 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
 
     assert_eq!(pull_server.items(), ["bd-1", "bd-2"], "exactly the ids the pull changed");
 
-    sync_ok(&b, &["export"]);
+    bd_sync_ok(&b, &["export"]);
     assert_eq!(std::fs::read(b.join(FILE)).expect("read"), merged, "a later export is a byte-for-byte no-op");
 }
 
@@ -125,7 +102,7 @@ fn snapshot(repo: &Path) -> Vec<(String, Option<Vec<u8>>)> {
 
 fn repo_with_issues() -> TestRepo {
     let repo = TestRepo::new();
-    repo.commit_file(FILE, format!("{}\n", issue("bd-1", "One", "")).as_bytes(), "seed");
+    repo.commit_file(FILE, format!("{}\n", issue("bd-1").title("One").line()).as_bytes(), "seed");
     repo
 }
 
@@ -140,19 +117,19 @@ fn install_twice_is_identical_and_uninstall_restores_every_byte() {
     repo.git(&["config", "merge.beads.driver", "bd merge %A %O %A %B"]);
     let before = snapshot(repo.path());
 
-    sync_ok(repo.path(), &["install"]);
+    bd_sync_ok(repo.path(), &["install"]);
     let installed = snapshot(repo.path());
     assert!(String::from_utf8_lossy(&std::fs::read(repo.path().join(".gitattributes")).expect("attrs"))
         .contains(".beads/issues.jsonl merge=beads"));
     let driver = repo.git(&["config", "merge.beads.driver"]);
     assert!(driver.contains("bd-merge %O %A %B -l %L -p %P -s %S -x %X -y %Y"), "{driver}");
     assert!(Path::new(driver.split_whitespace().next().expect("path")).is_absolute());
-    assert_eq!(sync(repo.path(), &["check"]).status.code(), Some(0), "healthy after install");
-    let json: serde_json::Value = serde_json::from_str(&sync_ok(repo.path(), &["install", "--json"])).expect("json");
+    assert_eq!(bd_sync(repo.path(), &["check"]).status.code(), Some(0), "healthy after install");
+    let json: serde_json::Value = serde_json::from_str(&bd_sync_ok(repo.path(), &["install", "--json"])).expect("json");
     assert!(json["actions"].as_array().expect("actions").iter().all(|a| a["change"] == "unchanged"), "{json}");
     assert_eq!(snapshot(repo.path()), installed, "a second install changes nothing");
 
-    sync_ok(repo.path(), &["uninstall"]);
+    bd_sync_ok(repo.path(), &["uninstall"]);
     assert_eq!(snapshot(repo.path()), before, "uninstall restores every file and the replaced driver");
 }
 
@@ -160,7 +137,7 @@ fn install_twice_is_identical_and_uninstall_restores_every_byte() {
 fn dry_run_changes_nothing() {
     let repo = repo_with_issues();
     let before = snapshot(repo.path());
-    let out = sync_ok(repo.path(), &["install", "--dry-run"]);
+    let out = bd_sync_ok(repo.path(), &["install", "--dry-run"]);
     assert!(out.contains("would be"), "{out}");
     assert_eq!(snapshot(repo.path()), before);
 }
@@ -168,17 +145,17 @@ fn dry_run_changes_nothing() {
 #[test]
 fn local_install_uses_info_attributes() {
     let repo = repo_with_issues();
-    sync_ok(repo.path(), &["install", "--local"]);
+    bd_sync_ok(repo.path(), &["install", "--local"]);
     assert!(!repo.path().join(".gitattributes").exists());
     let attrs = std::fs::read_to_string(repo.path().join(".git/info/attributes")).expect("info/attributes");
     assert!(attrs.contains(".beads/issues.jsonl merge=beads"));
-    assert_eq!(sync(repo.path(), &["check"]).status.code(), Some(0));
+    assert_eq!(bd_sync(repo.path(), &["check"]).status.code(), Some(0));
 }
 
 fn commit_issue(dir: &Path, url: &str, id: &str) -> Output {
     std::fs::create_dir_all(dir.join(".beads")).expect("mkdir");
     let mut content = std::fs::read_to_string(dir.join(FILE)).unwrap_or_default();
-    content.push_str(&issue(id, "new", ""));
+    content.push_str(&issue(id).title("new").line());
     content.push('\n');
     std::fs::write(dir.join(FILE), content).expect("write");
     git(dir, &["add", FILE]);
@@ -192,7 +169,7 @@ fn install_from_a_linked_worktree_runs_hooks_there() {
     let wt_root = tempfile::tempdir().expect("tmp");
     let wt = wt_root.path().join("wt");
     repo.git(&["worktree", "add", "-q", wt.to_str().expect("utf8"), "-b", "wt"]);
-    sync_ok(&wt, &["install"]);
+    bd_sync_ok(&wt, &["install"]);
     assert!(repo.path().join(".git/hooks/post-commit").exists(), "hooks go to the common dir, where git runs them");
     assert!(!repo.path().join(".git/worktrees/wt/hooks/post-commit").exists());
     assert!(commit_issue(&wt, &server.url, "bd-wt").status.success());
@@ -207,7 +184,7 @@ fn install_in_a_submodule_uses_its_own_git_dir() {
     sup.commit_file("README", b"x", "init");
     sup.git(&["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_origin.path().to_str().expect("utf8"), "sub"]);
     let sub = sup.path().join("sub");
-    sync_ok(&sub, &["install"]);
+    bd_sync_ok(&sub, &["install"]);
     assert!(sup.path().join(".git/modules/sub/hooks/post-commit").exists());
     assert!(commit_issue(&sub, &server.url, "bd-sub").status.success());
     assert_eq!(server.items(), ["bd-sub"]);
@@ -219,7 +196,7 @@ fn a_core_hooks_path_inside_the_repository_is_honoured() {
     // A plain core.hooksPath (lefthook-style directory).
     let repo = repo_with_issues();
     repo.git(&["config", "core.hooksPath", ".githooks"]);
-    sync_ok(repo.path(), &["install"]);
+    bd_sync_ok(repo.path(), &["install"]);
     assert!(repo.path().join(".githooks/post-commit").exists());
     assert!(!repo.path().join(".git/hooks/post-commit").exists());
     assert!(commit_issue(repo.path(), &server.url, "bd-hp").status.success());
@@ -235,7 +212,7 @@ fn an_existing_hook_ending_in_exec_keeps_running() {
     let user = b"#!/bin/sh\necho user >> user.log\nexec true\n";
     std::fs::write(hooks.join("post-commit"), user).expect("write");
     run(std::process::Command::new("chmod").arg("755").arg(hooks.join("post-commit")));
-    sync_ok(repo.path(), &["install"]);
+    bd_sync_ok(repo.path(), &["install"]);
     let text = std::fs::read_to_string(hooks.join("post-commit")).expect("read");
     assert!(text.find(">>> beads-git >>>").expect("block") < text.find("exec true").expect("exec"), "block above the exec");
     assert!(commit_issue(repo.path(), &server.url, "bd-exec").status.success());
@@ -248,7 +225,7 @@ fn an_unwritable_hooks_path_is_a_clear_error() {
     let repo = repo_with_issues();
     std::fs::write(repo.path().join("not-a-dir"), b"file").expect("write");
     repo.git(&["config", "core.hooksPath", "not-a-dir"]);
-    let out = sync(repo.path(), &["install"]);
+    let out = bd_sync(repo.path(), &["install"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not-a-dir"), "names the path: {err}");
@@ -258,24 +235,31 @@ fn an_unwritable_hooks_path_is_a_clear_error() {
 fn hooks_skip_when_bd_hooks_is_0() {
     let server = CaptureServer::start(|_, _| Reply::Status(200));
     let repo = repo_with_issues();
-    sync_ok(repo.path(), &["install"]);
-    std::fs::write(repo.path().join(FILE), format!("{}\n", issue("bd-1", "changed", ""))).expect("write");
-    repo.git(&["add", FILE]);
-    let out = run(hermetic("git")
-        .current_dir(repo.path())
-        .env("GEMBA_NOTIFY_URL", &server.url)
-        .env("BD_HOOKS", "0")
-        .args(["commit", "-q", "-m", "x"]));
-    assert!(out.status.success());
-    assert!(server.requests().is_empty());
+    bd_sync_ok(repo.path(), &["install"]);
+    let commit = |title: &str, bd_hooks: Option<&str>| {
+        std::fs::write(repo.path().join(FILE), format!("{}\n", issue("bd-1").title(title).line())).expect("write");
+        repo.git(&["add", FILE]);
+        let mut cmd = hermetic("git");
+        cmd.current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["commit", "-q", "-m", title]);
+        if let Some(v) = bd_hooks {
+            cmd.env("BD_HOOKS", v);
+        }
+        let out = run(&mut cmd);
+        assert!(out.status.success(), "commit {title}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    // The positive control: without BD_HOOKS the post-commit hook announces the edit.
+    commit("changed", None);
+    assert_eq!(server.items(), ["bd-1"], "the hook ran without BD_HOOKS=0");
+    commit("changed again", Some("0"));
+    assert_eq!(server.items(), ["bd-1"], "no announcement with BD_HOOKS=0");
 }
 
 #[test]
 fn check_flags_a_block_removed_by_a_hook_manager() {
     let repo = repo_with_issues();
-    sync_ok(repo.path(), &["install"]);
+    bd_sync_ok(repo.path(), &["install"]);
     std::fs::write(repo.path().join(".git/hooks/post-merge"), b"#!/bin/sh\n# regenerated by a hook manager\n").expect("write");
-    let out = sync(repo.path(), &["check", "--json"]);
+    let out = bd_sync(repo.path(), &["check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let kinds: Vec<&str> = v["findings"].as_array().expect("findings").iter().map(|f| f["kind"].as_str().expect("kind")).collect();

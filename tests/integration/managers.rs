@@ -10,33 +10,9 @@ use std::process::{Command, Output};
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, path_with_our_binaries, run, CaptureServer, Reply};
+use crate::support::{bd_sync, bin, hermetic, issue, path_with_our_binaries, real_tool, run, CaptureServer, Reply};
 
 const FILE: &str = ".beads/issues.jsonl";
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("BEADS_GIT_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/beads-git-tools"))
-}
-
-/// A tool from `$VAR`, else the copy `.ci/tools.sh` installs; `None` (and a skip message) when
-/// absent outside CI.
-fn tool(var: &str, installed: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| tools_dir().join(installed));
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} is not installed; .ci/run installs it (.ci/tools.sh)", path.display());
-    eprintln!("skipping: {} not found (run `bash -c 'source .ci/tools.sh && install_tools'` once)", path.display());
-    None
-}
-
-fn issue(id: &str, title: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}}"#
-    )
-}
 
 /// A repository with one committed issue, and a PATH holding our binaries and the tools.
 struct Repo {
@@ -50,7 +26,7 @@ impl Repo {
         let path_env = path_with_our_binaries(extra_path);
         let repo = Repo { dir: tempfile::tempdir().expect("tmp"), path_env, home: tempfile::tempdir().expect("home") };
         repo.ok("git", &["init", "-q", "-b", "main"]);
-        repo.write(FILE, &format!("{}\n", issue("bd-1", "One")));
+        repo.write(FILE, &format!("{}\n", issue("bd-1").title("One").line()));
         repo.ok("git", &["add", FILE]);
         repo.ok("git", &["commit", "-q", "-m", "seed"]);
         repo
@@ -100,7 +76,7 @@ impl Repo {
     /// Adds an issue and commits it with the notify server set; returns git's output.
     fn commit_issue(&self, url: &str, id: &str) -> Output {
         let mut content = String::from_utf8(self.read(FILE).unwrap_or_default()).expect("utf8");
-        content.push_str(&issue(id, "new"));
+        content.push_str(&issue(id).title("new").line());
         content.push('\n');
         self.write(FILE, &content);
         self.ok("git", &["add", FILE]);
@@ -208,7 +184,7 @@ fn regression_uninstall_in_a_copied_clone_never_touches_the_original() {
     let copy = tempfile::tempdir().expect("tmp");
     let b_path = copy.path().join("b");
     run(Command::new("cp").arg("-a").arg(a.path()).arg(&b_path));
-    let out = run(hermetic(bin("bd-sync")).current_dir(&b_path).arg("uninstall"));
+    let out = bd_sync(&b_path, &["uninstall"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(a.snapshot(&[".gitattributes", ".git/hooks/post-commit", ".git/beads/install.json"]), before, "A is untouched");
     let b_attrs = std::fs::read_to_string(b_path.join(".gitattributes")).unwrap_or_default();
@@ -245,7 +221,7 @@ fn check_flags_a_clone_with_the_committed_attribute_but_no_driver() {
 // ---- husky -----------------------------------------------------------------------------------
 
 fn husky() -> Option<PathBuf> {
-    tool("HUSKY_BIN", "npm/node_modules/husky/bin.js")
+    real_tool("HUSKY_BIN", "npm/node_modules/husky/bin.js")
 }
 
 /// `husky init` (default directory) or `husky DIR`, then a harmless team pre-commit hook (init's
@@ -345,7 +321,7 @@ fn husky_in_a_custom_directory() {
 // ---- lefthook --------------------------------------------------------------------------------
 
 fn lefthook() -> Option<PathBuf> {
-    tool("LEFTHOOK", "npm/node_modules/.bin/lefthook")
+    real_tool("LEFTHOOK", "npm/node_modules/.bin/lefthook")
 }
 
 const LEFTHOOK_TEAM: &str = "# team config\npre-commit:\n  jobs:\n    - name: lint\n      run: test ! -e .fail-lint\n";
@@ -426,7 +402,7 @@ fn our_install_then_lefthook_install_then_ours_again() {
 // ---- pre-commit ------------------------------------------------------------------------------
 
 fn pre_commit() -> Option<PathBuf> {
-    tool("PRE_COMMIT", "pre-commit-4.7.0/bin/pre-commit")
+    real_tool("PRE_COMMIT", "pre-commit-4.7.0/bin/pre-commit")
 }
 
 const PRE_COMMIT_CONFIG: &str = "# team hooks\nrepos:\n-   repo: local\n    hooks:\n    -   id: lint\n        name: lint\n        entry: sh -c 'test ! -e .fail-lint'\n        language: system\n        pass_filenames: false\n        always_run: true\n";

@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::support::{bin, diff, hermetic, run};
+use crate::support::{diff, ours, run};
 
 /// The merge's own time in every case that does not set one: earlier than every stamp in the
 /// fixtures, so their stamps are "one tick after the later side".
@@ -43,7 +43,7 @@ fn check_case(dir: &Path, update: bool) -> Result<(), String> {
     }
     let args = fs::read_to_string(dir.join("args")).unwrap_or_default();
     let env = fs::read_to_string(dir.join("env")).unwrap_or_default();
-    let mut cmd = hermetic(bin("bd-merge"));
+    let mut cmd = ours("bd-merge");
     cmd.env("BD_MERGE_NOW", DEFAULT_NOW);
     for line in env.lines().filter(|l| !l.trim().is_empty()) {
         let (key, value) = line.split_once('=').ok_or_else(|| format!("env: {line:?} is not KEY=VALUE"))?;

@@ -3,48 +3,34 @@
 
 use serde_json::Value;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, issue, jsonl, records, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
-
-fn issue(id: &str, extra: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"Issue {id}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"{extra}}}"#
-    )
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
-}
-
-fn records(bytes: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(bytes).lines().map(|l| serde_json::from_str(l).expect("merged line parses")).collect()
-}
 
 /// main and feature both edit bd-1 (different fields) and each adds an issue.
 fn diverged_repo(driver_extra: &str) -> TestRepo {
     let repo = TestRepo::new();
     repo.register_merge_driver(driver_extra);
-    repo.commit_file(FILE, &file(&[issue("bd-1", ""), issue("bd-2", ""), issue("bd-3", "")]), "base");
+    repo.commit_file(FILE, &jsonl(&[issue("bd-1").line(), issue("bd-2").line(), issue("bd-3").line()]), "base");
     repo.git(&["checkout", "-q", "-b", "feature"]);
     repo.commit_file(
         FILE,
-        &file(&[
-            issue("bd-1", "").replace(r#""priority":2"#, r#""priority":0"#).replace("10:00:00-08:00\"}", "12:00:00-08:00\"}"),
-            issue("bd-2", ""),
-            issue("bd-3", ""),
-            issue("bd-4", r#","labels":["feature"]"#),
+        &jsonl(&[
+            issue("bd-1").priority(0).updated("2025-11-01T12:00:00-08:00").line(),
+            issue("bd-2").line(),
+            issue("bd-3").line(),
+            issue("bd-4").extra(r#""labels":["feature"]"#).line(),
         ]),
         "feature: bd-1 priority 0, add bd-4",
     );
     repo.git(&["checkout", "-q", "main"]);
     repo.commit_file(
         FILE,
-        &file(&[
-            issue("bd-0", ""),
-            issue("bd-1", "").replace("Issue bd-1", "Renamed on main").replace("10:00:00-08:00\"}", "11:00:00-08:00\"}"),
-            issue("bd-2", ""),
-            issue("bd-3", ""),
+        &jsonl(&[
+            issue("bd-0").line(),
+            issue("bd-1").title("Renamed on main").updated("2025-11-01T11:00:00-08:00").line(),
+            issue("bd-2").line(),
+            issue("bd-3").line(),
         ]),
         "main: rename bd-1, add bd-0",
     );
@@ -93,11 +79,11 @@ fn conflict_markers_policy_makes_git_report_the_conflict() {
     let repo = TestRepo::new();
     repo.register_merge_driver(" --conflict markers");
     repo.git(&["config", "merge.conflictStyle", "diff3"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "")]), "base");
+    repo.commit_file(FILE, &jsonl(&[issue("bd-1").line()]), "base");
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "").replace("Issue bd-1", "Feature title")]), "feature title");
+    repo.commit_file(FILE, &jsonl(&[issue("bd-1").title("Feature title").line()]), "feature title");
     repo.git(&["checkout", "-q", "main"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "").replace("Issue bd-1", "Main title")]), "main title");
+    repo.commit_file(FILE, &jsonl(&[issue("bd-1").title("Main title").line()]), "main title");
     let out = repo.git_output(&["merge", "--no-edit", "feature"]);
     assert!(!out.status.success(), "git must see the conflict");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -130,9 +116,7 @@ fn unreadable_input_exits_2_and_leaves_ours_alone() {
     let dir = tempfile::tempdir().expect("tmp");
     let ours = dir.path().join("ours.jsonl");
     std::fs::write(&ours, b"{\"id\":\"a\"}\n").expect("write");
-    let out = crate::support::run(
-        crate::support::hermetic(crate::support::bin("bd-merge")).arg(dir.path().join("missing")).arg(&ours).arg(&ours),
-    );
+    let out = crate::support::run(crate::support::ours("bd-merge").arg(dir.path().join("missing")).arg(&ours).arg(&ours));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"), "names the file");
     assert_eq!(std::fs::read(&ours).expect("read"), b"{\"id\":\"a\"}\n");
@@ -142,33 +126,69 @@ fn unreadable_input_exits_2_and_leaves_ours_alone() {
 fn old_bd_four_argument_form_still_works() {
     let dir = tempfile::tempdir().expect("tmp");
     let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("base"), file(&[issue("bd-1", "")])).expect("w");
-    std::fs::write(p("ours"), file(&[issue("bd-1", "").replace("Issue", "Ours")])).expect("w");
-    std::fs::write(p("theirs"), file(&[issue("bd-1", "").replace(r#""priority":2"#, r#""priority":1"#)])).expect("w");
+    std::fs::write(p("base"), jsonl(&[issue("bd-1").line()])).expect("w");
+    std::fs::write(p("ours"), jsonl(&[issue("bd-1").title("Ours bd-1").line()])).expect("w");
+    std::fs::write(p("theirs"), jsonl(&[issue("bd-1").priority(1).line()])).expect("w");
     // bd's config: `bd merge %A %O %A %B`
-    let out = crate::support::run(
-        crate::support::hermetic(crate::support::bin("bd-merge")).arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")),
-    );
+    let out = crate::support::run(crate::support::ours("bd-merge").arg(p("ours")).arg(p("base")).arg(p("ours")).arg(p("theirs")));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let rec = &records(&std::fs::read(p("ours")).expect("r"))[0];
     assert_eq!((rec["title"].as_str(), rec["priority"].as_i64()), (Some("Ours bd-1"), Some(1)));
 }
 
+/// Git before 2.44 passes the placeholders it does not know (`%S`, `%X`, `%Y`, older ones `%P`
+/// and `%L` too) as literal text. The inputs differ, so a merge that took them literally would
+/// show: `-l %L` is not a number (exit 2), `%X`/`%Y` would label the conflict markers and `%P`
+/// would name the file in the report.
 #[test]
 fn literal_placeholders_from_old_git_are_ignored() {
     let dir = tempfile::tempdir().expect("tmp");
     let p = |n: &str| dir.path().join(n);
-    for n in ["base", "ours", "theirs"] {
-        std::fs::write(p(n), file(&[issue("bd-1", "")])).expect("w");
-    }
-    let out = crate::support::run(
-        crate::support::hermetic(crate::support::bin("bd-merge"))
-            .arg(p("base"))
-            .arg(p("ours"))
-            .arg(p("theirs"))
-            .args(["-l", "7", "-p", "x.jsonl", "-s", "%S", "-x", "%X", "-y", "%Y"]),
+    let later = "2025-11-02T10:00:00-08:00";
+    std::fs::write(p("base"), jsonl(&[issue("bd-1").line(), issue("bd-2").line()])).expect("w");
+    // bd-1: one field per side (merges clean); bd-2: both retitle it (a conflict, in markers).
+    let ours = jsonl(&[issue("bd-1").title("Ours bd-1").updated(later).line(), issue("bd-2").title("Ours bd-2").updated(later).line()]);
+    let theirs = jsonl(&[issue("bd-1").priority(0).updated(later).line(), issue("bd-2").title("Theirs bd-2").updated(later).line()]);
+    std::fs::write(p("ours"), ours).expect("w");
+    std::fs::write(p("theirs"), theirs).expect("w");
+    let out = bd_merge(
+        dir.path(),
+        &[
+            p("base").to_str().expect("utf8"),
+            p("ours").to_str().expect("utf8"),
+            p("theirs").to_str().expect("utf8"),
+            "--conflict",
+            "markers",
+            // Every placeholder as old git passes it: literally.
+            "-l",
+            "%L",
+            "-p",
+            "%P",
+            "-s",
+            "%S",
+            "-x",
+            "%X",
+            "-y",
+            "%Y",
+        ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "one record left in markers:\n{stderr}");
+    let merged = String::from_utf8(std::fs::read(p("ours")).expect("read")).expect("utf8");
+    let lines: Vec<&str> = merged.lines().collect();
+    assert_eq!(lines.len(), 6, "bd-1 merged, bd-2 in markers:\n{merged}");
+    let bd1: Value = serde_json::from_str(lines[0]).expect("bd-1 parses");
+    assert_eq!((bd1["title"].as_str(), bd1["priority"].as_u64()), (Some("Ours bd-1"), Some(0)), "{merged}");
+    // The default labels and the 7-character markers, not the literal placeholders.
+    assert_eq!(lines[1], "<<<<<<< ours", "{merged}");
+    assert!(lines[2].contains("Ours bd-2"), "{merged}");
+    assert_eq!(lines[3], "=======", "{merged}");
+    assert!(lines[4].contains("Theirs bd-2"), "{merged}");
+    assert_eq!(lines[5], ">>>>>>> theirs", "{merged}");
+    assert!(!merged.contains('%'), "{merged}");
+    // Without %P the report names the ours file.
+    assert!(stderr.contains(&p("ours").display().to_string()), "{stderr}");
+    assert!(!stderr.contains('%'), "{stderr}");
 }
 
 #[test]
@@ -196,7 +216,7 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
         &[interaction(1)],
         "seed",
     );
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     repo.git(&["checkout", "-q", "-b", "feature"]);

@@ -1,17 +1,12 @@
 //! What agents ask the cache on every step: `ready`, `blocked`, `show`, `status`, and the SQL edits
 //! they make between them. Real files, a real SQLite cache, the real binary.
 
-use crate::support::shared_file;
+use crate::support::{issue, jsonl, shared_file, Issue};
 use crate::sync::Workspace;
 
-/// A one-line issue with the given extra fields (JSON text without braces).
-fn issue(id: &str, extra: &str) -> String {
-    let sep = if extra.is_empty() { "" } else { "," };
-    format!(r#"{{"id":"{id}","title":"Title of {id}","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z"{sep}{extra}}}"#)
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+/// The query tests' issue: no type and no `updated_at`, created 2025-01-01.
+fn bead(id: &str) -> Issue {
+    issue(id).title(&format!("Title of {id}")).no_type().created("2025-01-01T00:00:00Z").no_updated()
 }
 
 fn ids(ws: &Workspace, args: &[&str]) -> Vec<String> {
@@ -29,12 +24,12 @@ fn child_of(parent: &str) -> String {
 
 #[test]
 fn cycles_of_blocks_and_of_parents_end_and_block_each_member() {
-    let ws = Workspace::new(&file(&[
-        issue("A", &blocks("B")),
-        issue("B", &blocks("A")),
-        issue("P", &child_of("Q")),
-        issue("Q", r#""dependencies":[{"depends_on_id":"P","type":"parent-child"},{"depends_on_id":"A","type":"blocks"}]"#),
-        issue("R", ""),
+    let ws = Workspace::new(&jsonl(&[
+        bead("A").extra(&blocks("B")).line(),
+        bead("B").extra(&blocks("A")).line(),
+        bead("P").extra(&child_of("Q")).line(),
+        bead("Q").extra(r#""dependencies":[{"depends_on_id":"P","type":"parent-child"},{"depends_on_id":"A","type":"blocks"}]"#).line(),
+        bead("R").line(),
     ]));
     assert_eq!(ids(&ws, &["ready", "--json"]), ["R"]);
     assert_eq!(ids(&ws, &["blocked", "--json"]), ["A", "B", "P", "Q"]);
@@ -45,16 +40,16 @@ fn cycles_of_blocks_and_of_parents_end_and_block_each_member() {
 
 #[test]
 fn ready_leaves_out_what_bd_leaves_out_unless_asked() {
-    let ws = Workspace::new(&file(&[
-        issue("agent-1", r#""issue_type":"agent""#),
-        issue("convoy-1", r#""issue_type":"convoy""#),
-        issue("mol-1", r#""issue_type":"molecule""#),
-        issue("pin-1", r#""pinned":true"#),
-        issue("eph-1", r#""ephemeral":true"#),
-        issue("later-1", r#""defer_until":"2999-01-01T00:00:00Z""#),
-        issue("past-1", r#""defer_until":"2001-01-01T00:00:00Z""#),
-        issue("task-1", r#""issue_type":"task""#),
-        issue("wip-1", r#""issue_type":"task","status":"in_progress""#).replace(r#""status":"open","#, ""),
+    let ws = Workspace::new(&jsonl(&[
+        bead("agent-1").extra(r#""issue_type":"agent""#).line(),
+        bead("convoy-1").extra(r#""issue_type":"convoy""#).line(),
+        bead("mol-1").extra(r#""issue_type":"molecule""#).line(),
+        bead("pin-1").extra(r#""pinned":true"#).line(),
+        bead("eph-1").extra(r#""ephemeral":true"#).line(),
+        bead("later-1").extra(r#""defer_until":"2999-01-01T00:00:00Z""#).line(),
+        bead("past-1").extra(r#""defer_until":"2001-01-01T00:00:00Z""#).line(),
+        bead("task-1").extra(r#""issue_type":"task""#).line(),
+        bead("wip-1").extra(r#""issue_type":"task","status":"in_progress""#).line().replace(r#""status":"open","#, ""),
     ]));
     assert_eq!(ids(&ws, &["ready", "--json"]), ["past-1", "task-1"]);
     assert_eq!(
@@ -66,11 +61,11 @@ fn ready_leaves_out_what_bd_leaves_out_unless_asked() {
 
 #[test]
 fn filters_and_limit_narrow_both_lists() {
-    let ws = Workspace::new(&file(&[
-        issue("a", r#""priority":1,"assignee":"ann","labels":["ui"]"#).replace(r#""priority":2,"#, ""),
-        issue("b", r#""assignee":"bob","labels":["ui","db"]"#),
-        issue("c", r#""assignee":"ann""#),
-        issue("d", &format!(r#""assignee":"ann","labels":["ui"],{}"#, blocks("c"))),
+    let ws = Workspace::new(&jsonl(&[
+        bead("a").extra(r#""priority":1,"assignee":"ann","labels":["ui"]"#).line().replace(r#""priority":2,"#, ""),
+        bead("b").extra(r#""assignee":"bob","labels":["ui","db"]"#).line(),
+        bead("c").extra(r#""assignee":"ann""#).line(),
+        bead("d").extra(&format!(r#""assignee":"ann","labels":["ui"],{}"#, blocks("c"))).line(),
     ]));
     assert_eq!(ids(&ws, &["ready", "--json"]), ["a", "b", "c"]);
     assert_eq!(ids(&ws, &["ready", "--json", "--assignee", "ann"]), ["a", "c"]);
@@ -86,23 +81,23 @@ fn filters_and_limit_narrow_both_lists() {
 
 #[test]
 fn regression_ready_answered_from_a_stale_cache() {
-    let ws = Workspace::new(&file(&[issue("one", "")]));
+    let ws = Workspace::new(&jsonl(&[bead("one").line()]));
     ws.ok(&["import"]);
-    std::fs::write(ws.file(), file(&[issue("one", ""), issue("two", "")])).expect("write");
+    std::fs::write(ws.file(), jsonl(&[bead("one").line(), bead("two").line()])).expect("write");
     let out = ws.sync(&["ready", "--json"]);
     assert!(out.status.success());
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(listed.as_array().expect("array").len(), 2, "the new issue is listed");
     assert!(String::from_utf8_lossy(&out.stderr).contains("imported"), "and the import is said on stderr");
     // Never imported at all: the first query builds the cache.
-    let fresh = Workspace::new(&file(&[issue("x", "")]));
+    let fresh = Workspace::new(&jsonl(&[bead("x").line()]));
     assert_eq!(ids(&fresh, &["blocked", "--json"]), Vec::<String>::new());
     assert_eq!(ids(&fresh, &["ready", "--json"]), ["x"]);
 }
 
 #[test]
 fn regression_ready_on_a_broken_file_printed_the_stale_list() {
-    let ws = Workspace::new(&file(&[issue("one", "")]));
+    let ws = Workspace::new(&jsonl(&[bead("one").line()]));
     ws.ok(&["import"]);
     std::fs::write(ws.file(), b"{\"id\":\"one\",\n").expect("write");
     let out = ws.sync(&["ready"]);
@@ -113,7 +108,7 @@ fn regression_ready_on_a_broken_file_printed_the_stale_list() {
 
 #[test]
 fn regression_status_on_a_fresh_clone_created_the_database() {
-    let ws = Workspace::new(&file(&[issue("one", "")]));
+    let ws = Workspace::new(&jsonl(&[bead("one").line()]));
     let out = ws.ok(&["status", "--json"]);
     assert!(!ws.db().exists(), "status only looks");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
@@ -123,13 +118,10 @@ fn regression_status_on_a_fresh_clone_created_the_database() {
 
 #[test]
 fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
-    let ws = Workspace::new(&file(&[
-        issue("epic", ""),
-        issue("blocker", ""),
-        issue(
-            "task",
-            r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#,
-        ),
+    let ws = Workspace::new(&jsonl(&[
+        bead("epic").line(),
+        bead("blocker").line(),
+        bead("task").extra(r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#).line(),
     ]));
     // An array of full issue objects, as `bd show --json` prints (docs/json.md).
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
@@ -148,7 +140,7 @@ fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
 
 #[test]
 fn regression_an_sql_edit_lost_to_an_older_file_edit_under_newest() {
-    let ws = Workspace::new(&file(&[issue("one", r#""updated_at":"2025-01-01T00:00:00Z""#)]));
+    let ws = Workspace::new(&jsonl(&[bead("one").extra(r#""updated_at":"2025-01-01T00:00:00Z""#).line()]));
     ws.ok(&["import"]);
     // The agent edits the title through SQL now; a teammate's older edit of the same field
     // (an hour after the base) arrives in the file.
@@ -158,8 +150,11 @@ fn regression_an_sql_edit_lost_to_an_older_file_edit_under_newest() {
         .query_row("SELECT updated_at FROM issues WHERE id = 'one'", [], |r| r.get(0))
         .expect("row");
     assert!(stamp.as_str() > "2026-" && stamp.ends_with('Z') && stamp.len() == 20, "stamped now, in the file's style: {stamp}");
-    std::fs::write(ws.file(), file(&[issue("one", r#""updated_at":"2025-01-01T01:00:00Z""#).replace("Title of one", "from the file")]))
-        .expect("write");
+    std::fs::write(
+        ws.file(),
+        jsonl(&[bead("one").extra(r#""updated_at":"2025-01-01T01:00:00Z""#).line().replace("Title of one", "from the file")]),
+    )
+    .expect("write");
     let report: serde_json::Value = serde_json::from_str(&ws.ok(&["import", "--json"])).expect("json");
     let conflict = &report["conflicts"][0];
     assert_eq!((conflict["field"].as_str(), conflict["kept"].as_str()), (Some("title"), Some("ours")), "{report}");
@@ -171,9 +166,9 @@ fn regression_an_sql_edit_lost_to_an_older_file_edit_under_newest() {
 fn an_update_that_sets_updated_at_keeps_it() {
     // Two fraction widths: a writer that trims trailing zeros (one width alone would read as a
     // fixed one-digit style, whose stamp ends in 0 one time in ten).
-    let ws = Workspace::new(&file(&[
-        issue("one", r#""updated_at":"2025-01-01T00:00:00.5Z""#),
-        issue("two", r#""updated_at":"2025-01-01T00:00:00.25Z""#),
+    let ws = Workspace::new(&jsonl(&[
+        bead("one").extra(r#""updated_at":"2025-01-01T00:00:00.5Z""#).line(),
+        bead("two").extra(r#""updated_at":"2025-01-01T00:00:00.25Z""#).line(),
     ]));
     ws.ok(&["import"]);
     ws.sql("UPDATE issues SET title = 't', updated_at = '2025-06-01T00:00:00.25Z' WHERE id = 'one'");
@@ -189,7 +184,7 @@ fn an_update_that_sets_updated_at_keeps_it() {
 
 #[test]
 fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
-    let ws = Workspace::new(&file(&[issue("one", ""), issue("two", r#""pinned":true"#)]));
+    let ws = Workspace::new(&jsonl(&[bead("one").line(), bead("two").extra(r#""pinned":true"#).line()]));
     ws.ok(&["import"]);
     ws.sql("UPDATE issues SET title = 'kept' WHERE id = 'one'");
     // Turn the cache back into what version 1 wrote.
@@ -215,9 +210,9 @@ fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
 
 #[test]
 fn a_version_2_cache_gains_the_dependency_index_and_keeps_its_edits() {
-    let ws = Workspace::new(&file(&[
-        issue("one", ""),
-        issue("two", r#""dependencies":[{"issue_id":"two","depends_on_id":"one","type":"blocks"}]"#),
+    let ws = Workspace::new(&jsonl(&[
+        bead("one").line(),
+        bead("two").extra(r#""dependencies":[{"issue_id":"two","depends_on_id":"one","type":"blocks"}]"#).line(),
     ]));
     ws.ok(&["import"]);
     ws.sql("UPDATE issues SET title = 'kept' WHERE id = 'one'; DROP INDEX dependencies_by_type; PRAGMA user_version = 2;");
@@ -232,10 +227,7 @@ fn a_version_2_cache_gains_the_dependency_index_and_keeps_its_edits() {
 
 #[test]
 fn regression_check_failed_the_healthy_real_beads_file() {
-    let Some(real) = shared_file("data/beads-real.jsonl") else {
-        eprintln!("skipped: ../shared/data/beads-real.jsonl is absent");
-        return;
-    };
+    let Some(real) = shared_file("data/beads-real.jsonl") else { return };
     let ws = Workspace::new(b"");
     let out = ws.sync(&["check", real.to_str().expect("utf8"), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -253,10 +245,7 @@ fn regression_check_failed_the_healthy_real_beads_file() {
 /// related, discovered-from).
 #[test]
 fn the_fast_ready_and_blocked_lists_equal_the_sql_views() {
-    let Some(gen) = shared_file("bench/gen.py") else {
-        eprintln!("skipped: ../shared/bench/gen.py is absent");
-        return;
-    };
+    let Some(gen) = shared_file("bench/gen.py") else { return };
     let ws = Workspace::new(b"");
     let out = crate::support::run(
         std::process::Command::new("python3").arg(gen).args(["base", "--n", "3000", "--seed", "7", "--out"]).arg(ws.file()),

@@ -6,40 +6,34 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{bin, hermetic, path_with_our_binaries, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, hermetic, issue, jsonl, ours, path_with_our_binaries, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
-
-fn issue(id: &str, title: &str, priority: u8, labels: &str, at: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":{priority},"issue_type":"task","created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}"{labels}}}"#
-    )
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
-}
 
 const T0: &str = "2025-11-01T10:00:00-08:00";
 
 fn base_file() -> Vec<u8> {
-    file(&[issue("bd-1", "One", 2, "", T0), issue("bd-2", "Two", 2, r#","labels":["a"]"#, T0), issue("bd-3", "Three", 2, "", T0)])
+    jsonl(&[
+        issue("bd-1").title("One").updated(T0).line(),
+        issue("bd-2").title("Two").updated(T0).extra(r#""labels":["a"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
+    ])
 }
 
 fn main_file() -> Vec<u8> {
-    file(&[
-        issue("bd-1", "One, retitled on main", 2, "", "2025-11-02T10:00:00-08:00"),
-        issue("bd-2", "Two", 2, r#","labels":["a","main"]"#, "2025-11-02T10:00:00-08:00"),
-        issue("bd-3", "Three", 2, "", T0),
+    jsonl(&[
+        issue("bd-1").title("One, retitled on main").updated("2025-11-02T10:00:00-08:00").line(),
+        issue("bd-2").title("Two").updated("2025-11-02T10:00:00-08:00").extra(r#""labels":["a","main"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
     ])
 }
 
 fn feature_file() -> Vec<u8> {
-    file(&[
-        issue("bd-1", "One", 0, "", "2025-11-03T10:00:00-08:00"),
-        issue("bd-2", "Two", 2, r#","labels":["a","feature"]"#, "2025-11-03T10:00:00-08:00"),
-        issue("bd-3", "Three", 2, "", T0),
-        issue("bd-4", "Four", 1, "", "2025-11-03T10:00:00-08:00"),
+    jsonl(&[
+        issue("bd-1").title("One").priority(0).updated("2025-11-03T10:00:00-08:00").line(),
+        issue("bd-2").title("Two").updated("2025-11-03T10:00:00-08:00").extra(r#""labels":["a","feature"]"#).line(),
+        issue("bd-3").title("Three").updated(T0).line(),
+        issue("bd-4").title("Four").priority(1).updated("2025-11-03T10:00:00-08:00").line(),
     ])
 }
 
@@ -61,13 +55,13 @@ fn driver_result(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
     for (name, bytes) in [("base", base), ("ours", ours), ("theirs", theirs)] {
         std::fs::write(dir.path().join(name), bytes).expect("write");
     }
-    let out = run(hermetic(bin("bd-merge")).current_dir(dir.path()).args(["-q", "base", "ours", "theirs", "-o", "-"]));
+    let out = bd_merge(dir.path(), &["-q", "base", "ours", "theirs", "-o", "-"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
 fn resolve(dir: &Path, args: &[&str]) -> Output {
-    run(hermetic(bin("bd-merge")).current_dir(dir).arg("resolve").args(args))
+    run(ours("bd-merge").current_dir(dir).arg("resolve").args(args))
 }
 
 fn has_markers(bytes: &[u8]) -> bool {
@@ -164,9 +158,9 @@ fn merge_union_leaves_duplicate_ids_that_dedupe_merges() {
     assert!(repo.git_output(&["merge", "--no-edit", "feature"]).status.success(), "union never conflicts");
     let unioned = String::from_utf8(repo.read(FILE)).expect("utf8");
     assert!(unioned.matches(r#""id":"bd-1""#).count() >= 2, "{unioned}");
-    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = bd_sync(repo.path(), &["check"]);
     assert!(String::from_utf8_lossy(&check.stdout).contains("bd-merge dedupe"), "check points to dedupe");
-    let dedupe = |args: &[&str]| run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe").args(args));
+    let dedupe = |args: &[&str]| run(ours("bd-merge").current_dir(repo.path()).arg("dedupe").args(args));
     assert_eq!(dedupe(&["--check"]).status.code(), Some(1));
     let out = dedupe(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -185,7 +179,7 @@ fn the_pre_commit_hook_resolves_a_file_with_markers_before_committing_it() {
     assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success());
     let with_markers = repo.read(FILE);
     repo.git(&["merge", "--abort"]);
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    let out = bd_sync(repo.path(), &["install", "--local"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The markers arrive as a plain edit (pasted from a hosting service's conflict editor, say).
     repo.write(FILE, &with_markers);
@@ -213,19 +207,19 @@ fn commented(id: &str, title: &str, comments: &[(i64, &str, &str)], at: &str) ->
 #[test]
 fn regression_resolve_from_committed_markers_left_comment_ids_shared_across_records() {
     let repo = TestRepo::new();
-    let filler = |n: u8| issue(&format!("bd-f{n}"), "Filler", 2, "", T0);
-    let lines = |one: String, two: String, three: String| file(&[one, filler(1), filler(2), two, filler(3), filler(4), three]);
-    let base = lines(commented("bd-1", "One", &[], T0), issue("bd-2", "Two", 2, "", T0), commented("bd-3", "Three", &[], T0));
+    let filler = |n: u8| issue(&format!("bd-f{n}")).title("Filler").updated(T0).line();
+    let lines = |one: String, two: String, three: String| jsonl(&[one, filler(1), filler(2), two, filler(3), filler(4), three]);
+    let base = lines(commented("bd-1", "One", &[], T0), issue("bd-2").title("Two").updated(T0).line(), commented("bd-3", "Three", &[], T0));
     let t1 = "2025-11-02T10:00:00-08:00";
     let main = lines(
         commented("bd-1", "One", &[(5, "main's note", t1)], t1),
-        issue("bd-2", "Two on main", 2, "", t1),
+        issue("bd-2").title("Two on main").updated(t1).line(),
         commented("bd-3", "Three", &[], T0),
     );
     let t2 = "2025-11-03T10:00:00-08:00";
     let feature = lines(
         commented("bd-1", "One", &[], T0),
-        issue("bd-2", "Two on feature", 2, "", t2),
+        issue("bd-2").title("Two on feature").updated(t2).line(),
         commented("bd-3", "Three", &[(5, "feature's note", t2)], t2),
     );
     repo.commit_file(FILE, &base, "base");
@@ -249,7 +243,7 @@ fn regression_resolve_from_committed_markers_left_comment_ids_shared_across_reco
         }
     }
     assert!(merged.contains("main's note") && merged.contains("feature's note"), "{merged}");
-    let check = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = bd_sync(repo.path(), &["check"]);
     assert!(!String::from_utf8_lossy(&check.stdout).contains("comment id"), "{}", String::from_utf8_lossy(&check.stdout));
 }
 
@@ -263,13 +257,13 @@ fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
             r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"created_at":"{created}","updated_at":"{created}","dependencies":[{{"issue_id":"bd-ep.1","depends_on_id":"bd-ep","type":"parent-child"}}],"comments":[{{"id":{comment},"issue_id":"bd-ep.1","author":"ann","text":"on {title}","created_at":"{created}"}}]}}"#
         )
     };
-    let content = file(&[
-        issue("bd-ep", "Epic", 1, "", T0),
+    let content = jsonl(&[
+        issue("bd-ep").title("Epic").priority(1).updated(T0).line(),
         child("A's subtask", "2025-11-02T10:00:00-08:00", 1),
         child("B's subtask", "2025-11-02T11:00:00-08:00", 1),
     ]);
     repo.write(FILE, &content);
-    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    let out = bd_merge(repo.path(), &["dedupe"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = String::from_utf8(repo.read(FILE)).expect("utf8");
     let records: Vec<serde_json::Value> = merged.lines().map(|l| serde_json::from_str(l).expect("parses")).collect();
@@ -294,10 +288,10 @@ fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
         "\n"
     );
     repo.write(FILE, content.as_bytes());
-    let check = || run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["check"]));
+    let check = || bd_sync(repo.path(), &["check"]);
     let report = String::from_utf8_lossy(&check().stdout).into_owned();
     assert!(report.contains("dependent_count is 0 but the file implies 1") && report.contains("bd-merge dedupe"), "{report}");
-    let out = run(hermetic(bin("bd-merge")).current_dir(repo.path()).arg("dedupe"));
+    let out = bd_merge(repo.path(), &["dedupe"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8(repo.read(FILE))
         .expect("utf8")

@@ -4,24 +4,16 @@
 
 use std::path::Path;
 
+use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::support::{bin, hermetic, run, TestRepo};
+use crate::support::{bd_merge, bd_sync, bin, hermetic, issue, jsonl, ours, run, Issue, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 
-fn issue(id: &str, title: &str, updated: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"2025-11-01T10:00:00Z","updated_at":"{updated}"}}"#
-    )
-}
-
-fn file(lines: &[String]) -> Vec<u8> {
-    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
-}
-
-fn bd_merge(dir: &Path, args: &[&str]) -> std::process::Output {
-    run(hermetic(bin("bd-merge")).current_dir(dir).args(args))
+/// The review tests' issue: stamps in UTC.
+fn titled(id: &str, title: &str) -> Issue {
+    issue(id).title(title).created("2025-11-01T10:00:00Z")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -43,12 +35,20 @@ fn common_dir(repo: &TestRepo) -> std::path::PathBuf {
 fn retitled_on_both_sides() -> (TestRepo, TestRepo) {
     let upstream = TestRepo::new();
     upstream.register_merge_driver("");
-    upstream.commit_file(FILE, &file(&[issue("bd-1", "Parser crash", "2025-11-01T10:00:00Z")]), "base");
+    upstream.commit_file(FILE, &jsonl(&[titled("bd-1", "Parser crash").updated("2025-11-01T10:00:00Z").line()]), "base");
     let clone = TestRepo { dir: tempfile::tempdir().expect("temp dir") };
     run(hermetic("git").args(["clone", "-q"]).arg(upstream.path()).arg(clone.path()));
     clone.register_merge_driver_config();
-    clone.commit_file(FILE, &file(&[issue("bd-1", "Fix parser crash on empty input", "2025-11-02T09:00:00Z")]), "retitle bd-1");
-    upstream.commit_file(FILE, &file(&[issue("bd-1", "Parser: crash on empty file", "2025-11-02T10:00:00Z")]), "upstream retitle");
+    clone.commit_file(
+        FILE,
+        &jsonl(&[titled("bd-1", "Fix parser crash on empty input").updated("2025-11-02T09:00:00Z").line()]),
+        "retitle bd-1",
+    );
+    upstream.commit_file(
+        FILE,
+        &jsonl(&[titled("bd-1", "Parser: crash on empty file").updated("2025-11-02T10:00:00Z").line()]),
+        "upstream retitle",
+    );
     (upstream, clone)
 }
 
@@ -103,16 +103,19 @@ fn a_pull_rebase_that_lost_your_title_shows_it_with_its_labels_and_restore_bring
     assert!(committed.contains("Fix parser crash on empty input"), "the commit carries it: {committed}");
 
     // Restoring again: the field now holds the dropped value.
-    let again = bd_merge(clone.path(), &["review", "--restore", "1"]);
-    assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("already has the dropped value"), "{}", text(&again.stderr));
+    ours("bd-merge")
+        .current_dir(clone.path())
+        .args(["review", "--restore", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("already has the dropped value"));
 }
 
 #[test]
 fn restore_refuses_a_field_that_changed_again_since_the_merge() {
     let (_upstream, clone) = retitled_on_both_sides();
     assert!(clone.git_output(&["pull", "--rebase", "-q"]).status.success());
-    let before = file(&[issue("bd-1", "A third title", "2025-11-03T10:00:00Z")]);
+    let before = jsonl(&[titled("bd-1", "A third title").updated("2025-11-03T10:00:00Z").line()]);
     clone.write(FILE, &before);
     let out = bd_merge(clone.path(), &["review", "--restore", "1"]);
     assert_eq!(out.status.code(), Some(1));
@@ -125,13 +128,23 @@ fn restore_refuses_a_field_that_changed_again_since_the_merge() {
 fn a_merge_with_delete_vs_modify_is_logged_as_a_dropped_deletion() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(
+        FILE,
+        &jsonl(&[
+            titled("bd-1", "One").updated("2025-11-01T10:00:00Z").line(),
+            titled("bd-2", "Two").updated("2025-11-01T10:00:00Z").line(),
+        ]),
+        "base",
+    );
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z")]), "delete bd-2");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "One").updated("2025-11-01T10:00:00Z").line()]), "delete bd-2");
     repo.git(&["checkout", "-q", "main"]);
     repo.commit_file(
         FILE,
-        &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two, edited", "2025-11-02T10:00:00Z")]),
+        &jsonl(&[
+            titled("bd-1", "One").updated("2025-11-01T10:00:00Z").line(),
+            titled("bd-2", "Two, edited").updated("2025-11-02T10:00:00Z").line(),
+        ]),
         "edit bd-2",
     );
     let out = repo.git_output(&["merge", "-q", "--no-edit", "feature"]);
@@ -145,9 +158,12 @@ fn a_merge_with_delete_vs_modify_is_logged_as_a_dropped_deletion() {
     assert!(e["kept"]["title"] == "Two, edited", "{e}");
     let human = text(&bd_merge(repo.path(), &["review"]).stdout);
     assert!(!human.contains("--restore"), "a record is not restorable: {human}");
-    let refused = bd_merge(repo.path(), &["review", "--restore", "1"]);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(text(&refused.stderr).contains("whole record"), "{}", text(&refused.stderr));
+    ours("bd-merge")
+        .current_dir(repo.path())
+        .args(["review", "--restore", "1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("whole record"));
 }
 
 #[test]
@@ -155,11 +171,11 @@ fn dedupe_after_merge_union_logs_the_title_it_dropped() {
     let repo = TestRepo::new();
     repo.write(".gitattributes", b".beads/issues.jsonl merge=union\n");
     repo.git(&["add", ".gitattributes"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Feature title", "2025-11-02T10:00:00Z")]), "feature");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Feature title").updated("2025-11-02T10:00:00Z").line()]), "feature");
     repo.git(&["checkout", "-q", "main"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Main title", "2025-11-03T10:00:00Z")]), "main");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main title").updated("2025-11-03T10:00:00Z").line()]), "main");
     assert!(repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success());
     assert_eq!(text(&repo.read(FILE)).lines().count(), 2, "union kept both lines");
     let out = bd_merge(repo.path(), &["dedupe"]);
@@ -180,20 +196,23 @@ fn dedupe_after_merge_union_logs_the_title_it_dropped() {
 fn a_concurrent_child_renamed_by_the_merge_is_logged() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Epic").updated("2025-11-01T10:00:00Z").line()]), "base");
     repo.git(&["checkout", "-q", "-b", "feature"]);
     let child = |title: &str, created: &str| {
-        issue("bd-1.1", title, created).replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+        titled("bd-1.1", title)
+            .updated(created)
+            .line()
+            .replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
     };
     repo.commit_file(
         FILE,
-        &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z"), child("Feature subtask", "2025-11-02T10:00:00Z")]),
+        &jsonl(&[titled("bd-1", "Epic").updated("2025-11-01T10:00:00Z").line(), child("Feature subtask", "2025-11-02T10:00:00Z")]),
         "feature subtask",
     );
     repo.git(&["checkout", "-q", "main"]);
     repo.commit_file(
         FILE,
-        &file(&[issue("bd-1", "Epic", "2025-11-01T10:00:00Z"), child("Main subtask", "2025-11-02T09:00:00Z")]),
+        &jsonl(&[titled("bd-1", "Epic").updated("2025-11-01T10:00:00Z").line(), child("Main subtask", "2025-11-02T09:00:00Z")]),
         "main subtask",
     );
     let out = repo.git_output(&["merge", "-q", "--no-edit", "feature"]);
@@ -211,9 +230,17 @@ fn merge_retitles(repo: &TestRepo, rounds: std::ops::Range<usize>, title_len: us
     for i in rounds {
         let pad = "x".repeat(title_len);
         repo.git(&["checkout", "-q", "-b", &format!("side-{i}")]);
-        repo.commit_file(FILE, &file(&[issue("bd-1", &format!("side {i} {pad}"), &format!("2025-11-02T10:{:02}:00Z", i % 60))]), "side");
+        repo.commit_file(
+            FILE,
+            &jsonl(&[titled("bd-1", &format!("side {i} {pad}")).updated(&format!("2025-11-02T10:{:02}:00Z", i % 60)).line()]),
+            "side",
+        );
         repo.git(&["checkout", "-q", "main"]);
-        repo.commit_file(FILE, &file(&[issue("bd-1", &format!("main {i} {pad}"), &format!("2025-11-02T11:{:02}:00Z", i % 60))]), "main");
+        repo.commit_file(
+            FILE,
+            &jsonl(&[titled("bd-1", &format!("main {i} {pad}")).updated(&format!("2025-11-02T11:{:02}:00Z", i % 60)).line()]),
+            "main",
+        );
         let out = repo.git_output(&["merge", "-q", "--no-edit", &format!("side-{i}")]);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
@@ -223,7 +250,7 @@ fn merge_retitles(repo: &TestRepo, rounds: std::ops::Range<usize>, title_len: us
 fn a_log_past_its_size_bound_is_rotated_and_both_generations_are_reviewed() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     let beads = common_dir(&repo).join("beads");
     // Fill the log near its bound with real entries, then merge past it.
     merge_retitles(&repo, 0..1, 10);
@@ -251,12 +278,12 @@ fn a_log_past_its_size_bound_is_rotated_and_both_generations_are_reviewed() {
 fn an_unwritable_log_directory_never_fails_the_merge() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     std::fs::write(common_dir(&repo).join("beads"), b"not a directory\n").expect("block the log dir");
     repo.git(&["checkout", "-q", "-b", "side"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Side", "2025-11-02T10:00:00Z")]), "side");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Side").updated("2025-11-02T10:00:00Z").line()]), "side");
     repo.git(&["checkout", "-q", "main"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Main", "2025-11-03T10:00:00Z")]), "main");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main").updated("2025-11-03T10:00:00Z").line()]), "main");
     let out = repo.git_output(&["merge", "--no-edit", "side"]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "the merge succeeds: {stderr}");
@@ -269,7 +296,7 @@ fn an_unwritable_log_directory_never_fails_the_merge() {
 fn a_symlinked_log_is_never_written_through() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     let beads = common_dir(&repo).join("beads");
     std::fs::create_dir_all(&beads).expect("mkdir");
     let victim = repo.path().join("victim.txt");
@@ -283,29 +310,31 @@ fn a_symlinked_log_is_never_written_through() {
 fn outside_a_repository_the_driver_logs_nothing_and_review_says_why() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (name, title) in [("base", "B"), ("ours", "O"), ("theirs", "T")] {
-        std::fs::write(dir.path().join(name), file(&[issue("bd-1", title, "2025-11-01T10:00:00Z")])).expect("write");
+        std::fs::write(dir.path().join(name), jsonl(&[titled("bd-1", title).updated("2025-11-01T10:00:00Z").line()])).expect("write");
     }
     let out = bd_merge(dir.path(), &["base", "ours", "theirs"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("merge log"), "{}", text(&out.stderr));
-    let review = bd_merge(dir.path(), &["review"]);
-    assert_eq!(review.status.code(), Some(2));
-    assert!(text(&review.stderr).contains("not in a git repository"));
-}
-
-fn bd_sync(dir: &Path, args: &[&str]) -> std::process::Output {
-    run(hermetic(bin("bd-sync")).current_dir(dir).args(args))
+    ours("bd-merge").current_dir(dir.path()).arg("review").assert().code(2).stderr(predicate::str::contains("not in a git repository"));
 }
 
 #[test]
 fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unreviewed() {
     let repo = TestRepo::new();
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(
+        FILE,
+        &jsonl(&[
+            titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line(),
+            titled("bd-2", "Two").updated("2025-11-01T10:00:00Z").line(),
+        ]),
+        "base",
+    );
     let out = bd_sync(repo.path(), &["install"]);
     assert!(out.status.success(), "install: {}", text(&out.stderr));
     repo.git(&["add", ".gitattributes"]);
     repo.git(&["commit", "-q", "-m", "install"]);
-    let two = |t1: &str, s1: &str, t2: &str, s2: &str| file(&[issue("bd-1", t1, s1), issue("bd-2", t2, s2)]);
+    let two =
+        |t1: &str, s1: &str, t2: &str, s2: &str| jsonl(&[titled("bd-1", t1).updated(s1).line(), titled("bd-2", t2).updated(s2).line()]);
 
     // Both sides retitle bd-1: one value overridden, one line from the hook.
     repo.git(&["checkout", "-q", "-b", "side"]);
@@ -318,10 +347,13 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
 
     // check mentions them as a note, exit code unchanged.
-    let check = bd_sync(repo.path(), &["check"]);
-    assert_eq!(check.status.code(), Some(0), "{}{}", text(&check.stdout), text(&check.stderr));
-    assert!(text(&check.stdout).contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"), "{}", text(&check.stdout));
-    assert!(text(&check.stderr).contains("1 note"), "{}", text(&check.stderr));
+    ours("bd-sync")
+        .current_dir(repo.path())
+        .arg("check")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("note unreviewed-overrides: merges in this clone overrode 1 value(s)"))
+        .stderr(predicate::str::contains("1 note"));
     assert_eq!(bd_sync(repo.path(), &["check", "--strict"]).status.code(), Some(0), "a note never fails --strict");
 
     // A clean merge: nothing said about overrides (the old one was announced already).
@@ -343,11 +375,11 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
 /// main and feature retitle bd-1 (main later); returns the repository on main, no driver.
 fn retitled_branches() -> TestRepo {
     let repo = TestRepo::new();
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Feature", "2025-11-02T10:00:00Z")]), "feature");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Feature").updated("2025-11-02T10:00:00Z").line()]), "feature");
     repo.git(&["checkout", "-q", "main"]);
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Main", "2025-11-03T10:00:00Z")]), "main");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main").updated("2025-11-03T10:00:00Z").line()]), "main");
     repo
 }
 
@@ -379,14 +411,14 @@ fn resolve_and_update_branch_log_under_their_own_names() {
 #[test]
 fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
     let repo = TestRepo::new();
-    repo.commit_file(FILE, &file(&[issue("bd-1", "Base", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     let db = repo.path().join("cache.db");
-    let sync = |args: &[&str]| run(hermetic(bin("bd-sync")).current_dir(repo.path()).arg("--db").arg(&db).args(args));
+    let sync = |args: &[&str]| run(ours("bd-sync").current_dir(repo.path()).arg("--db").arg(&db).args(args));
     assert!(sync(&["import"]).status.success());
     let conn = rusqlite::Connection::open(&db).expect("cache");
     conn.execute_batch("UPDATE issues SET title = 'From the cache' WHERE id = 'bd-1'").expect("edit");
     drop(conn);
-    repo.write(FILE, &file(&[issue("bd-1", "From the file", "2025-11-02T10:00:00Z")]));
+    repo.write(FILE, &jsonl(&[titled("bd-1", "From the file").updated("2025-11-02T10:00:00Z").line()]));
     let out = sync(&["import"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let entries = log_entries(repo.path());
@@ -401,14 +433,23 @@ fn an_import_three_way_merge_logs_the_file_value_it_dropped() {
 fn restoring_a_dropped_status_puts_back_its_whole_group() {
     let repo = TestRepo::new();
     repo.register_merge_driver("");
-    repo.commit_file(FILE, &file(&[issue("bd-1", "One", "2025-11-01T10:00:00Z"), issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "base");
+    repo.commit_file(
+        FILE,
+        &jsonl(&[
+            titled("bd-1", "One").updated("2025-11-01T10:00:00Z").line(),
+            titled("bd-2", "Two").updated("2025-11-01T10:00:00Z").line(),
+        ]),
+        "base",
+    );
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    let started = issue("bd-1", "One", "2025-11-02T10:00:00Z").replace(r#""status":"open""#, r#""status":"in_progress""#);
-    repo.commit_file(FILE, &file(&[started, issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "start bd-1");
+    let started = titled("bd-1", "One").updated("2025-11-02T10:00:00Z").line().replace(r#""status":"open""#, r#""status":"in_progress""#);
+    repo.commit_file(FILE, &jsonl(&[started, titled("bd-2", "Two").updated("2025-11-01T10:00:00Z").line()]), "start bd-1");
     repo.git(&["checkout", "-q", "main"]);
-    let closed = issue("bd-1", "One", "2025-11-03T10:00:00Z")
+    let closed = titled("bd-1", "One")
+        .updated("2025-11-03T10:00:00Z")
+        .line()
         .replace(r#""status":"open""#, r#""status":"closed","closed_at":"2025-11-03T10:00:00Z","close_reason":"dup""#);
-    repo.commit_file(FILE, &file(&[closed, issue("bd-2", "Two", "2025-11-01T10:00:00Z")]), "close bd-1");
+    repo.commit_file(FILE, &jsonl(&[closed, titled("bd-2", "Two").updated("2025-11-01T10:00:00Z").line()]), "close bd-1");
     assert!(repo.git_output(&["merge", "-q", "--no-edit", "feature"]).status.success());
     let entries = log_entries(repo.path());
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -440,12 +481,15 @@ fn a_pull_rebase_with_the_hooks_installed_prints_one_line_about_it() {
 fn dedupe_of_two_children_created_under_one_id_logs_the_rename() {
     let repo = TestRepo::new();
     let child = |title: &str, created: &str| {
-        issue("bd-1.1", title, created).replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+        titled("bd-1.1", title)
+            .updated(created)
+            .line()
+            .replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
     };
     repo.commit_file(
         FILE,
-        &file(&[
-            issue("bd-1", "Epic", "2025-11-01T10:00:00Z"),
+        &jsonl(&[
+            titled("bd-1", "Epic").updated("2025-11-01T10:00:00Z").line(),
             child("Earlier subtask", "2025-11-02T09:00:00Z"),
             child("Later subtask", "2025-11-02T10:00:00Z"),
         ]),

@@ -1,18 +1,203 @@
-//! Shared test helpers: hermetic git, temporary repositories and the paths of our binaries.
+//! Every builder and helper the integration tests share, so each module reads as a transcript:
+//! hermetic git ([`hermetic`], [`git`], [`TestRepo`]); our binaries run through `assert_cmd`
+//! ([`ours`], [`bd_sync`], [`bd_merge`]); the issue-line builder ([`issue`]) and [`jsonl`] files;
+//! the files and real tools tests need from outside the repository, which fail under `CI` when
+//! missing ([`required`]); and a loopback HTTP server that records what it receives.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// Path of one of the package's binaries, built by cargo for the tests.
+/// Path of one of the package's binaries (`bd-merge`, `bd-sync`, `bd-hook`), built by cargo for
+/// the tests.
 pub fn bin(name: &str) -> PathBuf {
+    // The macro reads cargo's CARGO_BIN_EXE_* at compile time, so the test binary finds ours
+    // however it is started.
     match name {
-        "bd-merge" => PathBuf::from(env!("CARGO_BIN_EXE_bd-merge")),
-        "bd-sync" => PathBuf::from(env!("CARGO_BIN_EXE_bd-sync")),
-        "bd-hook" => PathBuf::from(env!("CARGO_BIN_EXE_bd-hook")),
+        "bd-merge" => assert_cmd::cargo::cargo_bin!("bd-merge").to_path_buf(),
+        "bd-sync" => assert_cmd::cargo::cargo_bin!("bd-sync").to_path_buf(),
+        "bd-hook" => assert_cmd::cargo::cargo_bin!("bd-hook").to_path_buf(),
         other => panic!("unknown binary {other}"),
     }
+}
+
+/// One of our binaries as an `assert_cmd` command in the [`hermetic`] environment.
+pub fn ours(name: &str) -> assert_cmd::Command {
+    assert_cmd::Command::from_std(hermetic(bin(name)))
+}
+
+/// Runs `bd-sync ARGS` in `dir`; the output whatever the exit status.
+pub fn bd_sync(dir: &Path, args: &[&str]) -> Output {
+    run(ours("bd-sync").current_dir(dir).args(args))
+}
+
+/// Runs `bd-sync ARGS` in `dir`, fails the test (with the command and its output) unless it
+/// succeeds; returns stdout.
+pub fn bd_sync_ok(dir: &Path, args: &[&str]) -> String {
+    let assert = ours("bd-sync").current_dir(dir).args(args).assert().success();
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
+/// Runs `bd-merge ARGS` in `dir`; the output whatever the exit status.
+pub fn bd_merge(dir: &Path, args: &[&str]) -> Output {
+    run(ours("bd-merge").current_dir(dir).args(args))
+}
+
+/// Runs hermetic `git ARGS` in `dir`, fails the test (with git's words) unless it succeeds;
+/// returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = run(hermetic("git").current_dir(dir).args(args));
+    assert!(
+        out.status.success(),
+        "git {args:?} in {} exited {:?}:\n{}{}",
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The records of a JSONL file's lines, each parsed (a line that does not parse fails the test).
+pub fn records(bytes: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(bytes).lines().map(|l| serde_json::from_str(l).expect("line parses")).collect()
+}
+
+/// stdout then stderr of a command, as text.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// An issue line of the tests' data, built field by field in bd's key order: `id`, `title`,
+/// `description`, `status`, `priority`, `issue_type`, `created_at`, `updated_at`, then any extra
+/// fields as given. The defaults are the tests' common record:
+/// `{"id":ID,"title":"Issue ID","status":"open","priority":2,"issue_type":"task",
+/// "created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}`.
+#[derive(Debug, Clone)]
+pub struct Issue {
+    id: String,
+    title: String,
+    description: Option<String>,
+    status: String,
+    priority: u8,
+    issue_type: Option<String>,
+    created_at: String,
+    updated_at: Option<String>,
+    extra: String,
+}
+
+/// The default stamp of [`issue`]'s `created_at` and `updated_at`.
+pub const T0: &str = "2025-11-01T10:00:00-08:00";
+
+/// An [`Issue`] with the defaults; finish with [`Issue::line`].
+pub fn issue(id: &str) -> Issue {
+    Issue {
+        id: id.to_owned(),
+        title: format!("Issue {id}"),
+        description: None,
+        status: "open".to_owned(),
+        priority: 2,
+        issue_type: Some("task".to_owned()),
+        created_at: T0.to_owned(),
+        updated_at: Some(T0.to_owned()),
+        extra: String::new(),
+    }
+}
+
+impl Issue {
+    pub fn title(mut self, title: &str) -> Issue {
+        self.title = title.to_owned();
+        self
+    }
+
+    /// A `description` (JSON-escaped) right after the title.
+    pub fn description(mut self, text: &str) -> Issue {
+        self.description = Some(text.to_owned());
+        self
+    }
+
+    pub fn status(mut self, status: &str) -> Issue {
+        self.status = status.to_owned();
+        self
+    }
+
+    pub fn priority(mut self, priority: u8) -> Issue {
+        self.priority = priority;
+        self
+    }
+
+    pub fn issue_type(mut self, issue_type: &str) -> Issue {
+        self.issue_type = Some(issue_type.to_owned());
+        self
+    }
+
+    /// No `issue_type` field.
+    pub fn no_type(mut self) -> Issue {
+        self.issue_type = None;
+        self
+    }
+
+    pub fn created(mut self, at: &str) -> Issue {
+        self.created_at = at.to_owned();
+        self
+    }
+
+    pub fn updated(mut self, at: &str) -> Issue {
+        self.updated_at = Some(at.to_owned());
+        self
+    }
+
+    /// No `updated_at` field.
+    pub fn no_updated(mut self) -> Issue {
+        self.updated_at = None;
+        self
+    }
+
+    /// Both stamps at once.
+    pub fn at(self, at: &str) -> Issue {
+        self.created(at).updated(at)
+    }
+
+    /// Raw JSON members appended after the others, e.g. `"labels":["a"]`; empty for none.
+    pub fn extra(mut self, fields: &str) -> Issue {
+        if !fields.is_empty() {
+            self.extra.push(',');
+            self.extra.push_str(fields);
+        }
+        self
+    }
+
+    /// The line, without its newline. Only the description is escaped: the other values are JSON
+    /// text as given, so a test can write escapes (`\u001b`) itself.
+    pub fn line(&self) -> String {
+        let mut l = format!(r#"{{"id":"{}","title":"{}""#, self.id, self.title);
+        if let Some(d) = &self.description {
+            l.push_str(&format!(r#","description":{}"#, serde_json::to_string(d).expect("a string serialises")));
+        }
+        l.push_str(&format!(r#","status":"{}","priority":{}"#, self.status, self.priority));
+        if let Some(t) = &self.issue_type {
+            l.push_str(&format!(r#","issue_type":"{t}""#));
+        }
+        l.push_str(&format!(r#","created_at":"{}""#, self.created_at));
+        if let Some(u) = &self.updated_at {
+            l.push_str(&format!(r#","updated_at":"{u}""#));
+        }
+        l.push_str(&self.extra);
+        l.push('}');
+        l
+    }
+}
+
+impl std::fmt::Display for Issue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line())
+    }
+}
+
+/// A JSONL file of `lines`, each ended by a newline.
+pub fn jsonl(lines: &[String]) -> Vec<u8> {
+    lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
 }
 
 /// A PATH with our binaries first, then `extra` directories, then the inherited PATH: what an
@@ -53,10 +238,27 @@ pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
-/// Runs a command and returns its output, failing the test with the command's stderr when it
-/// could not start.
-pub fn run(cmd: &mut Command) -> Output {
-    cmd.output().unwrap_or_else(|e| panic!("could not run {cmd:?}: {e}"))
+/// Runs a command (git or another program as a `std` command, our binaries as [`ours`]) and
+/// returns its output whatever the exit status, failing the test when it could not start.
+pub fn run(cmd: &mut impl Runnable) -> Output {
+    cmd.run()
+}
+
+/// A command [`run`] can run.
+pub trait Runnable {
+    fn run(&mut self) -> Output;
+}
+
+impl Runnable for Command {
+    fn run(&mut self) -> Output {
+        self.output().unwrap_or_else(|e| panic!("could not run {self:?}: {e}"))
+    }
+}
+
+impl Runnable for assert_cmd::Command {
+    fn run(&mut self) -> Output {
+        self.output().unwrap_or_else(|e| panic!("could not run {self:?}: {e}"))
+    }
 }
 
 /// A git repository in a temporary directory.
@@ -84,14 +286,7 @@ impl TestRepo {
 
     /// Runs git and fails the test when it fails; returns stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = self.git_output(args);
-        assert!(
-            out.status.success(),
-            "git {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git(self.path(), args)
     }
 
     pub fn write(&self, rel: &str, content: &[u8]) {
@@ -128,10 +323,57 @@ pub fn diff(expected: &[u8], actual: &[u8]) -> String {
     similar::TextDiff::from_lines(e.as_ref(), a.as_ref()).unified_diff().header("expected", "actual").to_string()
 }
 
-/// Path of the shared data directory beside the repository, when present.
+/// A file the tests need but the repository does not hold (`../shared`, a real tool): under `CI`
+/// its absence fails the test, naming `what` and how to get it; elsewhere the test skips with a
+/// message. Returns `found` when it is there.
+pub fn required<T>(found: Option<T>, what: &str, how: &str) -> Option<T> {
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "{what} is missing and CI needs it: {how}");
+        eprintln!("skipping: {what} is missing ({how})");
+    }
+    found
+}
+
+/// A file of the shared data directory beside the repository (`../shared/{rel}`: gen.py, the real
+/// beads file). `None` (a skip) when absent, a failure naming the file under `CI`.
 pub fn shared_file(rel: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("shared").join(rel);
-    p.exists().then_some(p)
+    let found = p.exists().then(|| p.clone());
+    required(found, &format!("../shared/{rel} ({})", p.display()), ".ci/run expects shared/ beside the clone")
+}
+
+/// Where `.ci/tools.sh` installs the real tools: `$BEADS_GIT_TOOLS` or `~/.cache/beads-git-tools`.
+pub fn tools_dir() -> PathBuf {
+    std::env::var_os("BEADS_GIT_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/beads-git-tools"))
+}
+
+/// A real tool from `$VAR`, else the copy `.ci/tools.sh` installs under [`tools_dir`]; see
+/// [`required`] for when it is missing.
+pub fn real_tool(var: &str, installed: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| tools_dir().join(installed));
+    let found = path.is_file().then(|| path.clone());
+    required(found, &path.display().to_string(), "run `bash -c 'source .ci/tools.sh && install_tools'` once; .ci/run does")
+}
+
+/// The real br (beads_rust 0.7.6): `$BR`, the copy `.ci/tools.sh` builds, or `br` on PATH; see
+/// [`required`] for when it is missing.
+pub fn real_br() -> Option<PathBuf> {
+    let found = std::env::var_os("BR")
+        .map(PathBuf::from)
+        .or_else(|| Some(tools_dir().join("br-0.7.6/bin/br")).filter(|p| p.is_file()))
+        .or_else(|| on_path("br"));
+    required(found, "br (beads_rust 0.7.6)", "set BR=/path/to/br or run `bash -c 'source .ci/tools.sh && install_tools'`")
+}
+
+/// libfaketime's `faketime` on PATH; see [`required`] for when it is missing.
+pub fn real_faketime() -> Option<PathBuf> {
+    required(on_path("faketime"), "faketime", "apt-get install faketime; .ci/run installs it")
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
 /// One request the capture server received.

@@ -6,7 +6,7 @@ use std::process::Output;
 
 use rusqlite::Connection;
 
-use crate::support::{bin, hermetic, run, shared_file};
+use crate::support::{bd_sync, ours, run, shared_file};
 
 /// A directory with `.beads/issues.jsonl` and its cache at `cache.db`.
 pub(crate) struct Workspace {
@@ -33,14 +33,20 @@ impl Workspace {
         std::fs::read(self.file()).expect("read")
     }
 
-    pub(crate) fn sync(&self, args: &[&str]) -> Output {
-        run(hermetic(bin("bd-sync")).current_dir(self.dir.path()).arg("--db").arg(self.db()).args(args))
+    /// `bd-sync --db cache.db ARGS` in the workspace.
+    pub(crate) fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut cmd = ours("bd-sync");
+        cmd.current_dir(self.dir.path()).arg("--db").arg(self.db()).args(args);
+        cmd
     }
 
+    pub(crate) fn sync(&self, args: &[&str]) -> Output {
+        run(&mut self.command(args))
+    }
+
+    /// Fails the test unless `bd-sync ARGS` succeeds; returns stdout.
     pub(crate) fn ok(&self, args: &[&str]) -> String {
-        let out = self.sync(args);
-        assert!(out.status.success(), "bd-sync {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        String::from_utf8_lossy(&self.command(args).assert().success().get_output().stdout).into_owned()
     }
 
     pub(crate) fn sql(&self, sql: &str) {
@@ -75,8 +81,8 @@ fn round_trip_is_byte_identical(content: &[u8]) {
     assert!(ws.read() == content, "round trip changed the file:\n{}", crate::support::diff(content, &ws.read()));
 }
 
-fn generated(n: usize) -> Vec<u8> {
-    let gen = shared_file("bench/gen.py").expect("gen.py");
+/// gen.py's base file of `n` issues (seed 7).
+fn generated(gen: &Path, n: usize) -> Vec<u8> {
     let dir = tempfile::tempdir().expect("tmp");
     let out = dir.path().join("base.jsonl");
     let status = std::process::Command::new("python3")
@@ -91,11 +97,8 @@ fn generated(n: usize) -> Vec<u8> {
 
 #[test]
 fn round_trip_of_a_generated_file_is_byte_identical() {
-    if shared_file("bench/gen.py").is_none() {
-        eprintln!("skipped: ../shared/bench/gen.py not present");
-        return;
-    }
-    round_trip_is_byte_identical(&generated(500));
+    let Some(gen) = shared_file("bench/gen.py") else { return };
+    round_trip_is_byte_identical(&generated(&gen, 500));
 }
 
 /// The streamed export (the file copied block by block, dirty lines replaced, new ids merged in
@@ -103,11 +106,8 @@ fn round_trip_of_a_generated_file_is_byte_identical() {
 /// id order, rendered when dirty (`export OTHER`, a snapshot of the cache).
 #[test]
 fn the_streamed_export_equals_a_snapshot_of_the_cache() {
-    if shared_file("bench/gen.py").is_none() {
-        eprintln!("skipped: ../shared/bench/gen.py not present");
-        return;
-    }
-    let ws = Workspace::new(&generated(2000));
+    let Some(gen) = shared_file("bench/gen.py") else { return };
+    let ws = Workspace::new(&generated(&gen, 2000));
     ws.ok(&["import"]);
     ws.sql(
         "UPDATE issues SET title = 'edited ' || id WHERE rowid % 50 = 0;
@@ -142,10 +142,7 @@ fn round_trip_of_go_escapes_and_mixed_offsets_is_byte_identical() {
 
 #[test]
 fn round_trip_of_the_real_beads_file_is_byte_identical() {
-    let Some(path) = shared_file("data/beads-real.jsonl") else {
-        eprintln!("skipped: ../shared/data/beads-real.jsonl not present");
-        return;
-    };
+    let Some(path) = shared_file("data/beads-real.jsonl") else { return };
     round_trip_is_byte_identical(&std::fs::read(path).expect("read real file"));
 }
 
@@ -458,7 +455,7 @@ fn a_corrupt_cache_is_rebuilt_from_the_file() {
 #[test]
 fn regression_import_with_db_naming_the_issues_file_took_it_over() {
     let ws = Workspace::new(SMALL.as_bytes());
-    let out = run(hermetic(bin("bd-sync")).current_dir(ws.dir.path()).args(["import", "--db", ".beads/issues.jsonl"]));
+    let out = bd_sync(ws.dir.path(), &["import", "--db", ".beads/issues.jsonl"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(".beads/issues.jsonl is not a SQLite database") && err.contains("nothing was changed"), "{err}");
