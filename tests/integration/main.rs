@@ -17,6 +17,7 @@ mod hostile_output;
 mod hosting;
 mod import_renames;
 mod install;
+mod manager_hook_types;
 mod managers;
 mod merge_fixtures;
 mod merge_git;
