@@ -15,8 +15,8 @@
 #     (CARGO_INSTALL_ROOT=$HOME/.cargo, so the binaries land in ~/.cargo/bin of the temporary HOME,
 #     as the README says, and that directory goes first on PATH). CARGO_TARGET_DIR is this
 #     checkout's target directory (or the one already set), so `cargo install` reuses the release
-#     build .ci/run made before it: the dependencies are not built again (the crate itself is,
-#     since the clone is another path). git runs hermetically (GIT_* cleared, no system or
+#     build .ci/run made before it: the dependencies are not built again (the crate itself is:
+#     a fresh clone's files are newer than that build). git runs hermetically (GIT_* cleared, no system or
 #     user config), with a fixed identity and clock.
 #
 # Run: `bash tests/newcomer.sh` (after `cargo build --release --locked`, or it builds). Without
@@ -131,7 +131,8 @@ git -C "$work/project" push -q origin main
 edit "$work/teammate" priority
 git -C "$work/teammate" commit -q -am "reprioritise the first issue"
 git -C "$work/teammate" pull -q --no-rebase --no-edit origin main
-priority=$(git -C "$work/teammate" show HEAD^1:.beads/issues.jsonl | head -n 1 | grep -o '"priority":[0-9]')
+git -C "$work/teammate" show HEAD^1:.beads/issues.jsonl >"$work/theirs.jsonl"
+priority=$(sed -n '1s/.*\("priority":[0-9]\).*/\1/p' "$work/theirs.jsonl")
 merged=$(head -n 1 "$work/teammate/.beads/issues.jsonl")
 id=$(printf '%s' "$merged" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
 case "$merged" in
