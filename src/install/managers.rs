@@ -254,10 +254,8 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
         .into_iter()
         .filter(|t| !region.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).any(|w| w == *t))
         .collect();
-    let unsafe_because = |why: &str| Err((why.to_owned(), textual_missing.clone()));
-    if textual_missing.is_empty() {
-        return Ok(None);
-    }
+    // A list we do not edit is taken as complete when every type's name is written in it.
+    let unsafe_because = |why: &str| if textual_missing.is_empty() { Ok(None) } else { Err((why.to_owned(), textual_missing.clone())) };
     if lines.iter().any(|l| l.starts_with("---") || l.starts_with("...") || l.starts_with('%')) {
         return unsafe_because("the file holds more than one YAML document (or directives)");
     }
@@ -467,6 +465,10 @@ mod tests {
             (
                 "default_install_hook_types: [pre-push,post-merge]\n",
                 "default_install_hook_types: [pre-push,post-merge,pre-commit,post-commit,post-rewrite,post-checkout]\n",
+            ),
+            (
+                "default_install_hook_types: [pre-push]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
+                "default_install_hook_types: [pre-push, pre-commit, post-commit, post-merge, post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
             ),
             (
                 "default_install_hook_types: []\n",
