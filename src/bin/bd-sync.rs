@@ -133,7 +133,7 @@ enum Command {
     /// Issues in full: their fields, what blocks them, what they block (imports the file first if it changed).
     Show {
         /// Issue ids; a unique prefix or suffix of an id is enough (an ambiguous one lists the candidates).
-        #[arg(required = true, value_name = "ID")]
+        #[arg(required = true, value_name = "ID", add = clap_complete::ArgValueCompleter::new(beads_git::generate::issue_ids))]
         ids: Vec<String>,
     },
     /// What changed in issues, field by field: HEAD against the working file, REV against it, or A..B.
@@ -152,6 +152,7 @@ enum Command {
     /// The commits that changed one issue, newest first, each with its field-level change.
     Log {
         /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
+        #[arg(add = clap_complete::ArgValueCompleter::new(beads_git::generate::issue_ids))]
         id: String,
         /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
         #[arg(allow_hyphen_values = true)]
@@ -205,6 +206,7 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command).var("BD_SYNC_COMPLETE").complete();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;

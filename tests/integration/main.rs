@@ -6,6 +6,7 @@ mod support;
 mod advice;
 mod br_roundtrip;
 mod cli;
+mod completion;
 mod concurrency;
 mod conventions;
 mod crash;
