@@ -2,6 +2,12 @@
 //! never drift from the flags the binary accepts. Every binary takes one `--generate KIND` flag,
 //! left out of `--help` as ripgrep does: `complete-bash`, `complete-zsh`, `complete-fish` or
 //! `man`; the README has the lines that install what it prints.
+//!
+//! Those scripts are static. Issue ids are completed dynamically: `bd-sync` honours clap's
+//! completion protocol under `BD_SYNC_COMPLETE=<shell>` (`source <(BD_SYNC_COMPLETE=bash bd-sync)`;
+//! a variable of our own, so a `COMPLETE` set for another program never stops bd-sync, in hooks
+//! least of all), whose script calls the binary back to complete, and [`issue_ids`] answers for
+//! `show` and `log`.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -59,4 +65,30 @@ pub fn from_args(args: &[OsString], cmd: impl FnOnce() -> clap::Command) -> Opti
             Some(ExitCode::from(2))
         }
     }
+}
+
+/// The issue ids of the issues file the shell's directory belongs to that start with what was
+/// typed, each with its title as help (shells that show help, zsh and fish, print it beside the
+/// id): `bd-sync show` and `log` complete ids with it. Reads the file, never the cache (completion
+/// must not import or lock); nothing when there is no issues file or what was typed is not UTF-8.
+pub fn issue_ids(current: &std::ffi::OsStr) -> Vec<clap_complete::CompletionCandidate> {
+    let Some(typed) = current.to_str() else { return Vec::new() };
+    let Ok(file) = crate::cache::find_issues_file(std::path::Path::new(".")) else { return Vec::new() };
+    let Ok(content) = std::fs::read(&file) else { return Vec::new() };
+    let mut out: Vec<(String, Option<String>)> = content
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let id = crate::record::record_id(line).ok()?;
+            if !id.starts_with(typed) {
+                return None;
+            }
+            let title = serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(|t| crate::record::printable(t, 60)));
+            Some((id.into_owned(), title))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out.into_iter().map(|(id, title)| clap_complete::CompletionCandidate::new(id).help(title.map(Into::into))).collect()
 }

@@ -194,54 +194,230 @@ pub fn lefthook_with_block(path: &Path, content: &str) -> Result<String, ManualE
     Ok(format!("{content}{sep}{block}"))
 }
 
-/// The new content of `.pre-commit-config.yaml` with our block, or why it cannot take it safely.
-pub fn pre_commit_with_block(path: &Path, content: &str) -> Result<String, ManualEdit> {
-    let manual = |reason: &str, indent: usize| ManualEdit {
-        file: path.to_path_buf(),
-        reason: reason.to_owned(),
-        snippet: pre_commit_block(indent, true),
+/// A config as install leaves it, and the change it made outside our marked block, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edited {
+    /// The whole new content.
+    pub content: String,
+    /// The hook-type list extended in place.
+    pub list: Option<ListEdit>,
+}
+
+/// The lines of a list install extended in place (`default_install_hook_types`), as they were and
+/// as install left them: uninstall puts `before` back where it finds `after`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ListEdit {
+    /// The lines before install.
+    pub before: String,
+    /// The same lines after install.
+    pub after: String,
+    /// The items install added.
+    pub added: Vec<String>,
+}
+
+/// The hook types our pre-commit entries need, in the order install adds them.
+pub fn pre_commit_types() -> Vec<&'static str> {
+    Hook::ALL.iter().map(|h| h.file_name()).collect()
+}
+
+/// A plain YAML scalar that is a hook type's name (no quotes, anchors, tags or flow characters).
+fn plain_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && !s.starts_with('-')
+}
+
+/// `text` split at a comment (` #` or a leading `#`): the value and the comment with its spaces.
+fn split_comment(text: &str) -> (&str, &str) {
+    let at = text.char_indices().find(|&(i, c)| c == '#' && (i == 0 || text[..i].ends_with([' ', '\t']))).map(|(i, _)| i);
+    let at = at.map_or(text.len(), |i| text[..i].trim_end().len());
+    text.split_at(at)
+}
+
+/// Why a list cannot be edited safely, and the hook types it seems to lack.
+type Unsafe = (String, Vec<&'static str>);
+
+/// Extends the `default_install_hook_types` list (whose key is on line `key_line` of `text`) with
+/// the hook types it lacks, touching nothing but the list: `Ok(None)` when none is missing,
+/// `Err((why, missing))` where the list is not written in a way we edit safely (one-line flow
+/// list or block list of plain names, one document, no anchors, aliases or tags).
+fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListEdit)>, Unsafe> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let offset = |i: usize| lines[..i].iter().map(|l| l.len()).sum::<usize>();
+    let body = |l: &str| l.trim_end_matches(['\n', '\r']).len();
+    // The lines that may belong to the list: the key's, and the indented, item, comment or blank
+    // lines after it.
+    let mut end = key_line + 1;
+    while end < lines.len() && (lines[end].starts_with([' ', '\t', '-', '#']) || lines[end].trim().is_empty()) {
+        end += 1;
+    }
+    let region = lines[key_line..end].concat();
+    let textual_missing: Vec<&'static str> = pre_commit_types()
+        .into_iter()
+        .filter(|t| !region.split(|c: char| !(c.is_ascii_lowercase() || c == '-')).any(|w| w == *t))
+        .collect();
+    // A list we do not edit is taken as complete when every type's name is written in it.
+    let unsafe_because = |why: &str| if textual_missing.is_empty() { Ok(None) } else { Err((why.to_owned(), textual_missing.clone())) };
+    if lines.iter().any(|l| l.starts_with("---") || l.starts_with("...") || l.starts_with('%')) {
+        return unsafe_because("the file holds more than one YAML document (or directives)");
+    }
+    let key = lines[key_line];
+    let Some(rest) = key.strip_prefix("default_install_hook_types:") else {
+        return unsafe_because("its key is quoted or spaced unusually");
     };
+    let rest_len = body(rest);
+    let (value, _comment) = split_comment(&rest[..rest_len]);
+    let value_at = "default_install_hook_types:".len() + (value.len() - value.trim_start().len());
+    let value = value.trim();
+    if value.starts_with(['&', '*', '!']) {
+        return unsafe_because("it uses an anchor, alias or tag");
+    }
+    let missing_in = |items: &[&str]| -> Vec<&'static str> { pre_commit_types().into_iter().filter(|t| !items.contains(t)).collect() };
+    if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+        let items: Vec<&str> = if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
+        if !items.iter().all(|i| plain_name(i)) {
+            return unsafe_because("its items are quoted, empty or not plain names");
+        }
+        let missing = missing_in(&items);
+        if missing.is_empty() {
+            return Ok(None);
+        }
+        // The separator the list already uses (", " unless it shows another).
+        let sep = match (items.first(), items.get(1)) {
+            (Some(a), Some(_)) => {
+                let after_first = &inner[inner.find(a).map_or(0, |p| p + a.len())..];
+                let next = after_first.find(|c: char| c.is_ascii_lowercase()).unwrap_or(after_first.len());
+                after_first[..next].to_owned()
+            }
+            _ => ", ".to_owned(),
+        };
+        let inner_at = value_at + 1;
+        let (insert_at, added) = if items.is_empty() {
+            (inner_at, missing.join(&sep))
+        } else {
+            (inner_at + inner.trim_end().len(), missing.iter().map(|m| format!("{sep}{m}")).collect::<String>())
+        };
+        let after = format!("{}{added}{}", &key[..insert_at], &key[insert_at..]);
+        let edit = ListEdit { before: key.to_owned(), after, added: missing.iter().map(|m| m.to_string()).collect() };
+        return Ok(Some((offset(key_line), edit)));
+    }
+    if !value.is_empty() {
+        return unsafe_because("it is not a one-line `[...]` list or a block list of `- name` lines");
+    }
+    // A block list: `<indent>- name` lines, with comment and blank lines between them.
+    let mut prefix: Option<&str> = None;
+    let mut items = Vec::new();
+    let mut last = None;
+    for (i, line) in lines.iter().enumerate().take(end).skip(key_line + 1) {
+        let content = &line[..body(line)];
+        if content.trim().is_empty() || content.trim_start().starts_with('#') {
+            continue;
+        }
+        let dash = content.len() - content.trim_start().len();
+        let Some(after_dash) = content[dash..].strip_prefix('-') else {
+            return unsafe_because("a line in its block list is not a `- name` item");
+        };
+        let name_at = dash + 1 + (after_dash.len() - after_dash.trim_start().len());
+        let (name, _) = split_comment(&content[name_at..]);
+        if name_at == dash + 1 || !plain_name(name.trim_end()) || prefix.is_some_and(|p| p != &content[..name_at]) {
+            return unsafe_because("its block list items are not plain names lined up in one column");
+        }
+        prefix = Some(&content[..name_at]);
+        items.push(name.trim_end());
+        last = Some(i);
+    }
+    let (Some(prefix), Some(last)) = (prefix, last) else {
+        return unsafe_because("it has no items");
+    };
+    let missing = missing_in(&items);
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    let before = lines[key_line..=last].concat();
+    let eol = if lines[last].ends_with("\r\n") { "\r\n" } else { "\n" };
+    let mut after = before.clone();
+    if !after.ends_with('\n') {
+        after.push_str(eol);
+    }
+    for m in &missing {
+        after.push_str(&format!("{prefix}{m}{eol}"));
+    }
+    Ok(Some((offset(key_line), ListEdit { before, after, added: missing.iter().map(|m| m.to_string()).collect() })))
+}
+
+/// The new content of `.pre-commit-config.yaml` with our block (and, where the file lists its
+/// `default_install_hook_types`, our hook types added to that list in place), or why it cannot
+/// take it safely.
+pub fn pre_commit_with_block(path: &Path, content: &str) -> Result<Edited, ManualEdit> {
     // The file as the user wrote it: our block (and the hook types it may carry) taken out.
-    let theirs = match find_block(content.as_bytes()) {
+    let block_at = find_block(content.as_bytes());
+    let theirs = match block_at {
         Some((s, e)) => format!("{}{}", &content[..s], &content[e..]),
         None => content.to_owned(),
     };
     let keys = top_level_keys(&theirs);
     let types_line = keys.iter().find(|(_, k)| k == "default_install_hook_types").map(|(i, _)| *i);
-    let with_types = match types_line {
-        None => true,
-        Some(i) => {
-            let line = theirs.lines().nth(i).unwrap_or_default();
-            let value = line.split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
-            let all = Hook::ALL.iter().all(|h| value.contains(h.file_name()));
-            if !(value.starts_with('[') && all) {
-                return Err(manual(
-                    "default_install_hook_types must list pre-commit, post-commit, post-merge, post-rewrite and post-checkout",
-                    0,
-                ));
-            }
-            false
-        }
+    let with_types = types_line.is_none();
+    let (list, types_advice) = match types_line.map(|i| extend_hook_types(&theirs, i)) {
+        None | Some(Ok(None)) => (None, None),
+        Some(Ok(Some(edit))) => (Some(edit), None),
+        Some(Err((why, missing))) => (
+            None,
+            Some(format!(
+                "its default_install_hook_types list cannot be edited safely ({why}): add {} to that list yourself",
+                missing.join(", ")
+            )),
+        ),
     };
-    if let Some((s, e)) = find_block(content.as_bytes()) {
+    let manual = |reason: &str| ManualEdit {
+        file: path.to_path_buf(),
+        reason: match &types_advice {
+            Some(t) if !reason.is_empty() => format!("{reason}; also, {t}"),
+            Some(t) => t.clone(),
+            None => reason.to_owned(),
+        },
+        snippet: pre_commit_block(0, with_types),
+    };
+    // Where the list's lines sit in `content` (which may still hold our block above them).
+    let splice = |text: &str| -> String {
+        let Some((at, edit)) = &list else { return text.to_owned() };
+        let at = match block_at {
+            Some((s, e)) if *at >= s => at + (e - s),
+            _ => *at,
+        };
+        format!("{}{}{}", &text[..at], edit.after, &text[at + edit.before.len()..])
+    };
+    if let Some((s, e)) = block_at {
+        if types_advice.is_some() {
+            return Err(manual(""));
+        }
         let indent = content[s..e].lines().nth(1).map_or(0, |l| l.len() - l.trim_start().len());
-        return Ok(format!("{}{}{}", &content[..s], pre_commit_block(indent, with_types), &content[e..]));
+        // The list sits outside the block: splice it into the text as it is, then swap the block,
+        // which moved by what the list grew if the list comes first.
+        let spliced = splice(content);
+        let shift = if list.as_ref().is_some_and(|(at, _)| *at < s) { spliced.len().saturating_sub(content.len()) } else { 0 };
+        return Ok(Edited {
+            content: format!("{}{}{}", &spliced[..s + shift], pre_commit_block(indent, with_types), &spliced[e + shift..]),
+            list: list.map(|(_, e)| e),
+        });
     }
     let Some(&(repos_line, _)) = keys.iter().find(|(_, k)| k == "repos") else {
-        return Err(manual("it has no top-level `repos:` list", 0));
+        return Err(manual("it has no top-level `repos:` list"));
     };
     if keys.iter().any(|(i, _)| *i > repos_line) {
-        return Err(manual("`repos:` is not its last top-level key, so the end of the file is not inside the list", 0));
+        return Err(manual("`repos:` is not its last top-level key, so the end of the file is not inside the list"));
     }
     let lines: Vec<&str> = theirs.lines().collect();
     let repos_value = lines[repos_line].split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
     if !repos_value.is_empty() && !repos_value.starts_with('#') {
-        return Err(manual("`repos:` is written in flow style (`[...]`)", 0));
+        return Err(manual("`repos:` is written in flow style (`[...]`)"));
+    }
+    if types_advice.is_some() {
+        return Err(manual(""));
     }
     let first_item = lines[repos_line + 1..].iter().find(|l| l.trim_start().starts_with('-'));
     let indent = first_item.map_or(0, |l| l.len() - l.trim_start().len());
+    let content = splice(content);
     let sep = if content.ends_with('\n') { "" } else { "\n" };
-    Ok(format!("{content}{sep}{}", pre_commit_block(indent, with_types)))
+    Ok(Edited { content: format!("{content}{sep}{}", pre_commit_block(indent, with_types)), list: list.map(|(_, e)| e) })
 }
 
 #[cfg(test)]
@@ -253,15 +429,15 @@ mod tests {
     #[test]
     fn pre_commit_block_lines_up_with_the_items_and_comes_out_again() {
         let p = Path::new(".pre-commit-config.yaml");
-        let with = pre_commit_with_block(p, SAMPLE).expect("safe to edit");
+        let with = pre_commit_with_block(p, SAMPLE).expect("safe to edit").content;
         assert!(with.starts_with(SAMPLE));
         assert!(with.contains("\n- repo: local\n"), "{with}");
         assert!(with.contains("default_install_hook_types: [pre-commit, post-commit"));
-        assert_eq!(pre_commit_with_block(p, &with).expect("re-install"), with);
+        assert_eq!(pre_commit_with_block(p, &with).expect("re-install").content, with);
         let (s, e) = find_block(with.as_bytes()).expect("block");
         assert_eq!(format!("{}{}", &with[..s], &with[e..]), SAMPLE);
         let indented = SAMPLE.replace("\n-   repo", "\n  -   repo");
-        assert!(pre_commit_with_block(p, &indented).expect("safe").contains("\n  - repo: local\n"));
+        assert!(pre_commit_with_block(p, &indented).expect("safe").content.contains("\n  - repo: local\n"));
     }
 
     #[test]
@@ -270,10 +446,49 @@ mod tests {
         for bad in [
             "repos: []\n",
             "repos:\n-   repo: x\n    hooks: []\nci:\n  autofix: false\n",
-            "default_install_hook_types: [pre-commit]\nrepos:\n- repo: x\n",
+            "default_install_hook_types: &t [pre-commit]\nrepos:\n- repo: x\n",
+            "default_install_hook_types:\n  - pre-commit\n  -   pre-push\nrepos:\n- repo: x\n",
         ] {
             let err = pre_commit_with_block(p, bad).expect_err(bad);
             assert!(err.snippet.contains("repo: local"), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn hook_type_lists_grow_in_place_and_the_edit_undoes_byte_for_byte() {
+        let p = Path::new(".pre-commit-config.yaml");
+        for (before, list_after) in [
+            (
+                "default_install_hook_types: [pre-commit]  # x\n",
+                "default_install_hook_types: [pre-commit, post-commit, post-merge, post-rewrite, post-checkout]  # x\n",
+            ),
+            (
+                "default_install_hook_types: [pre-push,post-merge]\n",
+                "default_install_hook_types: [pre-push,post-merge,pre-commit,post-commit,post-rewrite,post-checkout]\n",
+            ),
+            (
+                "default_install_hook_types: [pre-push]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
+                "default_install_hook_types: [pre-push, pre-commit, post-commit, post-merge, post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
+            ),
+            (
+                "default_install_hook_types: []\n",
+                "default_install_hook_types: [pre-commit, post-commit, post-merge, post-rewrite, post-checkout]\n",
+            ),
+            (
+                "default_install_hook_types:\n- pre-commit\n\n",
+                "default_install_hook_types:\n- pre-commit\n- post-commit\n- post-merge\n- post-rewrite\n- post-checkout\n\n",
+            ),
+        ] {
+            let config = format!("{before}{SAMPLE}");
+            let edited = pre_commit_with_block(p, &config).expect(before);
+            assert!(edited.content.starts_with(&format!("{list_after}{SAMPLE}")), "{}", edited.content);
+            assert!(!edited.content.contains("\ndefault_install_hook_types"), "the block does not repeat the key");
+            let list = edited.list.expect("an edit");
+            let (s, e) = find_block(edited.content.as_bytes()).expect("block");
+            let rest = format!("{}{}", &edited.content[..s], &edited.content[e..]);
+            assert_eq!(rest.replacen(&list.after, &list.before, 1), config);
+            let again = pre_commit_with_block(p, &edited.content).expect("re-install");
+            assert_eq!((again.content, again.list), (edited.content.clone(), None), "a second install changes nothing");
         }
     }
 

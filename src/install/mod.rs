@@ -211,6 +211,16 @@ pub struct InstallState {
     /// We created that config file.
     #[serde(default)]
     pub manager_config_created: bool,
+    /// The hook-type list of that config (pre-commit's `default_install_hook_types`), which install
+    /// extended in place: uninstall puts the old lines back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager_list_edit: Option<managers::ListEdit>,
+    /// What the hooks directory held before install first had a manager install hooks for our
+    /// jobs: the files of our five hooks the manager had generated, and the `.old` / `.legacy`
+    /// copies already there. Uninstall has the manager remove the other hook types (`None`: not
+    /// recorded, by an older version, so none is removed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager_hooks_before: Option<Vec<String>>,
 }
 
 /// Where the attribute lines live.
@@ -761,18 +771,22 @@ fn install_hooks(
             } else {
                 managers::lefthook_local_path(top, main.as_deref())
             };
-            install_config(options, top, &path, state, recorder, actions, managers::lefthook_with_block)?;
+            install_config(options, top, &path, state, recorder, actions, |p, c| {
+                managers::lefthook_with_block(p, c).map(|content| managers::Edited { content, list: None })
+            })?;
+            record_manager_hooks(hooks, "lefthook", state, recorder)?;
             run_manager_install(options, top, "lefthook", &["install"], actions);
         }
         Manager::PreCommit { config } => {
             install_config(options, top, config, state, recorder, actions, managers::pre_commit_with_block)?;
+            record_manager_hooks(hooks, "pre-commit", state, recorder)?;
             run_manager_install(options, top, "pre-commit", &["install"], actions);
         }
     }
     Ok(())
 }
 
-type ConfigEdit = fn(&Path, &str) -> Result<String, managers::ManualEdit>;
+type ConfigEdit = fn(&Path, &str) -> Result<managers::Edited, managers::ManualEdit>;
 
 fn install_config(
     options: &InstallOptions,
@@ -792,7 +806,8 @@ fn install_config(
         Err(e) => return Err(e),
     };
     let text = String::from_utf8(existing.clone().unwrap_or_default()).with_context(|| format!("{} is not UTF-8", path.display()))?;
-    let new = edit(path, &text).map_err(InstallRefusal::ManualEdit)?;
+    let edited = edit(path, &text).map_err(InstallRefusal::ManualEdit)?;
+    let new = edited.content;
     let change = match &existing {
         None => Change::Created,
         Some(old) if *old == new.as_bytes() => Change::Unchanged,
@@ -804,12 +819,124 @@ fn install_config(
         state.manager_config = Some(relative);
         state.manager_config_created = existing.is_none();
     }
+    let list_action = edited.list.map(|edit| {
+        let mut action = Action::new("default_install_hook_types", path, Change::Added);
+        action.warning = Some(format!(
+            "added {} to default_install_hook_types in {} (pre-commit installs those hook types for our jobs; uninstall takes them out)",
+            edit.added.join(", "),
+            path.display()
+        ));
+        // A list extended twice (an item removed by hand, install run again) is undone in one go.
+        state.manager_list_edit = Some(match state.manager_list_edit.take() {
+            Some(old) if old.after == edit.before => {
+                managers::ListEdit { before: old.before, after: edit.after, added: [old.added, edit.added].concat() }
+            }
+            _ => edit,
+        });
+        action
+    });
     recorder.save(state)?;
     if change != Change::Unchanged && !options.dry_run {
         crate::jsonl::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     actions.push(Action::new("hook manager config", path, change));
+    actions.extend(list_action);
     Ok(())
+}
+
+/// The files of our hooks in `hooks` that `manager` generated, and the `.old` / `.legacy` copies
+/// there: what [`InstallState::manager_hooks_before`] records.
+fn manager_hook_files(hooks: &Path, manager: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for hook in Hook::ALL {
+        let name = hook.file_name();
+        if read_optional(&hooks.join(name)).ok().flatten().and_then(|c| managers::generated_by(&c)) == Some(manager) {
+            out.push(name.to_owned());
+        }
+        for copy in [format!("{name}.old"), format!("{name}.legacy")] {
+            if fs::symlink_metadata(hooks.join(&copy)).is_ok() {
+                out.push(copy);
+            }
+        }
+    }
+    out
+}
+
+/// Records what the hooks directory held before the manager first installs hook types for us.
+fn record_manager_hooks(hooks: &Path, manager: &str, state: &mut InstallState, recorder: &mut Recorder<'_>) -> Result<()> {
+    if state.manager_hooks_before.is_none() {
+        state.manager_hooks_before = Some(manager_hook_files(hooks, manager));
+        recorder.save(state)?;
+    }
+    Ok(())
+}
+
+/// Uninstall's half of [`record_manager_hooks`]: the hook types the manager installed only for
+/// our jobs go, the way the manager itself removes them, so the hooks directory is as it was.
+fn uninstall_manager_hooks(top: &Path, hooks: &Path, manager: &Manager, before: &[String], dry_run: bool, actions: &mut Vec<Action>) {
+    let name = manager.name();
+    let ours: Vec<&str> = Hook::ALL
+        .iter()
+        .map(|h| h.file_name())
+        .filter(|h| !before.iter().any(|b| b == h))
+        .filter(|h| read_optional(&hooks.join(h)).ok().flatten().and_then(|c| managers::generated_by(&c)) == Some(name))
+        .collect();
+    if ours.is_empty() {
+        return;
+    }
+    let (program_args, removed_here): (Vec<String>, bool) = match manager {
+        // pre-commit removes its hook files and puts back the `.legacy` copy it made of a hook
+        // that was there before.
+        Manager::PreCommit { .. } => {
+            (["uninstall"].into_iter().chain(ours.iter().flat_map(|t| ["-t", t])).map(String::from).collect(), false)
+        }
+        // lefthook has no command to remove one hook type: its stubs for our hooks are removed
+        // here (and a `.old` copy lefthook made for them put back), then `lefthook install`
+        // re-creates those its remaining config still needs.
+        Manager::Lefthook { .. } => (vec!["install".to_owned()], true),
+        _ => return,
+    };
+    let command = format!("{name} {}", program_args.join(" "));
+    let mut action = Action { what: format!("{name} hook types"), path: ours.join(" "), change: Change::Removed, warning: None };
+    if dry_run {
+        actions.push(action);
+        return;
+    }
+    let Some(program) = manager_program(top, name) else {
+        action.change = Change::Refused;
+        action.warning = Some(format!(
+            "{name} is not on PATH: remove the hook types it installed for our jobs ({}) from {} yourself",
+            ours.join(", "),
+            hooks.display()
+        ));
+        actions.push(action);
+        return;
+    };
+    if removed_here {
+        for hook in &ours {
+            let path = hooks.join(hook);
+            if let Err(e) = fs::remove_file(&path) {
+                action.warning = Some(format!("could not remove {}: {e}", path.display()));
+            }
+            let old = hooks.join(format!("{hook}.old"));
+            if !before.iter().any(|b| *b == format!("{hook}.old")) && fs::symlink_metadata(&old).is_ok() {
+                if let Err(e) = fs::rename(&old, &path) {
+                    action.warning = Some(format!("could not move {} back to {}: {e}", old.display(), path.display()));
+                }
+            }
+        }
+    }
+    let out = std::process::Command::new(&program).args(&program_args).current_dir(top).stdin(std::process::Stdio::null()).output();
+    let failed = match out {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!("`{command}` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Some(format!("could not run `{command}`: {e}")),
+    };
+    if let Some(why) = failed {
+        action.change = Change::Refused;
+        action.warning = Some(format!("{why}; remove the hook types {name} installed for our jobs ({}) yourself", ours.join(", ")));
+    }
+    actions.push(action);
 }
 
 /// Finds a manager's executable on PATH, and only there: never inside the repository (a
@@ -871,15 +998,37 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
     if let Some(rel) = &state.manager_config {
         let path = top.join(rel);
         if let Some(content) = read_optional(&path)? {
-            let change = match block::without_block(&content) {
-                None => Change::Absent,
-                Some(rest) if rest.is_empty() && state.manager_config_created => {
+            let without = block::without_block(&content);
+            let had_block = without.is_some();
+            let mut rest = without.unwrap_or_else(|| content.clone());
+            let mut list_action = None;
+            if let Some(list) = &state.manager_list_edit {
+                let found: Vec<usize> = memchr::memmem::find_iter(&rest, list.after.as_bytes()).collect();
+                list_action = Some(match found.as_slice() {
+                    [at] => {
+                        rest.splice(*at..*at + list.after.len(), list.before.bytes());
+                        Action::new("default_install_hook_types", &path, Change::Removed)
+                    }
+                    _ => refused(
+                        "default_install_hook_types",
+                        &path,
+                        format!(
+                            "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only there for beads-git",
+                            path.display(),
+                            list.added.join(", ")
+                        ),
+                    ),
+                });
+            }
+            let change = match () {
+                _ if !had_block && list_action.as_ref().is_none_or(|a| a.change != Change::Removed) => Change::Absent,
+                _ if rest.is_empty() && state.manager_config_created => {
                     if !dry_run {
                         fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
                     }
                     Change::Deleted
                 }
-                Some(rest) => {
+                _ => {
                     if !dry_run {
                         crate::jsonl::write_atomic(&path, &rest)?;
                     }
@@ -887,7 +1036,11 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                 }
             };
             actions.push(Action::new("hook manager config", &path, change));
+            actions.extend(list_action);
         }
+    }
+    if let Some(before) = &state.manager_hooks_before {
+        uninstall_manager_hooks(&top, &hooks, &manager, before, dry_run, &mut actions);
     }
     let mut keys = vec![("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)];
     if state.append_driver_installed {

@@ -15,14 +15,14 @@ use crate::support::{bd_sync, bin, hermetic, issue, path_with_our_binaries, real
 const FILE: &str = ".beads/issues.jsonl";
 
 /// A repository with one committed issue, and a PATH holding our binaries and the tools.
-struct Repo {
+pub(super) struct Repo {
     dir: tempfile::TempDir,
     path_env: std::ffi::OsString,
     home: tempfile::TempDir,
 }
 
 impl Repo {
-    fn new(extra_path: &[&Path]) -> Repo {
+    pub(super) fn new(extra_path: &[&Path]) -> Repo {
         let path_env = path_with_our_binaries(extra_path);
         let repo = Repo { dir: tempfile::tempdir().expect("tmp"), path_env, home: tempfile::tempdir().expect("home") };
         repo.ok("git", &["init", "-q", "-b", "main"]);
@@ -32,22 +32,22 @@ impl Repo {
         repo
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    pub(super) fn cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = hermetic(program);
         c.current_dir(self.path()).env("PATH", &self.path_env).env("HOME", self.home.path()).env("NO_COLOR", "1");
         c.env_remove("CI").env_remove("HUSKY").env_remove("LEFTHOOK").env_remove("PRE_COMMIT");
         c
     }
 
-    fn out(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+    pub(super) fn out(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
         run(self.cmd(program).args(args))
     }
 
-    fn ok(&self, program: impl AsRef<std::ffi::OsStr> + std::fmt::Debug, args: &[&str]) -> String {
+    pub(super) fn ok(&self, program: impl AsRef<std::ffi::OsStr> + std::fmt::Debug, args: &[&str]) -> String {
         let out = self.out(&program, args);
         assert!(
             out.status.success(),
@@ -59,17 +59,17 @@ impl Repo {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     }
 
-    fn sync(&self, args: &[&str]) -> Output {
+    pub(super) fn sync(&self, args: &[&str]) -> Output {
         self.out(bin("bd-sync"), args)
     }
 
-    fn write(&self, rel: &str, content: &str) {
+    pub(super) fn write(&self, rel: &str, content: &str) {
         let p = self.path().join(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         std::fs::write(p, content).expect("write");
     }
 
-    fn read(&self, rel: &str) -> Option<Vec<u8>> {
+    pub(super) fn read(&self, rel: &str) -> Option<Vec<u8>> {
         std::fs::read(self.path().join(rel)).ok()
     }
 
@@ -90,7 +90,7 @@ impl Repo {
         out
     }
 
-    fn check_exit(&self) -> (Option<i32>, String) {
+    pub(super) fn check_exit(&self) -> (Option<i32>, String) {
         let out = self.sync(&["check"]);
         (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
     }
@@ -120,7 +120,7 @@ fn assert_committed(out: &Output, what: &str) {
 
 /// Commits a new issue with a notify server listening: the commit succeeds and the server hears
 /// of that issue exactly once. Returns the server for further commits.
-fn commit_is_notified_once(repo: &Repo, id: &str, what: &str) -> CaptureServer {
+pub(super) fn commit_is_notified_once(repo: &Repo, id: &str, what: &str) -> CaptureServer {
     let s = server();
     assert_committed(&repo.commit_issue(&s.url, id), what);
     s.wait_for(1, std::time::Duration::from_secs(5));
@@ -320,7 +320,7 @@ fn husky_in_a_custom_directory() {
 
 // ---- lefthook --------------------------------------------------------------------------------
 
-fn lefthook() -> Option<PathBuf> {
+pub(super) fn lefthook() -> Option<PathBuf> {
     real_tool("LEFTHOOK", "npm/node_modules/.bin/lefthook")
 }
 
@@ -401,7 +401,7 @@ fn our_install_then_lefthook_install_then_ours_again() {
 
 // ---- pre-commit ------------------------------------------------------------------------------
 
-fn pre_commit() -> Option<PathBuf> {
+pub(super) fn pre_commit() -> Option<PathBuf> {
     real_tool("PRE_COMMIT", "pre-commit-4.7.0/bin/pre-commit")
 }
 

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The newcomer test: does what the README's "Install" and "Set up a repository" sections say,
+# literally. The ```sh blocks that follow a `<!-- newcomer:NAME -->` comment in README.md are
+# extracted and run, in a temporary HOME, against a real repository holding a copy of
+# ../shared/data/beads-real.jsonl as .beads/issues.jsonl; then the newcomer and a teammate (who
+# followed the teammate's one-liner) change the same issue in their clones and merge, which only
+# the driver those steps set up can do without a conflict.
+#
+# What it substitutes, and nothing else:
+#   - in the blocks: `<URL of this repository>` becomes this checkout's path (so git clones its
+#     HEAD: commit what you want tested), and `path/to/your/project` the newcomer's repository;
+#     `$BEADS_GIT` is set to the clone, as the README asks.
+#   - around them: HOME is a new temporary directory. cargo keeps the real CARGO_HOME (its
+#     registry: nothing is downloaded again) and RUSTUP_HOME; only the install root moves
+#     (CARGO_INSTALL_ROOT=$HOME/.cargo, so the binaries land in ~/.cargo/bin of the temporary HOME,
+#     as the README says, and that directory goes first on PATH). CARGO_TARGET_DIR is this
+#     checkout's target directory (or the one already set), so `cargo install` reuses the release
+#     build .ci/run made before it: the dependencies are not built again (the crate itself is:
+#     a fresh clone's files are newer than that build). git runs hermetically (GIT_* cleared, no system or
+#     user config), with a fixed identity and clock.
+#
+# Run: `bash tests/newcomer.sh` (after `cargo build --release --locked`, or it builds). Without
+# ../shared/data/beads-real.jsonl it skips, or fails when CI is set.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+readme="$repo/README.md"
+data="$repo/../shared/data/beads-real.jsonl"
+if [ ! -f "$data" ]; then
+  if [ -n "${CI:-}" ]; then
+    echo "newcomer: $data is missing; CI runs with ../shared beside the clone" >&2
+    exit 1
+  fi
+  echo "newcomer: $data not found: skipped"
+  exit 0
+fi
+
+# The ```sh block after the `<!-- newcomer:NAME` comment.
+block() {
+  local code
+  code=$(awk -v name="$1" '
+    index($0, "<!-- newcomer:" name " ") == 1 { armed = 1; next }
+    armed && /^```sh$/ { inside = 1; next }
+    inside && /^```$/ { exit }
+    inside { print }
+  ' "$readme")
+  if [ -z "$code" ]; then
+    echo "newcomer: README.md has no sh block marked <!-- newcomer:$1 -->" >&2
+    exit 1
+  fi
+  printf '%s\n' "$code"
+}
+
+# Runs README block NAME in DIR, after the substitutions above; its commands are echoed.
+run_block() {
+  local name=$1 dir=$2 code
+  code=$(block "$name")
+  code=${code//'<URL of this repository>'/$repo}
+  code=${code//'path/to/your/project'/$work/project}
+  echo "== README block '$name' (in ${dir#"$work"/})"
+  (cd "$dir" && sh -exc "$code")
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
+export HOME="$work/home"
+mkdir -p "$HOME"
+export CARGO_INSTALL_ROOT="$HOME/.cargo"
+export PATH="$HOME/.cargo/bin:$PATH"
+while IFS= read -r var; do unset "$var"; done < <(env | sed -n 's/^\(GIT_[A-Za-z0-9_]*\)=.*/\1/p')
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+export GIT_AUTHOR_NAME=Newcomer GIT_AUTHOR_EMAIL=newcomer@example.com GIT_COMMITTER_NAME=Newcomer
+export GIT_COMMITTER_EMAIL=newcomer@example.com
+export GIT_AUTHOR_DATE="2026-01-01T00:00:00Z" GIT_COMMITTER_DATE="2026-01-01T00:00:00Z"
+
+# The newcomer's project, published to a bare origin a teammate clones.
+git init -q --bare -b main "$work/origin.git"
+git init -q -b main "$work/project"
+mkdir "$work/project/.beads"
+cp "$data" "$work/project/.beads/issues.jsonl"
+git -C "$work/project" add .beads/issues.jsonl
+git -C "$work/project" commit -q -m "the tracker"
+git -C "$work/project" remote add origin "$work/origin.git"
+git -C "$work/project" push -q -u origin main
+
+run_block install "$work"
+for b in bd-sync bd-merge bd-hook; do
+  [ -x "$HOME/.cargo/bin/$b" ] || { echo "newcomer: ~/.cargo/bin/$b was not installed" >&2; exit 1; }
+done
+bd-sync --version
+run_block completions "$work"
+for f in .local/share/bash-completion/completions/bd-sync .zfunc/_bd-sync .config/fish/completions/bd-sync.fish \
+  .local/share/man/man1/bd-sync.1; do
+  [ -s "$HOME/$f" ] || { echo "newcomer: ~/$f is missing or empty" >&2; exit 1; }
+done
+
+run_block setup "$work"
+git -C "$work/project" push -q origin main
+
+git clone -q "$work/origin.git" "$work/teammate"
+export BEADS_GIT="$work/beads-git"
+run_block teammate "$work/teammate"
+
+# Each clone changes another field of the same issue (the first line): a line merge conflicts.
+edit() {
+  python3 - "$1/.beads/issues.jsonl" "$2" <<'EOF'
+import re, sys
+path, who = sys.argv[1], sys.argv[2]
+with open(path, encoding="utf-8", newline="") as f:
+    lines = f.read().split("\n")
+first = lines[0]
+if who == "title":
+    new = first.replace('"title":"', '"title":"Renamed: ', 1)
+else:
+    new = re.sub(r'"priority":(\d)', lambda m: '"priority":' + ("4" if m.group(1) != "4" else "3"), first, count=1)
+assert new != first, f"the first issue has no {who} to change"
+lines[0] = new
+with open(path, "w", encoding="utf-8", newline="") as f:
+    f.write("\n".join(lines))
+print(new[:120])
+EOF
+}
+echo "== two clones change the same issue, then merge"
+edit "$work/project" title
+git -C "$work/project" commit -q -am "rename the first issue"
+git -C "$work/project" push -q origin main
+edit "$work/teammate" priority
+git -C "$work/teammate" commit -q -am "reprioritise the first issue"
+git -C "$work/teammate" pull -q --no-rebase --no-edit origin main
+git -C "$work/teammate" show HEAD^1:.beads/issues.jsonl >"$work/theirs.jsonl"
+priority=$(sed -n '1s/.*\("priority":[0-9]\).*/\1/p' "$work/theirs.jsonl")
+merged=$(head -n 1 "$work/teammate/.beads/issues.jsonl")
+id=$(printf '%s' "$merged" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+case "$merged" in
+  *'"title":"Renamed: '*) ;;
+  *) echo "newcomer: the merge lost the title change: $merged" >&2; exit 1 ;;
+esac
+case "$merged" in
+  *"$priority"*) ;;
+  *) echo "newcomer: the merge lost the priority change ($priority): $merged" >&2; exit 1 ;;
+esac
+if grep -q '^<<<<<<<' "$work/teammate/.beads/issues.jsonl"; then
+  echo "newcomer: the merged file has conflict markers" >&2
+  exit 1
+fi
+[ "$(git -C "$work/teammate" rev-list --count --merges HEAD)" = 1 ] || { echo "newcomer: no merge commit" >&2; exit 1; }
+(cd "$work/teammate" && bd-sync show "$id" && bd-sync check)
+echo "newcomer: the README's install and set-up steps work; the driver merged $id"
