@@ -13,7 +13,9 @@
 //! - [`timestamp`]: RFC 3339 instants, so "later" means later across UTC offsets.
 //! - [`cache`]: the SQLite cache behind `bd-sync`: incremental import, export by patching stored
 //!   lines, dirty tracking by triggers, ready/blocked views.
-//! - [`check`]: problems in an issues file (duplicates, cycles, markers, ...).
+//! - [`check`]: problems in an issues file (duplicates, cycles, markers, ...); [`doctor`] runs
+//!   them with the installation's health for `bd-sync check`.
+//! - [`conventions`]: what br and bd expect of a record they rewrite (key order, array sorts).
 //! - [`git`]: the git subprocesses the driver and the cache need, and gix for reading blobs.
 //! - [`diff`], [`notify`], [`watch`]: which ids changed, and telling a server about them.
 //! - [`install`]: our marked blocks in git hook files.
@@ -23,7 +25,11 @@
 //! - [`generate`]: shell completions and man pages from the binaries' clap definitions.
 //! - [`schema`]: JSON Schemas of every `--json` output (`bd-sync schema`).
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
-#![warn(missing_docs)]
+//! - [`merge_log`] and [`since_last`]: the values merges dropped, and a notifier's state between
+//!   runs.
+//!
+//! The layers these form, and where new code goes, are in `docs/architecture.md`.
+#![deny(missing_docs)]
 
 pub mod cache;
 pub mod check;

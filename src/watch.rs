@@ -150,7 +150,7 @@ fn newest_database(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
 }
 
 /// A warning when the issues file is older than a tracker database beside it by more than
-/// [`STALE_AFTER`] (or missing while a database exists): the tracker keeps its issues in the
+/// `STALE_AFTER` (a minute) (or missing while a database exists): the tracker keeps its issues in the
 /// database and may not export them to the file any more.
 pub fn stale_file_warning(dir: &Path) -> Option<String> {
     let file = issues_file(dir);

@@ -205,9 +205,11 @@ pub struct InstallState {
     pub attributes_created: bool,
     /// We added a newline to its last line before appending.
     pub attributes_newline_added: bool,
-    /// A hook manager's config file we added our block to, relative to the work tree.
+    /// A hook manager's config file we added our block to, relative to the work tree (UTF-8:
+    /// install.json is text, and a path it could not spell exactly would send uninstall to
+    /// another file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manager_config: Option<String>,
+    pub manager_config: Option<camino::Utf8PathBuf>,
     /// We created that config file.
     #[serde(default)]
     pub manager_config_created: bool,
@@ -814,8 +816,9 @@ fn install_config(
         Some(old) if block::find_block(old).is_some() => Change::Updated,
         Some(_) => Change::Added,
     };
-    let relative = path.strip_prefix(top).unwrap_or(path).display().to_string();
-    if state.manager_config.as_deref() != Some(relative.as_str()) {
+    let relative = camino::Utf8PathBuf::try_from(path.strip_prefix(top).unwrap_or(path).to_path_buf())
+        .map_err(|e| anyhow::anyhow!("{} is not UTF-8, and install.json records paths as UTF-8 text", e.into_path_buf().display()))?;
+    if state.manager_config.as_ref() != Some(&relative) {
         state.manager_config = Some(relative);
         state.manager_config_created = existing.is_none();
     }

@@ -1,6 +1,6 @@
 //! The merge driver as git runs it: read `%O %A %B`, merge, write the result over `%A`.
 //!
-//! This is the porcelain around the pure [`merge`](super::merge): it reads the inputs (an
+//! This is the porcelain around the pure [`merge`]: it reads the inputs (an
 //! unreadable input, or one that is not a regular file, is an error and `%A` is left alone;
 //! inputs are read, never mapped, see [`jsonl::read`]), asks git for the conflict style when
 //! markers may be written, falls back to `git merge-file` for input that cannot be merged record
