@@ -373,7 +373,7 @@ impl Scan {
 
     /// `status` and `closed_at` agree, the status is known, pinned handoffs are collected.
     fn status(&mut self, obj: &RawObject<'_>, id: &str, number: usize) {
-        let text = |k: &str| obj.get(k).and_then(parse_json_str).map(|s| s.into_owned());
+        let text = |k: &str| obj.get(k).and_then(parse_json_str).map(std::borrow::Cow::into_owned);
         let status = text("status");
         let has_closed_at = obj.get("closed_at").is_some_and(|v| v != "null");
         match status.as_deref() {
@@ -416,8 +416,8 @@ impl Scan {
             let Some(d) = RawObject::parse_trusted(e) else {
                 continue;
             };
-            let on = d.get("depends_on_id").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_default();
-            let kind = d.get("type").and_then(parse_json_str).map(|s| s.into_owned()).unwrap_or_else(|| "blocks".into());
+            let on = d.get("depends_on_id").and_then(parse_json_str).map(std::borrow::Cow::into_owned).unwrap_or_default();
+            let kind = d.get("type").and_then(parse_json_str).map(std::borrow::Cow::into_owned).unwrap_or_else(|| "blocks".into());
             if kind == "blocks" {
                 self.blocks.entry(id.to_owned()).or_default().push(on.clone());
             }
@@ -561,7 +561,7 @@ fn blocks_cycles(graph: &HashMap<String, Vec<String>>) -> Vec<Vec<String>> {
             match next {
                 Some(n) if on_path.contains(n.as_str()) => {
                     let from = path.iter().position(|p| p == n).expect("on path");
-                    let mut cycle: Vec<String> = path[from..].iter().map(|s| s.to_string()).collect();
+                    let mut cycle: Vec<String> = path[from..].iter().map(std::string::ToString::to_string).collect();
                     let min = cycle.iter().enumerate().min_by_key(|(_, s)| s.as_str()).map(|(i, _)| i).unwrap_or(0);
                     cycle.rotate_left(min);
                     if seen_cycles.insert(cycle.clone()) {

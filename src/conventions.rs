@@ -234,7 +234,7 @@ pub fn same_record(a: &Value, b: &Value) -> bool {
         match v {
             Value::Array(items) => {
                 let mut xs: Vec<Value> = items.iter().map(normal).collect();
-                xs.sort_by_key(|x| x.to_string());
+                xs.sort_by_key(std::string::ToString::to_string);
                 Value::Array(xs)
             }
             Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), normal(v))).collect()),

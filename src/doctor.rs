@@ -46,7 +46,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         );
     }
     if crate::git::git_dir(dir).is_some() && !findings.iter().any(|f| f.kind == FindingKind::ConflictMarker) {
-        let name = path.file_name().map(std::path::PathBuf::from).unwrap_or_else(|| path.to_path_buf());
+        let name = path.file_name().map(std::path::PathBuf::from).unwrap_or_else(|| path.clone());
         let unmerged = crate::git::run(dir, &[std::ffi::OsStr::new("ls-files"), "-u".as_ref(), "--".as_ref(), name.as_os_str()]);
         if unmerged.is_ok_and(|out| !out.trim().is_empty()) {
             findings.push(Finding::new(

@@ -174,7 +174,7 @@ type BlobLine = (String, Option<Vec<u8>>);
 
 /// The line in each blob (`None`: not there), reading the blobs on every core.
 fn lines_in_blobs(dir: &Path, blobs: &[&str], id: &str) -> Result<std::collections::HashMap<String, Option<Vec<u8>>>> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+    let threads = std::thread::available_parallelism().map(std::num::NonZero::get).unwrap_or(1).clamp(1, 8);
     let chunk = blobs.len().div_ceil(threads).max(1);
     let parts: Vec<Result<Vec<BlobLine>>> = std::thread::scope(|s| {
         let handles: Vec<_> = blobs

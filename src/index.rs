@@ -49,7 +49,7 @@ impl<'a> IdIndex<'a> {
         let file = Jsonl::split(content);
         // FxHash: ids are short and the file is the user's own, so a DoS-resistant hash buys
         // nothing (A/B in docs/performance.md).
-        let mut ids: FxHashMap<Cow<'a, str>, Slot> = FxHashMap::with_capacity_and_hasher(file.lines.len(), Default::default());
+        let mut ids: FxHashMap<Cow<'a, str>, Slot> = FxHashMap::with_capacity_and_hasher(file.lines.len(), rustc_hash::FxBuildHasher);
         let mut bad = Vec::new();
         let mut line_ids = Vec::with_capacity(file.lines.len());
         for (i, line) in file.lines.iter().enumerate() {

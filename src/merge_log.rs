@@ -757,7 +757,7 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
     } else {
         record = set_at(&record, &path, dropped, go_style).context("rewriting the record")?;
     }
-    let stamp = value_at(&record, &["updated_at"]).and_then(|v| crate::record::parse_json_str(&v).map(|s| s.into_owned()));
+    let stamp = value_at(&record, &["updated_at"]).and_then(|v| crate::record::parse_json_str(&v).map(std::borrow::Cow::into_owned));
     let mut updated_at = None;
     if let Some(stamp) = stamp {
         let now = crate::timestamp::merge_now().map_err(anyhow::Error::msg)?;

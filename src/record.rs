@@ -186,7 +186,7 @@ pub fn key_label(key: &str) -> Cow<'_, str> {
 /// Reads `{"id":"<plain string>"` at the start of `rest`, without parsing the rest of the line.
 fn leading_id(rest: &[u8]) -> Option<&str> {
     let end = memchr::memchr2(b'"', b'\\', rest)?;
-    if rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',') | Some(b'}')) {
+    if rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',' | b'}')) {
         let id = std::str::from_utf8(&rest[..end]).ok()?;
         if !id.bytes().any(|b| b < 0x20) {
             return Some(id);
@@ -249,7 +249,7 @@ pub struct Entry<'a> {
     pub raw_value: Cow<'a, str>,
 }
 
-impl<'a> Entry<'a> {
+impl Entry<'_> {
     /// An entry whose key needs no escaping beyond what `write_json_string` does.
     pub fn new(key: &str, raw_value: String, go_style: bool) -> Entry<'static> {
         let mut raw_key = String::with_capacity(key.len() + 2);
@@ -545,7 +545,7 @@ mod tests {
         assert_eq!(record_key(br#"{"_type":"event","id":"e1"}"#), Ok(Key::Other { kind: "event".into(), key: "e1".into() }));
         assert_eq!(record_id(br#"{"_type":"memory","key":"k1"}"#), Err(LineProblem::NotAnIssue));
         assert_eq!(record_key(br#"{"_type":"memory","value":"v"}"#), Err(LineProblem::MissingId));
-        assert_eq!(record_id(br#"[1]"#), Err(LineProblem::NotAnObject));
+        assert_eq!(record_id(br"[1]"), Err(LineProblem::NotAnObject));
         assert_eq!(record_id(b"<<<<<<< ours"), Err(LineProblem::ConflictMarker));
         // The fast path reads only the id; the content is validated when a merge needs it.
         assert_eq!(record_id(br#"{"id":"x","#).expect("test input is valid"), "x");

@@ -136,7 +136,12 @@ fn ready_exclusion(obj: &RawObject<'_>) -> Option<String> {
 
 /// The strings of an array-of-strings field (other elements skipped; absent: empty).
 pub(crate) fn string_array(obj: &RawObject<'_>, key: &str) -> Vec<String> {
-    obj.get(key).and_then(split_array).unwrap_or_default().into_iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect()
+    obj.get(key)
+        .and_then(split_array)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| parse_json_str(e).map(std::borrow::Cow::into_owned))
+        .collect()
 }
 
 fn text_of(obj: &RawObject<'_>, key: &str) -> Option<String> {
@@ -318,12 +323,12 @@ fn patched_labels(obj: &RawObject<'_>, labels: &[String], comma: &str, go_style:
     if kept.len() == old.len() && added.is_empty() {
         return None;
     }
-    let strings: Vec<&str> = old_strings.iter().flatten().map(|s| s.as_ref()).collect();
+    let strings: Vec<&str> = old_strings.iter().flatten().map(std::convert::AsRef::as_ref).collect();
     let sorted = old_strings.iter().all(Option::is_some) && strings.windows(2).all(|w| w[0] <= w[1]);
-    let mut elements: Vec<String> = kept.iter().map(|e| e.to_string()).collect();
+    let mut elements: Vec<String> = kept.iter().map(std::string::ToString::to_string).collect();
     if sorted {
-        let mut all: Vec<String> = kept.iter().filter_map(|e| parse_json_str(e).map(|s| s.into_owned())).collect();
-        all.extend(added.iter().map(|l| l.to_string()));
+        let mut all: Vec<String> = kept.iter().filter_map(|e| parse_json_str(e).map(std::borrow::Cow::into_owned)).collect();
+        all.extend(added.iter().map(|l| (*l).clone()));
         all.sort();
         // Keep the kept elements' own text (escapes) for labels already there.
         elements = all
@@ -331,7 +336,7 @@ fn patched_labels(obj: &RawObject<'_>, labels: &[String], comma: &str, go_style:
             .map(|l| {
                 kept.iter()
                     .find(|e| parse_json_str(e).as_deref() == Some(l.as_str()))
-                    .map_or_else(|| json_string(l, go_style), |e| e.to_string())
+                    .map_or_else(|| json_string(l, go_style), std::string::ToString::to_string)
             })
             .collect();
     } else {

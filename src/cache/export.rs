@@ -466,7 +466,7 @@ pub fn snapshot(cache: &Cache, path: &Path) -> Result<usize> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     jsonl::write_atomic_with(path, jsonl::Durability::Fsync, |w| {
-        jsonl::write_lines(w, Layout::default(), lines.iter().map(|l| l.as_bytes()))
+        jsonl::write_lines(w, Layout::default(), lines.iter().map(std::string::String::as_bytes))
     })?;
     Ok(lines.len())
 }

@@ -707,15 +707,15 @@ impl Write<'_> {
                 }
                 store_issue(tx, id, text, line_hash(text.as_bytes()), &rows, *is_new)?;
                 if *is_new {
-                    written.report.added.push(id.to_owned())
+                    written.report.added.push(id.to_owned());
                 } else if *changed {
-                    written.report.changed.push(id.to_owned())
+                    written.report.changed.push(id.to_owned());
                 }
             }
             Action::Merge => {
                 let file_ids = |parent: &str| merge::rename::highest_child(parent, self.scan.positions.keys().map(|k| &**k));
                 let dirty = &self.state.dirty;
-                merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?
+                merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?;
             }
         }
         Ok(())
@@ -769,7 +769,9 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
     let stamps: Vec<Option<String>> = copies
         .iter()
         .map(|(_, t)| {
-            RawObject::parse_str(t).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned()))
+            RawObject::parse_str(t)
+                .ok()
+                .and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(std::borrow::Cow::into_owned))
         })
         .collect();
     let mut best = 0;
@@ -944,7 +946,7 @@ fn two_issues(
                     kept_json: None,
                     dropped_json: dropped.map(str::to_owned),
                 },
-            })
+            });
         };
     let Some((parent, _)) = merge::rename::child_number(id) else {
         let cache_wins = match options.policy {

@@ -271,7 +271,7 @@ impl Cache {
 /// The file name of the database (`ext` = "db") or of one of its side files (`db-wal`, ...),
 /// whatever the database's own extension.
 fn sidecar_name(db: &Path, ext: &str) -> std::ffi::OsString {
-    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = db.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
     if let Some(suffix) = ext.strip_prefix("db") {
         name.push(suffix);
     }
@@ -303,7 +303,10 @@ fn unused_path(path: &Path) -> PathBuf {
     if !path.exists() {
         return path.to_path_buf();
     }
-    (1..).map(|n| PathBuf::from(format!("{}.{n}", path.display()))).find(|p| !p.exists()).expect("some suffix is free")
+    // Ends: a directory holds finitely many names.
+    #[allow(clippy::maybe_infinite_iter)]
+    let free = (1..).map(|n| PathBuf::from(format!("{}.{n}", path.display()))).find(|p| !p.exists());
+    free.expect("some suffix is free")
 }
 
 fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {

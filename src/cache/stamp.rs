@@ -38,9 +38,8 @@ fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
         Some(rusqlite::types::Value::Integer(i)) => Some(i),
         _ => None,
     };
-    let path = match get("file_path")? {
-        Some(rusqlite::types::Value::Text(p)) => p,
-        _ => return Ok(None),
+    let Some(rusqlite::types::Value::Text(path)) = get("file_path")? else {
+        return Ok(None);
     };
     let (Some(size), Some(mtime_ns), Some(inode), Some(hash)) =
         (int(get("file_size")?), int(get("file_mtime_ns")?), int(get("file_inode")?), int(get("file_hash")?))

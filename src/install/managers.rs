@@ -296,7 +296,7 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
             (inner_at + inner.trim_end().len(), missing.iter().map(|m| format!("{sep}{m}")).collect::<String>())
         };
         let after = format!("{}{added}{}", &key[..insert_at], &key[insert_at..]);
-        let edit = ListEdit { before: key.to_owned(), after, added: missing.iter().map(|m| m.to_string()).collect() };
+        let edit = ListEdit { before: key.to_owned(), after, added: missing.iter().map(std::string::ToString::to_string).collect() };
         return Ok(Some((offset(key_line), edit)));
     }
     if !value.is_empty() {
@@ -340,7 +340,7 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
     for m in &missing {
         after.push_str(&format!("{prefix}{m}{eol}"));
     }
-    Ok(Some((offset(key_line), ListEdit { before, after, added: missing.iter().map(|m| m.to_string()).collect() })))
+    Ok(Some((offset(key_line), ListEdit { before, after, added: missing.iter().map(std::string::ToString::to_string).collect() })))
 }
 
 /// The new content of `.pre-commit-config.yaml` with our block (and, where the file lists its

@@ -590,7 +590,7 @@ fn install_attributes(
             new.push(b'\n');
         }
         state.attributes_file = Some(location.key().to_owned());
-        state.attribute_lines_added.extend(missing.iter().map(|l| l.to_string()));
+        state.attribute_lines_added.extend(missing.iter().map(std::string::ToString::to_string));
         state.attributes_created |= existing.is_none();
         state.attributes_newline_added |= newline_added;
         recorder.save(state)?;
@@ -1024,14 +1024,14 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
                 });
             }
             let change = match () {
-                _ if !had_block && list_action.as_ref().is_none_or(|a| a.change != Change::Removed) => Change::Absent,
-                _ if rest.is_empty() && state.manager_config_created => {
+                () if !had_block && list_action.as_ref().is_none_or(|a| a.change != Change::Removed) => Change::Absent,
+                () if rest.is_empty() && state.manager_config_created => {
                     if !dry_run {
                         fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
                     }
                     Change::Deleted
                 }
-                _ => {
+                () => {
                     if !dry_run {
                         crate::jsonl::write_atomic(&path, &rest)?;
                     }

@@ -175,7 +175,7 @@ pub fn recompute_file(content: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(content.len());
-    crate::jsonl::write_lines(&mut out, file.layout, lines.iter().map(|l| l.as_ref())).expect("writing to a Vec cannot fail");
+    crate::jsonl::write_lines(&mut out, file.layout, lines.iter().map(std::convert::AsRef::as_ref)).expect("writing to a Vec cannot fail");
     Some(out)
 }
 

@@ -231,7 +231,7 @@ enum ElementKind {
     Mixed,
 }
 
-fn element_kind(v: &Option<Value>) -> Option<ElementKind> {
+fn element_kind(v: Option<&Value>) -> Option<ElementKind> {
     match v {
         None => Some(ElementKind::Empty),
         Some(Value::Array(items)) if items.is_empty() => Some(ElementKind::Empty),
@@ -256,7 +256,7 @@ fn merge_arrays<'a>(
     if !matches!(values.1, Some(Value::Array(_))) && !matches!(values.2, Some(Value::Array(_))) {
         return None;
     }
-    let kinds = [element_kind(&values.0)?, element_kind(&values.1)?, element_kind(&values.2)?];
+    let kinds = [element_kind(values.0.as_ref())?, element_kind(values.1.as_ref())?, element_kind(values.2.as_ref())?];
     let kind = kinds.iter().copied().filter(|k| *k != ElementKind::Empty).try_fold(ElementKind::Empty, |acc, k| {
         if acc == ElementKind::Empty || acc == k {
             Some(k)

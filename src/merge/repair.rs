@@ -410,7 +410,7 @@ fn give_comments_distinct_ids(lines: &mut [Vec<u8>], now: Option<crate::timestam
 
 /// A record line's `updated_at`.
 fn stamp_of(line: &[u8]) -> Option<String> {
-    crate::record::RawObject::parse(line).ok()?.get("updated_at").and_then(crate::record::parse_json_str).map(|s| s.into_owned())
+    crate::record::RawObject::parse(line).ok()?.get("updated_at").and_then(crate::record::parse_json_str).map(std::borrow::Cow::into_owned)
 }
 
 /// The distinct copies of one id grouped by issue: one group, unless the id is a child id `P.N`
@@ -442,7 +442,7 @@ fn merge_copies(
 ) -> Option<Vec<u8>> {
     let mut acc = copies[0].to_vec();
     for (k, next) in copies[1..].iter().enumerate() {
-        let before: Vec<String> = lines[..=k].iter().map(|n| n.to_string()).collect();
+        let before: Vec<String> = lines[..=k].iter().map(std::string::ToString::to_string).collect();
         let labels = crate::merge_log::Labels {
             ours: if k == 0 { format!("the copy on line {}", lines[0]) } else { format!("the copies on lines {}", before.join(", ")) },
             theirs: format!("the copy on line {}", lines[k + 1]),

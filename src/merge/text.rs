@@ -92,7 +92,9 @@ pub fn merge_text(base: &str, ours: &str, theirs: &str) -> Option<String> {
                 x
             }
         };
-        chosen.iter().for_each(|l| out.push_str(l));
+        for l in chosen {
+            out.push_str(l);
+        }
         pos = end;
         i = j;
     }

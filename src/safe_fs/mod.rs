@@ -87,7 +87,7 @@ impl std::error::Error for FileError {
 /// `install.json`): far above any real one.
 pub const SMALL_FILE_LIMIT: u64 = 16 << 20;
 
-fn kind_of(ft: &fs::FileType) -> &'static str {
+fn kind_of(ft: fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -128,7 +128,7 @@ pub fn refuse_symlink(path: &Path) -> Result<(), FileError> {
 pub fn refuse_non_regular(path: &Path) -> Result<(), FileError> {
     refuse_symlink(path)?;
     match fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(&m.file_type()) }),
+        Ok(m) if !m.file_type().is_file() => Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(m.file_type()) }),
         _ => Ok(()),
     }
 }
@@ -154,7 +154,7 @@ pub fn open_regular(path: &Path) -> Result<Option<File>, FileError> {
     };
     let meta = file.metadata().map_err(|e| io(path, e))?;
     if !meta.is_file() {
-        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(&meta.file_type()) });
+        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(meta.file_type()) });
     }
     Ok(Some(file))
 }
@@ -193,7 +193,7 @@ pub fn open_for_update(path: &Path) -> Result<File, FileError> {
     })?;
     let meta = file.metadata().map_err(|e| io(path, e))?;
     if !meta.is_file() {
-        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(&meta.file_type()) });
+        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind_of(meta.file_type()) });
     }
     Ok(file)
 }

@@ -579,13 +579,13 @@ fn awkward_file(version: u32) -> Vec<u8> {
 
 /// The ids the server received, exactly (not sorted, not trimmed).
 fn received(server: &CaptureServer) -> Vec<String> {
-    let mut v: Vec<String> = server.requests().iter().map(|r| r.item()).collect();
+    let mut v: Vec<String> = server.requests().iter().map(super::support::Request::item).collect();
     v.sort();
     v
 }
 
 fn sorted(ids: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = ids.iter().map(std::string::ToString::to_string).collect();
     v.sort();
     v
 }
@@ -689,7 +689,7 @@ fn regression_a_file_rewritten_every_20ms_was_never_notified_while_the_writes_la
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let _ = child.wait();
     eprintln!("{i} rewrites in 2 s: first notice after {first:?}, {} notice(s) during the writes", server.requests().len());
-    assert!(first.is_some_and(|d| d < Duration::from_millis(1000)), "a notice while the writes go on: first {first:?}");
+    assert!(first.is_some_and(|d| d < Duration::from_secs(1)), "a notice while the writes go on: first {first:?}");
 }
 
 /// Caps a child's address space, so a watcher that reads without bound fails the test instead of
@@ -700,7 +700,7 @@ fn cap_memory(cmd: &mut std::process::Command, bytes: u64) {
     unsafe {
         cmd.pre_exec(move || {
             let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+            if libc::setrlimit(libc::RLIMIT_AS, &raw const limit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

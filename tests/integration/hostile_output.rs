@@ -235,7 +235,7 @@ fn bounded(program: &Path, dir: &Path, args: &[&str]) -> Output {
     unsafe {
         cmd.pre_exec(|| {
             let limit = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+            if libc::setrlimit(libc::RLIMIT_AS, &raw const limit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

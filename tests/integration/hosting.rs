@@ -245,7 +245,7 @@ fn assert_plain_merge_keeps_both_sides(s: &Scenario) {
         .filter(|(id, _)| id.starts_with("bd-10."))
         .map(|(id, v)| (id.as_str(), v["title"].as_str().expect("title")))
         .collect();
-    children.sort();
+    children.sort_unstable();
     assert_eq!(children, [("bd-10.1", "Subtask added on topic"), ("bd-10.2", "Subtask added on main")], "both subtasks kept");
     for (id, _) in &children {
         let deps = merged[*id]["dependencies"].as_array().expect("dependencies");

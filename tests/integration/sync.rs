@@ -393,7 +393,7 @@ fn check_finds_each_problem_class() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let mut kinds: Vec<&str> = v["findings"].as_array().expect("array").iter().map(|f| f["kind"].as_str().expect("kind")).collect();
-    kinds.sort();
+    kinds.sort_unstable();
     assert_eq!(
         kinds,
         [

@@ -89,7 +89,7 @@ pub(crate) fn print_report(name: &str, report: &driver::DriverReport, quiet: boo
         DriverOutcome::Clean => {}
         DriverOutcome::Conflicted(n) => eprintln!("bd-merge: {name}: {n} record(s) left with conflict markers"),
         DriverOutcome::NeedsReview => {
-            eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)")
+            eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)");
         }
         DriverOutcome::Fallback { reason, conflicted } => eprintln!(
             "bd-merge: {}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",

@@ -21,7 +21,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             eprintln!(
                 "bd-sync: hook: unknown hook {} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)",
                 escaped(&args.hook)
-            )
+            );
         }
         Some(h) => {
             if let Err(e) = install::own_bin_dir().and_then(|dir| install::run_hook(h, &args.args, &dir)) {

@@ -67,7 +67,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         eprintln!("bd-sync: {}: warning: {warning}", paths.file.display());
     }
     if !report.repeated_keys.is_empty() {
-        let lines: Vec<String> = report.repeated_keys.iter().take(10).map(|n| n.to_string()).collect();
+        let lines: Vec<String> = report.repeated_keys.iter().take(10).map(std::string::ToString::to_string).collect();
         eprintln!(
             "bd-sync: warning: {} record(s) repeat a key (line {}); the last value counts, as in bd (see `bd-sync check`)",
             report.repeated_keys.len(),
