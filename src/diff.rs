@@ -27,18 +27,13 @@ pub struct Snapshot {
 }
 
 /// A line that kept a snapshot from being taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {problem}")]
 pub struct SnapshotError {
     /// 1-based line number.
     pub line: usize,
     /// What is wrong.
     pub problem: LineProblem,
-}
-
-impl std::fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}: {}", self.line, self.problem)
-    }
 }
 
 impl Snapshot {

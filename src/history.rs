@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::diff::Snapshot;
@@ -42,8 +42,7 @@ pub fn diff(options: &DiffOptions) -> Result<FileDiff> {
         }
         Some(rev) => (rev.to_owned(), options.working_file.display().to_string(), repo.issues_at(rev, None)?, working()?),
     };
-    let snapshot =
-        |bytes: Vec<u8>, name: &str| Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {name}: {e}"));
+    let snapshot = |bytes: Vec<u8>, name: &str| Snapshot::parse(bytes, false, None).with_context(|| format!("issues file at {name}"));
     let issues = issue_diff::diff_snapshots(&snapshot(old, &old_name)?, &snapshot(new, &new_name)?);
     Ok(FileDiff { old: old_name, new: new_name, issues })
 }

@@ -374,7 +374,7 @@ pub fn append(dir: &Path, mut entries: Vec<Entry>) -> Result<()> {
         Some(seq) => Some(seq),
         None => last_seq_in(&rotated).ok().flatten(),
     };
-    let now = crate::timestamp::merge_now().map_err(anyhow::Error::msg)?;
+    let now = crate::timestamp::merge_now()?;
     let time = crate::timestamp::write_like(now, "2000-01-01T00:00:00Z").unwrap_or_default();
     let mut bytes = Vec::new();
     let mut seq = last.unwrap_or(0);
@@ -760,7 +760,7 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
     let stamp = value_at(&record, &["updated_at"]).and_then(|v| crate::record::parse_json_str(&v).map(std::borrow::Cow::into_owned));
     let mut updated_at = None;
     if let Some(stamp) = stamp {
-        let now = crate::timestamp::merge_now().map_err(anyhow::Error::msg)?;
+        let now = crate::timestamp::merge_now()?;
         if let Some(next) = crate::timestamp::merge_stamp([stamp.as_str()], Some(now)) {
             record = set_at(&record, &["updated_at"], Some(&crate::record::json_string(&next, go_style)), go_style)
                 .context("rewriting the record")?;

@@ -8,37 +8,29 @@
 //! parsed at all.
 
 use std::borrow::Cow;
-use std::fmt;
 
 /// Why a line cannot be used as an issue record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineProblem {
     /// Leftover git conflict markers (`<<<<<<<`, `=======`, `|||||||`, `>>>>>>>`).
+    #[error("leftover conflict marker")]
     ConflictMarker,
     /// The bytes are not UTF-8.
+    #[error("invalid UTF-8")]
     InvalidUtf8,
     /// Not valid JSON; the text is serde_json's description (with the column).
+    #[error("invalid JSON: {0}")]
     InvalidJson(String),
     /// Valid JSON, but not an object.
+    #[error("not a JSON object")]
     NotAnObject,
     /// An object without a string `"id"` (nor another identity: see [`record_key`]).
+    #[error("no string \"id\" field")]
     MissingId,
     /// A valid record that is not an issue: bd 1.0's header line, a memory line, or another
     /// `_type` (see [`record_key`]).
+    #[error("not an issue (a header, memory or other record kind)")]
     NotAnIssue,
-}
-
-impl fmt::Display for LineProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LineProblem::ConflictMarker => f.write_str("leftover conflict marker"),
-            LineProblem::InvalidUtf8 => f.write_str("invalid UTF-8"),
-            LineProblem::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
-            LineProblem::NotAnObject => f.write_str("not a JSON object"),
-            LineProblem::MissingId => f.write_str("no string \"id\" field"),
-            LineProblem::NotAnIssue => f.write_str("not an issue (a header, memory or other record kind)"),
-        }
-    }
 }
 
 /// True for a character that must not reach a terminal raw: C0 and C1 controls (ESC, BEL, CR,

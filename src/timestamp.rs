@@ -187,16 +187,16 @@ pub fn merge_stamp<'s>(sides: impl IntoIterator<Item = &'s str>, now: Option<Ins
     }
 }
 
+/// `BD_MERGE_NOW` holds something other than an RFC 3339 instant (the text, escaped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("BD_MERGE_NOW={0}: not an RFC 3339 instant; write it like 2026-01-05T10:00:00Z, or unset it to use the clock")]
+pub struct BadMergeNow(String);
+
 /// The merge's own time: `BD_MERGE_NOW` (an RFC 3339 instant, so tests and fixtures are
 /// reproducible) or else the system clock. An unparseable `BD_MERGE_NOW` is an error naming it.
-pub fn merge_now() -> Result<Instant, String> {
+pub fn merge_now() -> Result<Instant, BadMergeNow> {
     match std::env::var("BD_MERGE_NOW") {
-        Ok(text) => parse(text.trim()).ok_or_else(|| {
-            format!(
-                "BD_MERGE_NOW={}: not an RFC 3339 instant; write it like 2026-01-05T10:00:00Z, or unset it to use the clock",
-                crate::record::printable(&text, 60)
-            )
-        }),
+        Ok(text) => parse(text.trim()).ok_or_else(|| BadMergeNow(crate::record::printable(&text, 60))),
         Err(_) => {
             let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             Ok(Instant { seconds: i64::try_from(since.as_secs()).unwrap_or(i64::MAX), nanos: since.subsec_nanos() })

@@ -8,7 +8,7 @@
 //! property (store then render is byte-identical; an SQL edit renders into exactly its fields) is
 //! tested below.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
@@ -245,7 +245,7 @@ pub(crate) fn remove_children(tx: &Transaction<'_>, id: &str) -> Result<()> {
 
 /// Stores a line as an issue's synced state: the new merge base with rows decoded from it.
 pub(crate) fn store_line(tx: &Transaction<'_>, id: &str, line: &str) -> Result<()> {
-    let obj = RawObject::parse_str(line).map_err(|e| anyhow::anyhow!("line of {id} is not valid: {e}"))?;
+    let obj = RawObject::parse_str(line).with_context(|| format!("line of {id} is not valid"))?;
     store_issue(tx, id, line, super::line_hash(line.as_bytes()), &IssueRows::from_record(&obj), false)
 }
 
@@ -259,7 +259,7 @@ pub fn render_issue(conn: &Connection, id: &str, go_style: bool) -> Result<Optio
         return Ok(None);
     };
     let raw = raw.unwrap_or_else(|| "{}".to_owned());
-    let obj = RawObject::parse_str(&raw).map_err(|e| anyhow::anyhow!("stored line of {id} is not valid: {e}"))?;
+    let obj = RawObject::parse_str(&raw).with_context(|| format!("stored line of {id} is not valid"))?;
     let mut entries: Vec<Entry<'_>> = obj.entries.clone();
     let (colon, comma) = (obj.colon, obj.comma);
 

@@ -515,7 +515,7 @@ impl Write<'_> {
         // One record at a time (`partial`); a merged record is stamped no earlier than now.
         let merge_options = MergeOptions {
             policy: self.options.policy.into(),
-            now: Some(timestamp::merge_now().map_err(anyhow::Error::msg)?),
+            now: Some(timestamp::merge_now()?),
             partial: true,
             ..MergeOptions::default()
         };
@@ -900,7 +900,7 @@ fn merge_dirty(
     report.conflicts.extend(merged.reports.iter().cloned());
     let merged_bytes = merged.to_vec();
     let merged_line = String::from_utf8_lossy(&merged_bytes).trim_end_matches('\n').to_owned();
-    let obj = RawObject::parse_str(&merged_line).map_err(|e| anyhow::anyhow!("merged record of {id}: {e}"))?;
+    let obj = RawObject::parse_str(&merged_line).with_context(|| format!("merged record of {id}"))?;
     // The file's line is the new base; the merged values stay dirty for the next export.
     store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
@@ -964,7 +964,7 @@ fn two_issues(
             note(report, merge::Side::Ours, "the cache's issue".into(), crate::record::printable(theirs, 2000), reason, Some(theirs));
             report.merged.push(id.to_owned());
         } else {
-            let obj = RawObject::parse_str(theirs).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+            let obj = RawObject::parse_str(theirs).with_context(|| id.to_string())?;
             store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
             tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
             note(report, merge::Side::Theirs, "the file's issue".into(), crate::record::printable(ours, 2000), reason, Some(ours));
@@ -983,7 +983,7 @@ fn two_issues(
     let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
     let renamed =
         merge::rename::rename_record(moving.as_bytes(), id, &to, go_style).ok_or_else(|| anyhow::anyhow!("{id}: not a record"))?;
-    let obj = RawObject::parse_str(&renamed).map_err(|e| anyhow::anyhow!("{to}: {e}"))?;
+    let obj = RawObject::parse_str(&renamed).with_context(|| to.clone())?;
     store_issue(tx, &to, &renamed, line_hash(renamed.as_bytes()), &IssueRows::from_record(&obj), true)?;
     tx.execute("UPDATE issues SET raw = NULL, line_hash = NULL WHERE id = ?1", [&to])?;
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [&to])?;
@@ -998,7 +998,7 @@ fn two_issues(
         tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
         report.merged.push(id.to_owned());
     } else {
-        let obj = RawObject::parse_str(theirs).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+        let obj = RawObject::parse_str(theirs).with_context(|| id.to_string())?;
         store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
         tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
         report.changed.push(id.to_owned());

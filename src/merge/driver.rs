@@ -128,7 +128,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     let theirs = jsonl::read(&options.theirs)?;
     let mut merge_options = options.merge.clone();
     if merge_options.now.is_none() {
-        merge_options.now = Some(crate::timestamp::merge_now().map_err(anyhow::Error::msg)?);
+        merge_options.now = Some(crate::timestamp::merge_now()?);
     }
     let wants_markers = merge_options.policy == super::ConflictPolicy::Markers;
     if options.detect_conflict_style && wants_markers {

@@ -230,7 +230,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
     if options.now.is_none() {
         match crate::timestamp::merge_now() {
             Ok(now) => options.now = Some(now),
-            Err(e) => warnings.push(e),
+            Err(e) => warnings.push(e.to_string()),
         }
     }
     let file = Jsonl::split(content);

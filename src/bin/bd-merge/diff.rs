@@ -33,7 +33,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
         _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
     };
-    let changes = issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let changes = issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?)?;
     let differs = !changes.is_empty();
     if json {
         let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };

@@ -67,7 +67,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         });
     }
-    let now = beads_git::timestamp::merge_now().map_err(anyhow::Error::msg)?;
+    let now = beads_git::timestamp::merge_now()?;
     let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
     let all = merge_log::read_all(&dir)?;
     let shown = merge_log::select(all.clone(), &merge_log::Filter { last, since, id });
