@@ -35,7 +35,7 @@ MODULE_LAYER = {
     "notify": "engine", "watch": "engine", "merge_log": "engine", "since_last": "engine",
     # porcelain: what a command does, built on engines
     "install": "porcelain", "check": "porcelain", "history": "porcelain", "hook": "porcelain",
-    "update_branch": "porcelain", "schema": "porcelain", "generate": "porcelain", "doctor": "porcelain",
+    "update_branch": "porcelain", "schema": "porcelain", "doctor": "porcelain",
 }
 
 

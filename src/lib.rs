@@ -22,7 +22,6 @@
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
 //!   is installed.
 //! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
-//! - [`generate`]: shell completions and man pages from the binaries' clap definitions.
 //! - [`schema`]: JSON Schemas of every `--json` output (`bd-sync schema`).
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 //! - [`merge_log`] and [`since_last`]: the values merges dropped, and a notifier's state between
@@ -37,7 +36,6 @@ pub mod color;
 pub mod conventions;
 pub mod diff;
 pub mod doctor;
-pub mod generate;
 pub mod git;
 pub mod history;
 pub mod hook;

@@ -1,6 +1,9 @@
 //! `bd-hook`: tell a Gemba-style server which issues changed. Fail-open: without a URL it does
 //! nothing, and delivery problems never fail the caller unless `--strict`.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -95,7 +98,7 @@ struct Cli {
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+    if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
     let cli = match Cli::try_parse() {

@@ -66,7 +66,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+    if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
     let cli = Cli::parse();

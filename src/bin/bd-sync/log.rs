@@ -14,7 +14,7 @@ use crate::Global;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
-    #[arg(add = clap_complete::ArgValueCompleter::new(beads_git::generate::issue_ids))]
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::common::generate::issue_ids))]
     id: String,
     /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
     #[arg(allow_hyphen_values = true)]

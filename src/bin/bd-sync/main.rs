@@ -96,7 +96,7 @@ fn main() -> ExitCode {
     beads_git::reset_sigpipe();
     clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command).var("BD_SYNC_COMPLETE").complete();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = beads_git::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+    if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
     let cli = Cli::parse();

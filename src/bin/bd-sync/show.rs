@@ -12,7 +12,7 @@ use crate::Global;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// Issue ids; a unique prefix or suffix of an id is enough (an ambiguous one lists the candidates).
-    #[arg(required = true, value_name = "ID", add = clap_complete::ArgValueCompleter::new(beads_git::generate::issue_ids))]
+    #[arg(required = true, value_name = "ID", add = clap_complete::ArgValueCompleter::new(crate::common::generate::issue_ids))]
     ids: Vec<String>,
 }
 

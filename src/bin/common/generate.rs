@@ -54,7 +54,7 @@ pub fn from_args(args: &[OsString], cmd: impl FnOnce() -> clap::Command) -> Opti
     let cmd = cmd();
     let name = cmd.get_name().to_owned();
     let Ok(kind) = <Kind as clap::ValueEnum>::from_str(value, false) else {
-        eprintln!("{name}: --generate takes {KINDS}, not {}", crate::record::escaped(&format!("{value:?}")));
+        eprintln!("{name}: --generate takes {KINDS}, not {}", beads_git::record::escaped(&format!("{value:?}")));
         return Some(ExitCode::from(2));
     };
     let mut out = std::io::stdout().lock();
@@ -73,18 +73,18 @@ pub fn from_args(args: &[OsString], cmd: impl FnOnce() -> clap::Command) -> Opti
 /// must not import or lock); nothing when there is no issues file or what was typed is not UTF-8.
 pub fn issue_ids(current: &std::ffi::OsStr) -> Vec<clap_complete::CompletionCandidate> {
     let Some(typed) = current.to_str() else { return Vec::new() };
-    let Ok(file) = crate::cache::find_issues_file(std::path::Path::new(".")) else { return Vec::new() };
+    let Ok(file) = beads_git::cache::find_issues_file(std::path::Path::new(".")) else { return Vec::new() };
     let Ok(content) = std::fs::read(&file) else { return Vec::new() };
     let mut out: Vec<(String, Option<String>)> = content
         .split(|&b| b == b'\n')
         .filter_map(|line| {
-            let id = crate::record::record_id(line).ok()?;
+            let id = beads_git::record::record_id(line).ok()?;
             if !id.starts_with(typed) {
                 return None;
             }
             let title = serde_json::from_slice::<serde_json::Value>(line)
                 .ok()
-                .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(|t| crate::record::printable(t, 60)));
+                .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(|t| beads_git::record::printable(t, 60)));
             Some((id.into_owned(), title))
         })
         .collect();
