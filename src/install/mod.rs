@@ -999,52 +999,71 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
         return Ok(actions);
     };
     if let Some(rel) = &state.manager_config {
-        let path = top.join(rel);
-        if let Some(content) = read_optional(&path)? {
-            let without = block::without_block(&content);
-            let had_block = without.is_some();
-            let mut rest = without.unwrap_or_else(|| content.clone());
-            let mut list_action = None;
-            if let Some(list) = &state.manager_list_edit {
-                let found: Vec<usize> = memchr::memmem::find_iter(&rest, list.after.as_bytes()).collect();
-                list_action = Some(match found.as_slice() {
-                    [at] => {
-                        rest.splice(*at..*at + list.after.len(), list.before.bytes());
-                        Action::new("default_install_hook_types", &path, Change::Removed)
-                    }
-                    _ => refused(
-                        "default_install_hook_types",
-                        &path,
-                        format!(
-                            "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only there for beads-git",
-                            path.display(),
-                            list.added.join(", ")
-                        ),
-                    ),
-                });
-            }
-            let change = match () {
-                () if !had_block && list_action.as_ref().is_none_or(|a| a.change != Change::Removed) => Change::Absent,
-                () if rest.is_empty() && state.manager_config_created => {
-                    if !dry_run {
-                        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-                    }
-                    Change::Deleted
-                }
-                () => {
-                    if !dry_run {
-                        crate::jsonl::write_atomic(&path, &rest)?;
-                    }
-                    Change::Removed
-                }
-            };
-            actions.push(Action::new("hook manager config", &path, change));
-            actions.extend(list_action);
-        }
+        uninstall_manager_config(&top.join(rel), &state, dry_run, &mut actions)?;
     }
     if let Some(before) = &state.manager_hooks_before {
         uninstall_manager_hooks(&top, &hooks, &manager, before, dry_run, &mut actions);
     }
+    uninstall_git_config(repo, &state, dry_run, &mut actions)?;
+    if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
+        actions.extend(uninstall_attributes(repo, &top, location, &state, dry_run)?);
+    }
+    if !dry_run {
+        let _ = fs::remove_file(state_path(repo)?);
+    }
+    Ok(actions)
+}
+
+/// Takes our block out of a hook manager's config (deleting a file install created that holds
+/// nothing else), and puts back a hook-type list install extended.
+fn uninstall_manager_config(path: &Path, state: &InstallState, dry_run: bool, actions: &mut Vec<Action>) -> Result<()> {
+    let path = path.to_path_buf();
+    if let Some(content) = read_optional(&path)? {
+        let without = block::without_block(&content);
+        let had_block = without.is_some();
+        let mut rest = without.unwrap_or_else(|| content.clone());
+        let mut list_action = None;
+        if let Some(list) = &state.manager_list_edit {
+            let found: Vec<usize> = memchr::memmem::find_iter(&rest, list.after.as_bytes()).collect();
+            list_action = Some(match found.as_slice() {
+                [at] => {
+                    rest.splice(*at..*at + list.after.len(), list.before.bytes());
+                    Action::new("default_install_hook_types", &path, Change::Removed)
+                }
+                _ => refused(
+                    "default_install_hook_types",
+                    &path,
+                    format!(
+                        "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only there for beads-git",
+                        path.display(),
+                        list.added.join(", ")
+                    ),
+                ),
+            });
+        }
+        let change = match () {
+            () if !had_block && list_action.as_ref().is_none_or(|a| a.change != Change::Removed) => Change::Absent,
+            () if rest.is_empty() && state.manager_config_created => {
+                if !dry_run {
+                    fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                }
+                Change::Deleted
+            }
+            () => {
+                if !dry_run {
+                    crate::jsonl::write_atomic(&path, &rest)?;
+                }
+                Change::Removed
+            }
+        };
+        actions.push(Action::new("hook manager config", &path, change));
+        actions.extend(list_action);
+    }
+    Ok(())
+}
+
+/// Puts back (or unsets) the git config values install set, and drops sections left empty.
+fn uninstall_git_config(repo: &Path, state: &InstallState, dry_run: bool, actions: &mut Vec<Action>) -> Result<()> {
     let mut keys = vec![("merge.beads.driver", &state.previous_driver), ("merge.beads.name", &state.previous_name)];
     if state.append_driver_installed {
         keys.extend([
@@ -1079,52 +1098,53 @@ pub fn uninstall(repo: &Path, dry_run: bool) -> Result<Vec<Action>> {
             let _ = git(repo, &["config", "--local", "--remove-section", section]);
         }
     }
-    if let Some(location) = state.attributes_file.as_deref().and_then(AttributesFile::parse) {
-        let path = location.path(repo)?;
-        if let Some(content) = read_optional(&path)? {
-            let mut out: Vec<u8> = Vec::with_capacity(content.len());
-            let mut to_remove: Vec<&str> = state.attribute_lines_added.iter().map(String::as_str).collect();
-            let recorded = to_remove.len();
-            for line in content.split_inclusive(|&b| b == b'\n') {
-                let t = String::from_utf8_lossy(block::trim_eol(line)).into_owned();
-                if let Some(i) = to_remove.iter().position(|l| *l == t) {
-                    to_remove.remove(i);
-                    continue;
-                }
-                out.extend_from_slice(line);
+    Ok(())
+}
+
+/// Takes the attribute lines install appended out of their file (deleting a file install
+/// created that holds nothing else), warning when the file is committed.
+fn uninstall_attributes(repo: &Path, top: &Path, location: AttributesFile, state: &InstallState, dry_run: bool) -> Result<Option<Action>> {
+    let path = location.path(repo)?;
+    if let Some(content) = read_optional(&path)? {
+        let mut out: Vec<u8> = Vec::with_capacity(content.len());
+        let mut to_remove: Vec<&str> = state.attribute_lines_added.iter().map(String::as_str).collect();
+        let recorded = to_remove.len();
+        for line in content.split_inclusive(|&b| b == b'\n') {
+            let t = String::from_utf8_lossy(block::trim_eol(line)).into_owned();
+            if let Some(i) = to_remove.iter().position(|l| *l == t) {
+                to_remove.remove(i);
+                continue;
             }
-            // The newline install added goes with the lines it added (an install that failed
-            // before writing them added neither).
-            if state.attributes_newline_added && to_remove.len() < recorded && out.ends_with(b"\n") {
-                out.pop();
-            }
-            let change = if state.attributes_created && out.is_empty() { Change::Deleted } else { Change::Removed };
-            if !dry_run {
-                if change == Change::Deleted {
-                    fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-                } else {
-                    crate::jsonl::write_atomic(&path, &out)?;
-                }
-            }
-            let mut action = Action::new("attributes", &path, change);
-            if location == AttributesFile::WorkTree && tracked(&top, &path) {
-                let rel = path.strip_prefix(&top).unwrap_or(&path).display().to_string();
-                action.warning = Some(if action.change == Change::Deleted {
-                    format!(
-                        "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
-                        if dry_run { "would delete" } else { "deletes" }
-                    )
-                } else {
-                    format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
-                });
-            }
-            actions.push(action);
+            out.extend_from_slice(line);
         }
+        // The newline install added goes with the lines it added (an install that failed
+        // before writing them added neither).
+        if state.attributes_newline_added && to_remove.len() < recorded && out.ends_with(b"\n") {
+            out.pop();
+        }
+        let change = if state.attributes_created && out.is_empty() { Change::Deleted } else { Change::Removed };
+        if !dry_run {
+            if change == Change::Deleted {
+                fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            } else {
+                crate::jsonl::write_atomic(&path, &out)?;
+            }
+        }
+        let mut action = Action::new("attributes", &path, change);
+        if location == AttributesFile::WorkTree && tracked(top, &path) {
+            let rel = path.strip_prefix(top).unwrap_or(&path).display().to_string();
+            action.warning = Some(if action.change == Change::Deleted {
+                format!(
+                    "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
+                    if dry_run { "would delete" } else { "deletes" }
+                )
+            } else {
+                format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
+            });
+        }
+        return Ok(Some(action));
     }
-    if !dry_run {
-        let _ = fs::remove_file(state_path(repo)?);
-    }
-    Ok(actions)
+    Ok(None)
 }
 
 /// Whether git tracks `path` (committed or staged) in the repository at `top`.
