@@ -270,39 +270,60 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
     if value.starts_with(['&', '*', '!']) {
         return unsafe_because("it uses an anchor, alias or tag");
     }
-    let missing_in = |items: &[&str]| -> Vec<&'static str> { pre_commit_types().into_iter().filter(|t| !items.contains(t)).collect() };
-    if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-        let items: Vec<&str> = if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
-        if !items.iter().all(|i| plain_name(i)) {
-            return unsafe_because("its items are quoted, empty or not plain names");
-        }
-        let missing = missing_in(&items);
-        if missing.is_empty() {
-            return Ok(None);
-        }
-        // The separator the list already uses (", " unless it shows another).
-        let sep = match (items.first(), items.get(1)) {
-            (Some(a), Some(_)) => {
-                let after_first = &inner[inner.find(a).map_or(0, |p| p + a.len())..];
-                let next = after_first.find(|c: char| c.is_ascii_lowercase()).unwrap_or(after_first.len());
-                after_first[..next].to_owned()
-            }
-            _ => ", ".to_owned(),
-        };
-        let inner_at = value_at + 1;
-        let (insert_at, added) = if items.is_empty() {
-            (inner_at, missing.join(&sep))
-        } else {
-            (inner_at + inner.trim_end().len(), missing.iter().map(|m| format!("{sep}{m}")).collect::<String>())
-        };
-        let after = format!("{}{added}{}", &key[..insert_at], &key[insert_at..]);
-        let edit = ListEdit { before: key.to_owned(), after, added: missing.iter().map(std::string::ToString::to_string).collect() };
-        return Ok(Some((offset(key_line), edit)));
+    let edit = if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+        flow_list_edit(key, inner, value_at + 1)
+    } else if value.is_empty() {
+        block_list_edit(&lines, key_line, end)
+    } else {
+        Err("it is not a one-line `[...]` list or a block list of `- name` lines")
+    };
+    match edit {
+        Ok(edit) => Ok(edit.map(|e| (offset(key_line), e))),
+        Err(why) => unsafe_because(why),
     }
-    if !value.is_empty() {
-        return unsafe_because("it is not a one-line `[...]` list or a block list of `- name` lines");
+}
+
+/// Our hook types missing from `items`.
+fn missing_types(items: &[&str]) -> Vec<&'static str> {
+    pre_commit_types().into_iter().filter(|t| !items.contains(t)).collect()
+}
+
+/// A one-line `[a, b]` list (`inner` between the brackets, starting at byte `inner_at` of the
+/// key's line): ours added after the last item with the list's own separator. `Err` says why it
+/// is not safe to edit.
+fn flow_list_edit(key: &str, inner: &str, inner_at: usize) -> Result<Option<ListEdit>, &'static str> {
+    let items: Vec<&str> = if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
+    if !items.iter().all(|i| plain_name(i)) {
+        return Err("its items are quoted, empty or not plain names");
     }
-    // A block list: `<indent>- name` lines, with comment and blank lines between them.
+    let missing = missing_types(&items);
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    // The separator the list already uses (", " unless it shows another).
+    let sep = match (items.first(), items.get(1)) {
+        (Some(a), Some(_)) => {
+            let after_first = &inner[inner.find(a).map_or(0, |p| p + a.len())..];
+            let next = after_first.find(|c: char| c.is_ascii_lowercase()).unwrap_or(after_first.len());
+            after_first[..next].to_owned()
+        }
+        _ => ", ".to_owned(),
+    };
+    let (insert_at, added) = if items.is_empty() {
+        (inner_at, missing.join(&sep))
+    } else {
+        (inner_at + inner.trim_end().len(), missing.iter().map(|m| format!("{sep}{m}")).collect::<String>())
+    };
+    let after = format!("{}{added}{}", &key[..insert_at], &key[insert_at..]);
+    let edit = ListEdit { before: key.to_owned(), after, added: missing.iter().map(std::string::ToString::to_string).collect() };
+    Ok(Some(edit))
+}
+
+/// A block list: `<indent>- name` lines (with comment and blank lines between them) after the
+/// key's line, up to line `end`; ours added after the last item, in its column. `Err` says why it
+/// is not safe to edit.
+fn block_list_edit(lines: &[&str], key_line: usize, end: usize) -> Result<Option<ListEdit>, &'static str> {
+    let body = |l: &str| l.trim_end_matches(['\n', '\r']).len();
     let mut prefix: Option<&str> = None;
     let mut items = Vec::new();
     let mut last = None;
@@ -313,21 +334,21 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
         }
         let dash = content.len() - content.trim_start().len();
         let Some(after_dash) = content[dash..].strip_prefix('-') else {
-            return unsafe_because("a line in its block list is not a `- name` item");
+            return Err("a line in its block list is not a `- name` item");
         };
         let name_at = dash + 1 + (after_dash.len() - after_dash.trim_start().len());
         let (name, _) = split_comment(&content[name_at..]);
         if name_at == dash + 1 || !plain_name(name.trim_end()) || prefix.is_some_and(|p| p != &content[..name_at]) {
-            return unsafe_because("its block list items are not plain names lined up in one column");
+            return Err("its block list items are not plain names lined up in one column");
         }
         prefix = Some(&content[..name_at]);
         items.push(name.trim_end());
         last = Some(i);
     }
     let (Some(prefix), Some(last)) = (prefix, last) else {
-        return unsafe_because("it has no items");
+        return Err("it has no items");
     };
-    let missing = missing_in(&items);
+    let missing = missing_types(&items);
     if missing.is_empty() {
         return Ok(None);
     }
@@ -340,7 +361,7 @@ fn extend_hook_types(text: &str, key_line: usize) -> Result<Option<(usize, ListE
     for m in &missing {
         after.push_str(&format!("{prefix}{m}{eol}"));
     }
-    Ok(Some((offset(key_line), ListEdit { before, after, added: missing.iter().map(std::string::ToString::to_string).collect() })))
+    Ok(Some(ListEdit { before, after, added: missing.iter().map(std::string::ToString::to_string).collect() }))
 }
 
 /// The new content of `.pre-commit-config.yaml` with our block (and, where the file lists its
