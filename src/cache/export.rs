@@ -77,11 +77,7 @@ fn export_once(
             *imported = Some(now);
         }
     }
-    let dirty: Vec<String> = {
-        let mut st = cache.conn.prepare("SELECT issue_id FROM dirty ORDER BY issue_id")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let dirty = dirty_ids(&cache.conn)?;
     // The version imported is the version rewritten: one descriptor, checked against the stamp
     // the import recorded.
     let file = crate::safe_fs::open_regular(&path)?;
@@ -116,15 +112,7 @@ fn export_once(
         .collect();
     added.sort_unstable();
     let unchanged = !survey.changed && added.is_empty();
-    for (id, r) in &rendered {
-        match r {
-            Some(_) => report.written.push(id.clone()),
-            None if survey.seen_dirty.contains(id.as_str()) => report.removed.push(id.clone()),
-            None => {}
-        }
-    }
-    report.written.sort();
-    report.removed.sort();
+    report.list(&rendered, &survey);
     // One write transaction around the file write: SQL writers wait (for a moment), so rows cannot
     // change between the last check and clearing their dirty flags. Rows were rendered before the
     // lock, so one edited meanwhile (it no longer renders as written) stays dirty, whatever its state.
@@ -223,6 +211,29 @@ fn record_written(
         codec::store_line(tx, id, text)?;
     }
     Ok(())
+}
+
+/// The ids with unexported edits, in id order.
+fn dirty_ids(conn: &rusqlite::Connection) -> Result<Vec<String>> {
+    let mut st = conn.prepare("SELECT issue_id FROM dirty ORDER BY issue_id")?;
+    let rows = st.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+impl ExportReport {
+    /// Lists what an export writes (every edit that renders a record) and removes (an edit that
+    /// deleted a record the file holds), each in id order.
+    fn list(&mut self, rendered: &FxHashMap<String, Option<String>>, survey: &Survey) {
+        for (id, r) in rendered {
+            match r {
+                Some(_) => self.written.push(id.clone()),
+                None if survey.seen_dirty.contains(id.as_str()) => self.removed.push(id.clone()),
+                None => {}
+            }
+        }
+        self.written.sort();
+        self.removed.sort();
+    }
 }
 
 /// A second descriptor on the file read, positioned at its start.

@@ -932,45 +932,8 @@ fn two_issues(
     file_children: &dyn Fn(&str) -> u64,
 ) -> Result<()> {
     let (ours, theirs) = (sides.ours.0, sides.theirs.0);
-    let stamp = |v: &serde_json::Value| v.get("updated_at").and_then(serde_json::Value::as_str).map(str::to_owned);
-    let note =
-        |report: &mut ImportReport, kept: merge::Side, kept_value: String, other_value: String, reason: String, dropped: Option<&str>| {
-            report.conflicts.push(Report {
-                id: id.to_owned(),
-                resolution: merge::Resolution {
-                    field: "(record)".into(),
-                    kept,
-                    kept_value,
-                    other_value,
-                    reason,
-                    kept_json: None,
-                    dropped_json: dropped.map(str::to_owned),
-                },
-            });
-        };
     let Some((parent, _)) = merge::rename::child_number(id) else {
-        let cache_wins = match options.policy {
-            ConflictPolicy::Ours => true,
-            ConflictPolicy::Theirs => false,
-            _ => match (stamp(sides.ours.1), stamp(sides.theirs.1)) {
-                (Some(a), Some(b)) => timestamp::compare(&a, &b).is_ge(),
-                (a, b) => a.is_some() >= b.is_some(),
-            },
-        };
-        let reason = "two different issues were created under this id, which has no child number to move one to".to_owned();
-        if cache_wins {
-            // The file's line becomes the base, so the export writes the cache's issue over it.
-            tx.execute("UPDATE issues SET raw = ?2, line_hash = ?3 WHERE id = ?1", params![id, theirs, line_hash(theirs.as_bytes())])?;
-            note(report, merge::Side::Ours, "the cache's issue".into(), crate::record::printable(theirs, 2000), reason, Some(theirs));
-            report.merged.push(id.to_owned());
-        } else {
-            let obj = RawObject::parse_str(theirs).with_context(|| id.to_string())?;
-            store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
-            tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
-            note(report, merge::Side::Theirs, "the file's issue".into(), crate::record::printable(ours, 2000), reason, Some(ours));
-            report.changed.push(id.to_owned());
-        }
-        return Ok(());
+        return keep_one_of_two(tx, id, &sides, options, report);
     };
     let in_cache: Vec<String> = {
         let mut st = tx.prepare("SELECT id FROM issues WHERE substr(id, 1, length(?1) + 1) = ?1 || '.'")?;
@@ -991,7 +954,7 @@ fn two_issues(
     if kept_side == merge::Side::Ours {
         // The cache's issue keeps the id, stamped past both, so a clone that holds the file's
         // issue under it takes the replacement.
-        let sides_stamps = [stamp(sides.ours.1), stamp(sides.theirs.1)];
+        let sides_stamps = [stamp_of(sides.ours.1), stamp_of(sides.theirs.1)];
         if let Some(next) = timestamp::merge_stamp(sides_stamps.iter().flatten().map(String::as_str), options.now) {
             tx.execute("UPDATE issues SET updated_at = ?2 WHERE id = ?1", params![id, next])?;
         }
@@ -1005,14 +968,72 @@ fn two_issues(
         report.renamed.push(RenamedIssue { from: id.to_owned(), to: to.clone() });
     }
     let moved = if kept_side == merge::Side::Ours { "the file's" } else { "the cache's" };
-    note(
-        report,
+    report.conflicts.push(whole_record_report(
+        id,
         kept_side,
         format!("its issue under {}", crate::record::key_label(id)),
         format!("{moved} issue, now {}", crate::record::key_label(&to)),
         "two different issues were created under this id; the later one moved to the next free child number".to_owned(),
         None,
-    );
+    ));
+    Ok(())
+}
+
+/// A record's `updated_at`, parsed.
+fn stamp_of(v: &serde_json::Value) -> Option<String> {
+    v.get("updated_at").and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+/// A report of a whole-record choice (no field merged): which side was kept, and the other.
+fn whole_record_report(
+    id: &str,
+    kept: merge::Side,
+    kept_value: String,
+    other_value: String,
+    reason: String,
+    dropped: Option<&str>,
+) -> Report {
+    Report {
+        id: id.to_owned(),
+        resolution: merge::Resolution {
+            field: "(record)".into(),
+            kept,
+            kept_value,
+            other_value,
+            reason,
+            kept_json: None,
+            dropped_json: dropped.map(str::to_owned),
+        },
+    }
+}
+
+/// Two different issues under an id with no child number to move one to: the policy (by
+/// default the newer) keeps one whole, and the other is reported with its line.
+fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &MergeOptions, report: &mut ImportReport) -> Result<()> {
+    let (ours, theirs) = (sides.ours.0, sides.theirs.0);
+    let cache_wins = match options.policy {
+        ConflictPolicy::Ours => true,
+        ConflictPolicy::Theirs => false,
+        _ => match (stamp_of(sides.ours.1), stamp_of(sides.theirs.1)) {
+            (Some(a), Some(b)) => timestamp::compare(&a, &b).is_ge(),
+            (a, b) => a.is_some() >= b.is_some(),
+        },
+    };
+    let reason = "two different issues were created under this id, which has no child number to move one to".to_owned();
+    if cache_wins {
+        // The file's line becomes the base, so the export writes the cache's issue over it.
+        tx.execute("UPDATE issues SET raw = ?2, line_hash = ?3 WHERE id = ?1", params![id, theirs, line_hash(theirs.as_bytes())])?;
+        let printed = crate::record::printable(theirs, 2000);
+        report.conflicts.push(whole_record_report(id, merge::Side::Ours, "the cache's issue".into(), printed, reason, Some(theirs)));
+        report.merged.push(id.to_owned());
+    } else {
+        let obj = RawObject::parse_str(theirs).with_context(|| id.to_string())?;
+        store_issue(tx, id, theirs, line_hash(theirs.as_bytes()), &IssueRows::from_record(&obj), false)?;
+        tx.execute("DELETE FROM dirty WHERE issue_id = ?1", [id])?;
+        let printed = crate::record::printable(ours, 2000);
+        report.conflicts.push(whole_record_report(id, merge::Side::Theirs, "the file's issue".into(), printed, reason, Some(ours)));
+        report.changed.push(id.to_owned());
+    }
     Ok(())
 }
 
