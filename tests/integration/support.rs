@@ -306,7 +306,7 @@ impl TestRepo {
         self.git(&["commit", "-q", "-m", message]);
     }
 
-    /// Registers bd-merge as the `beads` driver with the placeholders of the spec.
+    /// Registers bd-merge as the `beads` driver with the placeholders `bd-sync install` writes.
     pub fn register_merge_driver(&self, extra: &str) {
         let driver = format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y{extra}", bin("bd-merge").display());
         self.git(&["config", "merge.beads.driver", &driver]);

@@ -251,7 +251,7 @@ fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() 
     assert_eq!(
         bumped(line, 0),
         // Both edits; the new key where bd and br write it, and one tick newer than the newer
-        // edit, the cache's, stamped by the SQL edit (SPEC §2 (b), (c)).
+        // edit, the cache's, stamped by the SQL edit.
         r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"assignee":"carol","created_at":"2025-11-01T09:00:00-08:00","updated_at":"(bumped)","labels":["cache","file"]}"#
     );
     assert_eq!(text.lines().next(), SMALL.lines().next(), "other records untouched");
