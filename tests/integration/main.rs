@@ -18,6 +18,7 @@ mod hosting;
 mod import_renames;
 mod install;
 mod managers;
+mod merge_equivalence;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
