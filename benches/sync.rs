@@ -4,7 +4,14 @@
 //! the median wall time of the whole `bd-sync` process over the runs; a second line gives the
 //! peak RSS of each (the largest over the runs, read by `wait4`).
 //!
-//! `cargo bench --bench sync -- [--sizes 10k,100k] [--runs 5] [--data target/bench-data]`
+//! Each run also measures, as a process of its own and right before the import it stands beside,
+//! the least any cache must do: [`baseline_store`] (this binary run with `--baseline-store`)
+//! reads the file and stores each line's id and bytes in one SQLite table, in one transaction
+//! with the cache's own pragmas. A third line gives the cold import's time as a ratio to it (the
+//! median of the run-by-run ratios, which holds when a shared machine's speed drifts), and a
+//! fourth each import's peak RSS as a ratio to the file's size.
+//!
+//! `cargo bench --bench sync -- [--sizes 10k,100k,1m] [--runs 5] [--data target/bench-data]`
 
 mod common;
 
@@ -45,7 +52,42 @@ fn one_percent_changed(content: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// A line's id: the leading `{"id":"..."` of the files bd writes, else the parsed `id`.
+fn line_id(line: &[u8]) -> String {
+    let quick = line.strip_prefix(b"{\"id\":\"").and_then(|rest| {
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        (rest[end] == b'"').then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+    });
+    quick.unwrap_or_else(|| {
+        let value: serde_json::Value = serde_json::from_slice(line).expect("a JSON line");
+        value["id"].as_str().map(str::to_owned).unwrap_or_else(|| value.to_string())
+    })
+}
+
+/// The baseline: `(id, line)` of every line of `file` into a new SQLite database at `db`, in one
+/// transaction through one prepared statement, with the pragmas of the cache's cold import.
+fn baseline_store(file: &Path, db: &Path) {
+    let content = std::fs::read(file).expect("read the file");
+    let mut conn = rusqlite::Connection::open(db).expect("open");
+    conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;").expect("pragmas");
+    conn.execute_batch("CREATE TABLE lines (id TEXT PRIMARY KEY, line BLOB NOT NULL) WITHOUT ROWID").expect("create");
+    let tx = conn.transaction().expect("begin");
+    {
+        let mut insert = tx.prepare("INSERT OR REPLACE INTO lines (id, line) VALUES (?1, ?2)").expect("prepare");
+        for line in content.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            insert.execute(rusqlite::params![line_id(line), line]).expect("insert");
+        }
+    }
+    tx.commit().expect("commit");
+}
+
 fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if let Some(at) = argv.iter().position(|a| a == "--baseline-store") {
+        let (file, db) = (argv.get(at + 1).expect("a file"), argv.get(at + 2).expect("a database"));
+        baseline_store(Path::new(file), Path::new(db));
+        return;
+    }
     let sizes = arg("--sizes", "10k,100k");
     let runs: usize = arg("--runs", "5").parse().expect("--runs is a number");
     let data = PathBuf::from(arg("--data", "target/bench-data"));
@@ -84,6 +126,9 @@ fn main() {
         // ready -l10, blocked, check.
         let mut times: Vec<Vec<Duration>> = vec![Vec::new(); 8];
         let mut rss = [0i64; 8];
+        let (mut baseline, mut baseline_rss, mut cold_ratio) = (Vec::new(), 0i64, Vec::new());
+        let baseline_db = dir.path().join("baseline.db");
+        let me = std::env::current_exe().expect("the bench binary");
         let mut record = |k: usize, (t, r): (Duration, i64)| {
             times[k].push(t);
             rss[k] = rss[k].max(r);
@@ -91,7 +136,13 @@ fn main() {
         for _ in 0..runs {
             std::fs::copy(&base, &file).expect("copy the base");
             remove_db();
-            record(0, run(&mut sync(&["import"]), false));
+            let _ = std::fs::remove_file(&baseline_db);
+            let (t_base, r_base) = run(Command::new(&me).arg("--baseline-store").arg(&file).arg(&baseline_db), false);
+            baseline.push(t_base);
+            baseline_rss = baseline_rss.max(r_base);
+            let cold = run(&mut sync(&["import"]), false);
+            cold_ratio.push(cold.0.as_secs_f64() / t_base.as_secs_f64());
+            record(0, cold);
             record(1, run(&mut sync(&["import"]), false));
             std::fs::copy(&variant, &file).expect("copy the 1% variant");
             record(2, run(&mut sync(&["import"]), false));
@@ -115,6 +166,24 @@ fn main() {
         println!(
             "{:<6} {:>8} {:>9.0} MB {:>9.0} MB {:>9.0} MB {:>7.0} MB {:>6.0} MB {:>7.0} MB {:>6.0} MB {:>6.0} MB",
             "  RSS", "", m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
+        );
+        cold_ratio.sort_by(f64::total_cmp);
+        println!(
+            "{:<6} {:>8} {:>9.2} x  (cold import over the baseline store of (id, line): {:.0} ms, {:.0} MB)",
+            "  ratio",
+            "",
+            cold_ratio[cold_ratio.len() / 2],
+            median_ms(baseline),
+            baseline_rss as f64 / 1024.0
+        );
+        let per_file = |kib: i64| kib as f64 * 1024.0 / size as f64;
+        println!(
+            "{:<6} {:>8} {:>9.2} x {:>9.2} x {:>9.2} x  (peak RSS of the imports over the file's size)",
+            "  RSS/f",
+            "",
+            per_file(rss[0]),
+            per_file(rss[1]),
+            per_file(rss[2])
         );
     }
 }
