@@ -256,15 +256,33 @@ impl<'a> Indexed<'a> {
         Indexed { input, index: Index::Hashed(IdIndex::new(content)) }
     }
 
-    fn file(&self) -> &Jsonl<'a> {
+    fn layout(&self) -> Layout {
         match &self.index {
-            Index::Hashed(i) => &i.file,
-            Index::Sorted(s) => &s.file,
+            Index::Hashed(i) => i.file.layout,
+            Index::Sorted(s) => s.layout,
+        }
+    }
+
+    /// Every line, in file order.
+    fn lines(&self) -> Box<dyn Iterator<Item = &'a [u8]> + '_> {
+        match &self.index {
+            Index::Hashed(i) => Box::new(i.file.lines.iter().map(|l| l.bytes)),
+            Index::Sorted(s) => Box::new(s.lines()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match &self.index {
+            Index::Hashed(i) => i.file.lines.is_empty(),
+            Index::Sorted(s) => s.len() == 0,
         }
     }
 
     fn line(&self, idx: u32) -> Line<'a> {
-        self.file().lines[idx as usize]
+        match &self.index {
+            Index::Hashed(i) => i.file.lines[idx as usize],
+            Index::Sorted(s) => s.line(idx),
+        }
     }
 
     fn at(&self, id: &str) -> Option<At<'_>> {
@@ -295,10 +313,10 @@ impl<'a> Indexed<'a> {
     }
 
     /// The distinct keys, in no particular order.
-    fn keys(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+    fn keys(&self) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
         match &self.index {
-            Index::Hashed(i) => Box::new(i.ids.keys().map(|k| k.as_ref())),
-            Index::Sorted(s) => Box::new(s.keys.iter().map(|k| k.as_ref())),
+            Index::Hashed(i) => Box::new(i.ids.keys().map(|k| Cow::Borrowed(k.as_ref()))),
+            Index::Sorted(s) => Box::new(s.keys()),
         }
     }
 }
@@ -455,7 +473,7 @@ pub fn merge_sorted<'a>(
         unreachable!("built sorted just above")
     };
     let mut m = Merger::new([&b, &o, &t], options, ours, Vec::new());
-    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(oi.file.lines.len() + ti.file.lines.len() / 16);
+    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(oi.len() + ti.len() / 16);
     // The hashed path merges ours' keys first, then theirs' own: what the merge of a key only
     // theirs has reports, warns or fails on is held back to come after, in the same order.
     let (mut later_reports, mut later_warnings, mut later_error) = (Vec::new(), Vec::new(), None);
@@ -470,7 +488,7 @@ pub fn merge_sorted<'a>(
             return Ok(());
         }
         let (reports, warnings) = (m.reports.len(), m.warnings.len());
-        let outs = match m.merge_at(key, step.map(|n| n.map(At::One))) {
+        let outs = match m.merge_at(&key, step.map(|n| n.map(At::One))) {
             Ok(outs) => outs,
             Err(e) if in_ours.is_none() => {
                 later_error.get_or_insert(e);
@@ -496,7 +514,7 @@ pub fn merge_sorted<'a>(
     }
     m.reports.append(&mut later_reports);
     m.warnings.append(&mut later_warnings);
-    Some(m.finish(items, bi.keys.len(), gone, true, (ours, theirs)))
+    Some(m.finish(items, bi.len(), gone, true, (ours, theirs)))
 }
 
 /// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
@@ -630,7 +648,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 self.warnings.push(format!(
                     "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
                     gone * 100 / base_records,
-                    if file.file().lines.is_empty() { ": its file is empty" } else { "" }
+                    if file.is_empty() { ": its file is empty" } else { "" }
                 ));
                 self.mass_deletion = true;
             }
@@ -649,7 +667,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             // bd's order: the header, issues by id, memories by key, other kinds.
             items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
         }
-        let layout = if ours.is_empty() && !theirs.is_empty() { self.t.file().layout } else { self.o.file().layout };
+        let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
         let lines = self.render(items);
         let needs_review = self.mass_deletion && options.policy == ConflictPolicy::Markers;
         Ok(Merged {
@@ -938,9 +956,13 @@ impl<'m, 'a> Merger<'m, 'a> {
         let go_style = self.go_style();
         for c in &collisions {
             let Some((parent, _)) = rename::child_number(&c.id) else { continue };
-            let counter = next
-                .entry(parent.to_owned())
-                .or_insert_with(|| [self.b, self.o, self.t].iter().map(|f| rename::highest_child(parent, f.keys())).max().unwrap_or(0));
+            let counter = next.entry(parent.to_owned()).or_insert_with(|| {
+                [self.b, self.o, self.t]
+                    .iter()
+                    .map(|f| rename::highest_child(parent, f.keys().collect::<Vec<_>>().iter().map(|k| k.as_ref())))
+                    .max()
+                    .unwrap_or(0)
+            });
             *counter += 1;
             let to = format!("{parent}.{counter}");
             let Some(index) = c.item else { continue };
@@ -990,7 +1012,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             Out::Line(l) => Some(l.as_ref()),
             Out::Conflict(_) => None,
         }));
-        let before = derived::dependents(self.o.file().lines.iter().map(|l| l.bytes));
+        let before = derived::dependents(self.o.lines());
         let go_style = self.go_style();
         for (id, out) in items.iter_mut() {
             let Out::Line(line) = out else { continue };
@@ -1058,7 +1080,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             out
         };
         // The two sides are independent: read them on two threads.
-        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.file().lines.iter().map(|l| l.bytes));
+        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.lines());
         let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
             let theirs_file = self.t;
             let other = s.spawn(|| (added(theirs_file), highest_of(theirs_file)));
