@@ -592,8 +592,8 @@ struct Merger<'m, 'a> {
     warnings: Vec<String>,
     conflicts: usize,
     /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
-    /// records that can carry comments a side added.
-    touched: Vec<String>,
+    /// records that can carry comments a side added; with their base, ours and theirs lines.
+    touched: Vec<(String, [Option<&'a [u8]>; 3])>,
     /// A side deleted more than half of the base's records.
     mass_deletion: bool,
     /// Ids added on both sides as two different issues, waiting for their new ids.
@@ -702,7 +702,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         // Each comparison of whole lines once: most records are the same in all three.
         let (ours_is_base, theirs_is_base) = (bytes(o) == bytes(b), bytes(t) == bytes(b));
         if !ours_is_base || !theirs_is_base {
-            self.touched.push(id.to_owned());
+            self.touched.push((id.to_owned(), [bytes(b), bytes(o), bytes(t)]));
         }
         let keep = |line: Line<'a>| Ok(vec![Out::Line(Cow::Borrowed(line.bytes))]);
         match (b, o, t) {
@@ -1066,11 +1066,12 @@ impl<'m, 'a> Merger<'m, 'a> {
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         let finder = memchr::memmem::Finder::new(writer::COMMENTS_KEY);
-        let (base_file, touched) = (self.b, &self.touched);
-        let added = |side: &Indexed<'a>| -> Vec<writer::AddedComment> {
+        let touched = &self.touched;
+        // `side`: 1 ours, 2 theirs (the lines were kept when the records were merged).
+        let added = |side: usize| -> Vec<writer::AddedComment> {
             let mut out = Vec::new();
-            for id in touched {
-                let (Some(line), base) = (side.single(id).map(|l| l.bytes), base_file.single(id).map(|l| l.bytes)) else {
+            for (id, lines) in touched {
+                let (Some(line), base) = (lines[side], lines[0]) else {
                     continue;
                 };
                 if base != Some(line) && finder.find(line).is_some() {
@@ -1079,20 +1080,25 @@ impl<'m, 'a> Merger<'m, 'a> {
             }
             out
         };
-        // The two sides are independent: read them on two threads.
-        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.lines());
-        let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
-            let theirs_file = self.t;
-            let other = s.spawn(|| (added(theirs_file), highest_of(theirs_file)));
-            let mine = (added(self.o), highest_of(self.o));
-            (mine, other.join().expect("reading comments does not panic"))
-        });
+        let (ours, theirs) = (added(1), added(2));
         if ours.is_empty() || theirs.is_empty() {
             return;
         }
+        // Only now is the highest comment id of each side needed: a pass over every line. The
+        // two sides are independent: read them on two threads.
+        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.lines());
+        let (ours_highest, theirs_highest) = std::thread::scope(|s| {
+            let theirs_file = self.t;
+            let other = s.spawn(|| highest_of(theirs_file));
+            let mine = highest_of(self.o);
+            (mine, other.join().expect("reading comments does not panic"))
+        });
         let highest = ours_highest.max(theirs_highest);
         let changes = writer::renumber_collisions(&ours, &theirs, highest);
-        let mut by_record: HashMap<&str, Vec<&writer::Renumbering>> = HashMap::with_capacity(changes.len());
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_record: rustc_hash::FxHashMap<&str, Vec<&writer::Renumbering>> = rustc_hash::FxHashMap::default();
         for change in &changes {
             by_record.entry(change.record.as_str()).or_default().push(change);
         }
