@@ -200,4 +200,27 @@ fn main() {
     }
     println!("x git, x floor: bd-merge's time over git merge-file -p's and over the floor's, the median of the run-by-run ratios");
     println!("RSS/in: bd-merge's peak RSS over the three inputs' size");
+    // The two paths of the merge engine in this process, in turn, on the same inputs in memory:
+    // what the merge-join buys over the hash index (reading and writing left out).
+    println!("\n{:<8} {:>16} {:>18} {:>8}", "size", "merge-join ms", "hash index ms", "ratio");
+    for label in &args.sizes {
+        let dir = args.data.join(label);
+        let read = |f: &str| std::fs::read(dir.join(f)).expect("input");
+        let (base, ours, theirs) = (read("base.jsonl"), read("ours.jsonl"), read("theirs.jsonl"));
+        let options = beads_git::merge::MergeOptions::default();
+        let (mut joined, mut hashed, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..args.runs {
+            let start = std::time::Instant::now();
+            let a = beads_git::merge::merge_sorted(&base, &ours, &theirs, &options).expect("sorted inputs").expect("merge").to_vec().len();
+            let t_join = start.elapsed();
+            let start = std::time::Instant::now();
+            let b = beads_git::merge::merge_indexed(&base, &ours, &theirs, &options).expect("merge").to_vec().len();
+            let t_hash = start.elapsed();
+            assert_eq!(a, b, "the two paths wrote different lengths");
+            joined.push(t_join);
+            hashed.push(t_hash);
+            ratios.push(t_join.as_secs_f64() / t_hash.as_secs_f64());
+        }
+        println!("{:<8} {:>16.1} {:>18.1} {:>8.2}", label, median_ms(joined), median_ms(hashed), median(ratios));
+    }
 }

@@ -177,7 +177,11 @@ pub struct Rename {
 #[derive(Debug, Clone)]
 pub struct Merged<'a> {
     layout: Layout,
-    lines: Vec<Cow<'a, [u8]>>,
+    /// What to write, record by record (conflicts rendered only when written: an item per record
+    /// of a million-record file is all the merge holds besides the inputs).
+    lines: Vec<Out<'a>>,
+    /// The conflict markers' style.
+    markers: Markers,
     /// Set when the result is ours, byte for byte.
     verbatim: Option<&'a [u8]>,
     /// Records written with conflict markers (only under [`ConflictPolicy::Markers`]).
@@ -198,13 +202,30 @@ impl Merged<'_> {
     pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self.verbatim {
             Some(bytes) => w.write_all(bytes),
-            None => jsonl::write_lines(w, self.layout, self.lines.iter().map(|l| l.as_ref())),
+            None => {
+                let mk = &self.markers;
+                let marker = |c: char, label: &str| -> Vec<u8> {
+                    let mut s: String = std::iter::repeat_n(c, mk.size.max(7)).collect();
+                    if !label.is_empty() {
+                        s.push(' ');
+                        s.push_str(label);
+                    }
+                    s.into_bytes()
+                };
+                let marks = [marker('<', &mk.ours), marker('|', &mk.base), marker('=', ""), marker('>', &mk.theirs)];
+                let diff3 = mk.diff3;
+                jsonl::write_lines(w, self.layout, self.lines.iter().flat_map(|out| pieces(out, &marks, diff3).into_iter().flatten()))
+            }
         }
     }
 
     /// The merged file as bytes.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.lines.iter().map(|l| l.len() + 2).sum::<usize>() + 3);
+        let len = |out: &Out<'_>| match out {
+            Out::Line(l) => l.len() + 2,
+            Out::Conflict(_) => 0,
+        };
+        let mut out = Vec::with_capacity(self.lines.iter().map(len).sum::<usize>() + 3);
         self.write_to(&mut out).expect("writing to a Vec cannot fail");
         out
     }
@@ -341,7 +362,25 @@ fn validate(input: Input, line: Line<'_>) -> Result<(), Unmergeable> {
     RawObject::parse(line.bytes).map(|_| ()).map_err(|problem| Unmergeable { input, line: line.number, problem })
 }
 
+/// The lines one item is written as: a record, or a record between conflict markers (`marks`:
+/// the `<`, `|`, `=` and `>` lines).
+fn pieces<'s>(out: &'s Out<'_>, marks: &'s [Vec<u8>; 4], diff3: bool) -> [Option<&'s [u8]>; 7] {
+    match out {
+        Out::Line(l) => [Some(l.as_ref()), None, None, None, None, None, None],
+        Out::Conflict(c) => [
+            Some(&marks[0][..]),
+            c.ours.as_deref(),
+            diff3.then_some(&marks[1][..]),
+            c.base.filter(|_| diff3),
+            Some(&marks[2][..]),
+            c.theirs.as_deref(),
+            Some(&marks[3][..]),
+        ],
+    }
+}
+
 /// What the merge writes for one id.
+#[derive(Debug, Clone)]
 enum Out<'a> {
     Line(Cow<'a, [u8]>),
     /// Boxed: rare, and an item per record of a million-record file is then a third the size.
@@ -349,6 +388,7 @@ enum Out<'a> {
 }
 
 /// A record written between conflict markers.
+#[derive(Debug, Clone)]
 struct Conflict<'a> {
     ours: Option<Cow<'a, [u8]>>,
     base: Option<&'a [u8]>,
@@ -376,12 +416,13 @@ fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> Option<Merge
     // The result is ours, but an identical repeat of a record line still collapses to one.
     let file = Jsonl::split(ours);
     let (layout, lines, verbatim) = match collapse_repeats(&file) {
-        Some(lines) => (file.layout, lines, None),
+        Some(lines) => (file.layout, lines.into_iter().map(Out::Line).collect(), None),
         None => (Layout::default(), Vec::new(), Some(ours)),
     };
     Some(Merged {
         layout,
         lines,
+        markers: Markers::default(),
         verbatim,
         conflicts: 0,
         needs_review: false,
@@ -673,6 +714,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         Ok(Merged {
             layout,
             lines,
+            markers: options.markers.clone(),
             verbatim: None,
             conflicts: self.conflicts,
             needs_review,
@@ -1112,35 +1154,9 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Cow<'a, [u8]>> {
-        let mk = &self.options.markers;
-        let marker = |c: char, label: &str| -> Vec<u8> {
-            let mut s: String = std::iter::repeat_n(c, mk.size.max(7)).collect();
-            if !label.is_empty() {
-                s.push(' ');
-                s.push_str(label);
-            }
-            s.into_bytes()
-        };
-        let mut lines: Vec<Cow<'a, [u8]>> = Vec::with_capacity(items.len());
-        for (_, out) in items {
-            match out {
-                Out::Line(l) => lines.push(l),
-                Out::Conflict(c) => {
-                    let Conflict { ours, base, theirs } = *c;
-                    lines.push(Cow::Owned(marker('<', &mk.ours)));
-                    lines.extend(ours);
-                    if mk.diff3 {
-                        lines.push(Cow::Owned(marker('|', &mk.base)));
-                        lines.extend(base.map(Cow::Borrowed));
-                    }
-                    lines.push(Cow::Owned(marker('=', "")));
-                    lines.extend(theirs);
-                    lines.push(Cow::Owned(marker('>', &mk.theirs)));
-                }
-            }
-        }
-        lines
+    /// The items without their keys (collected in place: no second list of a million entries).
+    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Out<'a>> {
+        items.into_iter().map(|(_, out)| out).collect()
     }
 }
 
