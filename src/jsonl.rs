@@ -367,34 +367,8 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     let len = meta.len() as usize;
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| anyhow::anyhow!("{}: {len} bytes do not fit in memory", name()))?;
-    advise_huge_pages(&mut bytes);
     std::io::Read::read_to_end(&mut std::io::Read::take(&file, meta.len()), &mut bytes).with_context(|| format!("reading {}", name()))?;
     Ok(bytes)
-}
-
-/// Asks Linux to back a big buffer with transparent huge pages where the system leaves that to the
-/// program (`madvise` mode): a 100 MB read then takes some fifty page faults instead of 25,000
-/// (page faults and page clearing were a fifth of a 100k-issue merge; docs/performance.md). Only
-/// a hint: nothing changes when it is refused.
-fn advise_huge_pages(buffer: &mut Vec<u8>) {
-    #[cfg(target_os = "linux")]
-    {
-        const BIG: usize = 8 << 20;
-        const PAGE: usize = 4096;
-        if buffer.capacity() < BIG {
-            return;
-        }
-        let start = buffer.as_mut_ptr() as usize;
-        let aligned = start.next_multiple_of(PAGE);
-        let len = (buffer.capacity() - (aligned - start)) & !(PAGE - 1);
-        // SAFETY: the range lies inside the buffer's allocation, which we own; MADV_HUGEPAGE
-        // changes no contents and no mapping a Rust reference relies on.
-        unsafe {
-            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buffer;
 }
 
 fn file_kind(meta: &fs::Metadata) -> &'static str {
