@@ -49,6 +49,9 @@ fn plain_post(url: &str, body: &str) {
         body.len()
     );
     conn.write_all(request.as_bytes()).expect("send");
+    // The server keeps a connection open for the next request: closing our side ends its loop
+    // after the reply, and then the connection.
+    conn.shutdown(std::net::Shutdown::Write).expect("shutdown");
     let mut reply = Vec::new();
     let _ = conn.read_to_end(&mut reply);
 }
