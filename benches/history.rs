@@ -94,17 +94,38 @@ fn main() {
     eprintln!("repository ready in {:.1} s: {}", built.elapsed().as_secs_f64(), dir.display());
     let bd_sync = env!("CARGO_BIN_EXE_bd-sync");
     let back = (commits - 1).min(100);
-    let (mut log, mut diff, mut git_log) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut log, mut diff, mut git_log, mut git_diff) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..runs {
         let id = &watched[r % watched.len()];
         log.push(time(Command::new(bd_sync).current_dir(&dir).args(["log", id])));
         diff.push(time(Command::new(bd_sync).current_dir(&dir).args(["diff", &format!("HEAD~{}..HEAD", back)])));
         git_log.push(time(git(&dir).args(["log", "--oneline", &format!("-G\"id\":\"{id}\""), "--", ".beads"])));
+        git_diff.push(time(git(&dir).args(["diff", "--no-color", &format!("HEAD~{}..HEAD", back), "--", ".beads"])));
     }
+    // Run-by-run ratios to the git command run beside each (the median of them holds when a shared
+    // machine's speed drifts).
+    let ratio = |a: &[Duration], b: &[Duration]| {
+        let mut r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x.as_secs_f64() / y.as_secs_f64()).collect();
+        r.sort_by(f64::total_cmp);
+        r[r.len() / 2]
+    };
+    let (x_log, x_diff) = (ratio(&log, &git_log), ratio(&diff, &git_diff));
     let median = |mut v: Vec<Duration>| {
         v.sort();
         v[v.len() / 2].as_secs_f64() * 1e3
     };
-    println!("{:<8} {:>14} {:>20} {:>22}", "commits", "bd-sync log", "git log -G (alone)", "bd-sync diff ~100..");
-    println!("{:<8} {:>11.0} ms {:>17.0} ms {:>19.0} ms", commits, median(log), median(git_log), median(diff));
+    println!(
+        "{:<8} {:>14} {:>20} {:>8} {:>22} {:>16} {:>8}",
+        "commits", "bd-sync log", "git log -G (alone)", "x git", "bd-sync diff ~100..", "git diff ~100..", "x git"
+    );
+    println!(
+        "{:<8} {:>11.0} ms {:>17.0} ms {:>8.2} {:>19.0} ms {:>13.0} ms {:>8.2}",
+        commits,
+        median(log),
+        median(git_log),
+        x_log,
+        median(diff),
+        median(git_diff),
+        x_diff
+    );
 }

@@ -37,6 +37,31 @@ fn repo_with_generated_issues(label: &str, seed: u32) -> (TestRepo, std::path::P
     (repo, file)
 }
 
+/// One HTTP/1.1 POST of `body` to `url` (`http://host:port/path`) on a connection of its own,
+/// reading the reply to its end.
+fn plain_post(url: &str, body: &str) {
+    use std::io::Read;
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut conn = std::net::TcpStream::connect(host).expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).expect("send");
+    // The server keeps a connection open for the next request: closing our side ends its loop
+    // after the reply, and then the connection.
+    conn.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    let mut reply = Vec::new();
+    let _ = conn.read_to_end(&mut reply);
+}
+
+/// The median of run-by-run figures.
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     let size = arg("--size", "100k");
     let writes: usize = arg("--writes", "50").parse().expect("--writes is a number");
@@ -51,20 +76,35 @@ fn main() {
         .collect();
     std::fs::write(&base, edited).expect("write");
     repo.git(&["commit", "-q", "-am", "1% changed"]);
-    let mut times = Vec::new();
-    let mut count = 0;
+    drop(text);
+    // Beside each run, the baseline: git's own line diff of the same two revisions of the file.
+    let (mut times, mut ratios, mut rss, mut git_times) = (Vec::new(), Vec::new(), 0, Vec::new());
     for _ in 0..5 {
-        let start = Instant::now();
-        let out = hermetic(bin("bd-hook"))
-            .current_dir(repo.path())
-            .args(["--dry-run", "--strict", "--from-diff", "HEAD~1"])
-            .output()
-            .expect("run");
-        times.push(start.elapsed());
-        assert!(out.status.success());
-        count = out.stdout.iter().filter(|&&b| b == b'\n').count();
+        let m = common::measure(
+            hermetic(bin("bd-hook"))
+                .current_dir(repo.path())
+                .args(["--dry-run", "--strict", "--from-diff", "HEAD~1"])
+                .stdout(Stdio::null()),
+        );
+        assert_eq!(m.code, 0, "bd-hook --from-diff failed");
+        let git =
+            common::measure(hermetic("git").current_dir(repo.path()).args(["diff", "--no-color", "HEAD~1", "HEAD"]).stdout(Stdio::null()));
+        assert_eq!(git.code, 0, "git diff failed");
+        times.push(m.wall);
+        git_times.push(git.wall);
+        ratios.push(m.wall.as_secs_f64() / git.wall.as_secs_f64());
+        rss = rss.max(m.rss_kib);
     }
-    println!("from-diff {size} (1% changed): {count} ids, median {:.0} ms", median(times));
+    let out =
+        hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]).output().expect("run");
+    let count = out.stdout.iter().filter(|&&b| b == b'\n').count();
+    println!(
+        "from-diff {size} (1% changed): {count} ids, median {:.0} ms, peak RSS {:.0} MB; git diff of the same revisions {:.0} ms; ratio {:.2}x git diff",
+        median(times),
+        rss as f64 / 1024.0,
+        median(git_times),
+        median_of(ratios)
+    );
 
     // 2. 1,000 ids to a loopback server.
     let server = CaptureServer::start(|_, _| Reply::Status(200));
@@ -82,8 +122,23 @@ fn main() {
         assert!(child.wait().expect("wait").success());
         times.push(start.elapsed());
     }
-    assert_eq!(server.requests().len(), 5000);
-    println!("notify 1000 ids to loopback: median {:.0} ms", median(times));
+    // The baseline: 1,000 requests of the same shape, one connection each, from this process.
+    let mut baselines = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        for i in 0..1000 {
+            plain_post(&server.url, &format!("{{\"id\":\"bd-{i}\"}}"));
+        }
+        baselines.push(start.elapsed());
+    }
+    assert_eq!(server.requests().len(), 10000);
+    let one_post = median(baselines.clone()) / 1000.0;
+    let ratio = median(times.clone()) / median(baselines.clone());
+    println!(
+        "notify 1000 ids to loopback: median {:.0} ms; 1000 plain POSTs from the bench {:.0} ms; ratio {ratio:.2}x",
+        median(times),
+        median(baselines)
+    );
 
     // 3. Watcher latency after an atomic rename.
     let server = CaptureServer::start(|_, _| Reply::Status(200));
@@ -108,9 +163,10 @@ fn main() {
     latencies.sort();
     let p95 = latencies[(latencies.len() * 95).div_ceil(100) - 1];
     println!(
-        "watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms",
+        "watcher latency over {writes} atomic renames: median {:.0} ms, p95 {:.0} ms; ratio {:.1}x one plain POST ({one_post:.2} ms)",
         median(latencies.clone()),
-        p95.as_secs_f64() * 1e3
+        p95.as_secs_f64() * 1e3,
+        median(latencies.clone()) / one_post
     );
 
     // 3b. The same while another file in the directory changes every --churn-ms.
@@ -161,7 +217,14 @@ fn main() {
         medians.push((median(unrelated), median(issue_edit)));
     }
     println!(
-        "git commit, {commit_size} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms",
-        medians[0].0, medians[0].1, medians[1].0, medians[1].1, medians[1].0 - medians[0].0, medians[1].1 - medians[0].1
+        "git commit, {commit_size} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms; ratio {:.2}x / {:.2}x",
+        medians[0].0,
+        medians[0].1,
+        medians[1].0,
+        medians[1].1,
+        medians[1].0 - medians[0].0,
+        medians[1].1 - medians[0].1,
+        medians[1].0 / medians[0].0,
+        medians[1].1 / medians[0].1
     );
 }

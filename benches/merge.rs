@@ -1,9 +1,13 @@
 //! Merge benchmark: `bd-merge` against `git merge-file -p` on the same generated triples, in the
-//! same run. Reports median wall time and peak RSS of each, and checks the merged record count
-//! against the generator's `expected.json`.
+//! same run, the two in turn (A B A B ...). Reports the median wall time and peak RSS of each, the
+//! time as a ratio to git's (the median of the run-by-run ratios, which holds when a shared
+//! machine's speed drifts) and bd-merge's peak RSS as a ratio to the three inputs; and checks the
+//! merged record count against the generator's `expected.json`.
 //!
-//! `cargo bench --bench merge -- [--sizes 10k,100k] [--runs 5] [--data target/bench-data]`
-//! Missing triples are generated with gen.py (through `benches/gen_scale.py`, linear at 1M).
+//! `cargo bench --bench merge -- [--sizes 10k,100k,1m,1m-tiny] [--runs 5] [--data target/bench-data]`
+//! Missing triples are generated with gen.py (through `benches/gen_scale.py`, linear at 1M);
+//! `<size>-tiny` is a triple of records that hold only an id (about 20 bytes a line), each side
+//! deleting, adding or changing 1%: what a merge costs per record rather than per byte.
 
 mod common;
 
@@ -37,6 +41,9 @@ fn ensure_data(dir: &Path, label: &str) {
     if dir.join(label).join("theirs.jsonl").exists() {
         return;
     }
+    if let Some(size) = label.strip_suffix("-tiny") {
+        return tiny_triple(&dir.join(label), common::issues_in(size));
+    }
     eprintln!("generating the {label} triple with gen.py");
     let status = common::gen_command()
         .args(["all", "--outdir"])
@@ -50,6 +57,41 @@ fn ensure_data(dir: &Path, label: &str) {
     if !dir.join(label).exists() && generated.exists() {
         std::fs::rename(generated, dir.join(label)).expect("rename");
     }
+}
+
+/// A triple of `n` id-only records, sorted by id: ours deletes every 100th and adds `n / 100`
+/// new ones, theirs adds a title to every 100th (another one) and deletes every 100th (a third).
+fn tiny_triple(dir: &Path, n: usize) {
+    use std::io::Write;
+    eprintln!("writing the tiny triple of {n} records");
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let open = |name: &str| std::io::BufWriter::new(std::fs::File::create(dir.join(name)).expect("create"));
+    let (mut base, mut ours, mut theirs) = (open("base.jsonl"), open("ours.jsonl"), open("theirs.jsonl"));
+    let mut merged = 0u64;
+    for i in 0..n + n / 100 {
+        let line = format!("{{\"id\":\"bd-{i:08}\"}}\n");
+        if i >= n {
+            ours.write_all(line.as_bytes()).expect("write");
+            merged += 1;
+            continue;
+        }
+        base.write_all(line.as_bytes()).expect("write");
+        let (deleted_ours, deleted_theirs) = (i % 100 == 1, i % 100 == 3);
+        if !deleted_ours {
+            ours.write_all(line.as_bytes()).expect("write");
+        }
+        match i % 100 {
+            3 => {}
+            2 => theirs.write_all(format!("{{\"id\":\"bd-{i:08}\",\"title\":\"t\"}}\n").as_bytes()).expect("write"),
+            _ => theirs.write_all(line.as_bytes()).expect("write"),
+        }
+        merged += u64::from(!deleted_ours && !deleted_theirs);
+    }
+    for mut f in [base, ours, theirs] {
+        f.flush().expect("flush");
+    }
+    let expected = serde_json::json!({"merged": merged, "deleted_ours": [], "deleted_theirs": []});
+    std::fs::write(dir.join("expected.json"), expected.to_string()).expect("write expected.json");
 }
 
 /// Records one side deleted and the other changed: the merge keeps them (a change is never lost),
@@ -71,12 +113,18 @@ fn deleted_but_changed(base: &Path, ours: &Path, theirs: &Path, expected: &serde
     kept
 }
 
+/// The median of run-by-run figures.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     let args = parse_args();
     let bd_merge = env!("CARGO_BIN_EXE_bd-merge");
     println!(
-        "{:<6} {:>10} {:>14} {:>12} {:>14} {:>12} {:>8}",
-        "size", "input MB", "bd-merge ms", "bd RSS MB", "merge-file ms", "git RSS MB", "ratio"
+        "{:<8} {:>9} {:>12} {:>10} {:>14} {:>11} {:>9} {:>9} {:>9} {:>8}",
+        "size", "input MB", "bd-merge ms", "bd RSS MB", "merge-file ms", "git RSS MB", "x git", "floor ms", "x floor", "RSS/in"
     );
     for label in &args.sizes {
         ensure_data(&args.data, label);
@@ -85,8 +133,12 @@ fn main() {
         let input_bytes: u64 = [&base, &ours, &theirs].iter().map(|p| std::fs::metadata(p).expect("input").len()).sum();
         let out_bd = dir.join("merged.bd.jsonl");
         let out_git = dir.join("merged.git.jsonl");
-        let (mut t_bd, mut t_git, mut rss_bd, mut rss_git) = (Vec::new(), Vec::new(), 0, 0);
+        let out_floor = dir.join("merged.floor.jsonl");
+        let (mut t_bd, mut t_git, mut t_floor, mut rss_bd, mut rss_git) = (Vec::new(), Vec::new(), Vec::new(), 0, 0);
+        let (mut x_git, mut x_floor) = (Vec::new(), Vec::new());
         let mut git_refused = false;
+        // In turn, each run: bd-merge, git merge-file, the floor (read the three inputs, write one
+        // file of ours' size: `cat` of the inputs, then of ours).
         for _ in 0..args.runs {
             let Measured { wall, rss_kib, code } =
                 measure(Command::new(bd_merge).arg(&base).arg(&ours).arg(&theirs).arg("-q").arg("-o").arg(&out_bd));
@@ -99,8 +151,20 @@ fn main() {
             // files over 1 GB for binary: the 1M triple).
             git_refused |= git.code == 255;
             t_git.push(git.wall);
+            x_git.push(wall.as_secs_f64() / git.wall.as_secs_f64());
             rss_git = rss_git.max(git.rss_kib);
+            let floor = measure(Command::new("sh").arg("-c").arg(r#"cat "$1" "$2" "$3" >/dev/null && cat "$2" >"$4""#).args([
+                "floor", // $0
+                &*base.to_string_lossy(),
+                &*ours.to_string_lossy(),
+                &*theirs.to_string_lossy(),
+                &*out_floor.to_string_lossy(),
+            ]));
+            assert_eq!(floor.code, 0, "the floor command failed");
+            t_floor.push(floor.wall);
+            x_floor.push(wall.as_secs_f64() / floor.wall.as_secs_f64());
         }
+        let _ = std::fs::remove_file(&out_floor);
         let merged_lines = std::fs::read(&out_bd).expect("merged").iter().filter(|&&b| b == b'\n').count();
         let expected: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("expected.json")).expect("expected.json")).expect("json");
@@ -110,32 +174,53 @@ fn main() {
             expected["merged"].as_u64().expect("merged count") + kept,
             "merged record count on {label} ({kept} records deleted on one side and changed on the other are kept)"
         );
-        let (m_bd, m_git) = (median_ms(t_bd), median_ms(t_git));
-        if git_refused {
-            println!(
-                "{:<6} {:>10.1} {:>14.1} {:>12.1} {:>14} {:>12} {:>8}",
-                label,
-                input_bytes as f64 / 1e6,
-                m_bd,
-                rss_bd as f64 / 1024.0,
-                "refused",
-                "-",
-                "-"
-            );
-            println!("       git merge-file refused the inputs (exit 255: files over 1 GB are binary to it)");
-            println!("       bd-merge peak RSS is {:.2}x the three inputs", rss_bd as f64 * 1024.0 / input_bytes as f64);
-            continue;
-        }
+        let (m_bd, m_git, m_floor) = (median_ms(t_bd), median_ms(t_git), median_ms(t_floor));
+        let rss_per_input = rss_bd as f64 * 1024.0 / input_bytes as f64;
+        let (git_ms, git_mb, git_x) = if git_refused {
+            ("refused".to_owned(), "-".to_owned(), "-".to_owned())
+        } else {
+            (format!("{m_git:.1}"), format!("{:.1}", rss_git as f64 / 1024.0), format!("{:.2}", median(x_git)))
+        };
         println!(
-            "{:<6} {:>10.1} {:>14.1} {:>12.1} {:>14.1} {:>12.1} {:>8.2}",
+            "{:<8} {:>9.1} {:>12.1} {:>10.1} {:>14} {:>11} {:>9} {:>9.1} {:>9.2} {:>8.2}",
             label,
             input_bytes as f64 / 1e6,
             m_bd,
             rss_bd as f64 / 1024.0,
-            m_git,
-            rss_git as f64 / 1024.0,
-            m_bd / m_git
+            git_ms,
+            git_mb,
+            git_x,
+            m_floor,
+            median(x_floor),
+            rss_per_input
         );
-        println!("       bd-merge peak RSS is {:.2}x the three inputs", rss_bd as f64 * 1024.0 / input_bytes as f64);
+        if git_refused {
+            println!("         git merge-file refused the inputs (exit 255: files over 1 GB are binary to it)");
+        }
+    }
+    println!("x git, x floor: bd-merge's time over git merge-file -p's and over the floor's, the median of the run-by-run ratios");
+    println!("RSS/in: bd-merge's peak RSS over the three inputs' size");
+    // The two paths of the merge engine in this process, in turn, on the same inputs in memory:
+    // what the merge-join buys over the hash index (reading and writing left out).
+    println!("\n{:<8} {:>16} {:>18} {:>8}", "size", "merge-join ms", "hash index ms", "ratio");
+    for label in &args.sizes {
+        let dir = args.data.join(label);
+        let read = |f: &str| std::fs::read(dir.join(f)).expect("input");
+        let (base, ours, theirs) = (read("base.jsonl"), read("ours.jsonl"), read("theirs.jsonl"));
+        let options = beads_git::merge::MergeOptions::default();
+        let (mut joined, mut hashed, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..args.runs {
+            let start = std::time::Instant::now();
+            let a = beads_git::merge::merge_sorted(&base, &ours, &theirs, &options).expect("sorted inputs").expect("merge").to_vec().len();
+            let t_join = start.elapsed();
+            let start = std::time::Instant::now();
+            let b = beads_git::merge::merge_indexed(&base, &ours, &theirs, &options).expect("merge").to_vec().len();
+            let t_hash = start.elapsed();
+            assert_eq!(a, b, "the two paths wrote different lengths");
+            joined.push(t_join);
+            hashed.push(t_hash);
+            ratios.push(t_join.as_secs_f64() / t_hash.as_secs_f64());
+        }
+        println!("{:<8} {:>16.1} {:>18.1} {:>8.2}", label, median_ms(joined), median_ms(hashed), median(ratios));
     }
 }

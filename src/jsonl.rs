@@ -67,15 +67,24 @@ impl<'a> Jsonl<'a> {
         let bom = content.starts_with(BOM);
         let body = if bom { &content[BOM.len()..] } else { content };
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        let (crlf, final_newline) = split_lines(body, 1, &mut lines);
+        let (crlf, final_newline) = split_lines(body, 1, |line| lines.push(line));
         Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines }
+    }
+
+    /// Hands each non-blank line of file content to `each`, numbered and cut as [`Jsonl::split`]
+    /// cuts them, without keeping them; returns the layout.
+    pub fn for_each_line(content: &'a [u8], each: impl FnMut(Line<'a>)) -> Layout {
+        let bom = content.starts_with(BOM);
+        let body = if bom { &content[BOM.len()..] } else { content };
+        let (crlf, final_newline) = split_lines(body, 1, each);
+        Layout { bom, crlf: crlf.unwrap_or(false), final_newline }
     }
 }
 
 /// Appends the non-blank lines of `body` to `lines`, numbering the first `first_number`. Returns
 /// whether the first line ended in `\r\n` (`None`: no line ended) and whether the last one ended
 /// with a newline.
-fn split_lines<'a>(body: &'a [u8], first_number: usize, lines: &mut Vec<Line<'a>>) -> (Option<bool>, bool) {
+fn split_lines<'a>(body: &'a [u8], first_number: usize, mut push: impl FnMut(Line<'a>)) -> (Option<bool>, bool) {
     let mut crlf = None;
     let mut start = 0;
     let mut final_newline = body.is_empty();
@@ -97,7 +106,7 @@ fn split_lines<'a>(body: &'a [u8], first_number: usize, lines: &mut Vec<Line<'a>
             }
         }
         if !line.iter().all(|b| b.is_ascii_whitespace()) {
-            lines.push(Line { number, bytes: line });
+            push(Line { number, bytes: line });
         }
         start = stop + 1;
         if end.is_none() {
@@ -203,7 +212,7 @@ impl LineBlocks {
         }
         self.first = false;
         let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        let (crlf, _) = split_lines(body, self.next_number, &mut lines);
+        let (crlf, _) = split_lines(body, self.next_number, |line| lines.push(line));
         self.crlf = self.crlf.or(crlf);
         self.layout.crlf = self.crlf.unwrap_or(false);
         self.layout.final_newline = body.last().is_none_or(|&b| b == b'\n');

@@ -12,6 +12,7 @@ pub mod driver;
 pub mod field;
 pub mod rename;
 pub mod repair;
+mod sorted;
 pub mod text;
 pub(crate) mod writer;
 
@@ -27,6 +28,7 @@ use crate::jsonl::{self, Jsonl, Layout, Line};
 use crate::record::{key_label, kind_rank, render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
 use field::{merge_entries, FieldCtx};
+use sorted::SortedIndex;
 
 /// How to settle a field both sides changed when no per-kind rule can.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -175,7 +177,11 @@ pub struct Rename {
 #[derive(Debug, Clone)]
 pub struct Merged<'a> {
     layout: Layout,
-    lines: Vec<Cow<'a, [u8]>>,
+    /// What to write, record by record (conflicts rendered only when written: an item per record
+    /// of a million-record file is all the merge holds besides the inputs).
+    lines: Vec<Out<'a>>,
+    /// The conflict markers' style.
+    markers: Markers,
     /// Set when the result is ours, byte for byte.
     verbatim: Option<&'a [u8]>,
     /// Records written with conflict markers (only under [`ConflictPolicy::Markers`]).
@@ -196,13 +202,30 @@ impl Merged<'_> {
     pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self.verbatim {
             Some(bytes) => w.write_all(bytes),
-            None => jsonl::write_lines(w, self.layout, self.lines.iter().map(|l| l.as_ref())),
+            None => {
+                let mk = &self.markers;
+                let marker = |c: char, label: &str| -> Vec<u8> {
+                    let mut s: String = std::iter::repeat_n(c, mk.size.max(7)).collect();
+                    if !label.is_empty() {
+                        s.push(' ');
+                        s.push_str(label);
+                    }
+                    s.into_bytes()
+                };
+                let marks = [marker('<', &mk.ours), marker('|', &mk.base), marker('=', ""), marker('>', &mk.theirs)];
+                let diff3 = mk.diff3;
+                jsonl::write_lines(w, self.layout, self.lines.iter().flat_map(|out| pieces(out, &marks, diff3).into_iter().flatten()))
+            }
         }
     }
 
     /// The merged file as bytes.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.lines.iter().map(|l| l.len() + 2).sum::<usize>() + 3);
+        let len = |out: &Out<'_>| match out {
+            Out::Line(l) => l.len() + 2,
+            Out::Conflict(_) => 0,
+        };
+        let mut out = Vec::with_capacity(self.lines.iter().map(len).sum::<usize>() + 3);
         self.write_to(&mut out).expect("writing to a Vec cannot fail");
         out
     }
@@ -230,22 +253,92 @@ impl fmt::Display for Unmergeable {
     }
 }
 
-/// One input, indexed by id (the index shared with import, diff and check).
+/// One input, indexed by key: hashed (any file, the index shared with import, diff and check) or,
+/// when the file is sorted by key, by its sorted key column ([`sorted`]).
 struct Indexed<'a> {
     input: Input,
-    index: IdIndex<'a>,
+    index: Index<'a>,
+}
+
+enum Index<'a> {
+    Hashed(IdIndex<'a>),
+    Sorted(SortedIndex<'a>),
+}
+
+/// Where a key's lines are in one input.
+#[derive(Clone, Copy)]
+enum At<'s> {
+    One(u32),
+    Many(&'s [u32]),
 }
 
 impl<'a> Indexed<'a> {
     fn new(input: Input, content: &'a [u8]) -> Self {
-        Indexed { input, index: IdIndex::new(content) }
+        Indexed { input, index: Index::Hashed(IdIndex::new(content)) }
     }
-}
 
-impl<'a> std::ops::Deref for Indexed<'a> {
-    type Target = IdIndex<'a>;
-    fn deref(&self) -> &IdIndex<'a> {
-        &self.index
+    fn layout(&self) -> Layout {
+        match &self.index {
+            Index::Hashed(i) => i.file.layout,
+            Index::Sorted(s) => s.layout,
+        }
+    }
+
+    /// Every line, in file order.
+    fn lines(&self) -> Box<dyn Iterator<Item = &'a [u8]> + '_> {
+        match &self.index {
+            Index::Hashed(i) => Box::new(i.file.lines.iter().map(|l| l.bytes)),
+            Index::Sorted(s) => Box::new(s.lines()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match &self.index {
+            Index::Hashed(i) => i.file.lines.is_empty(),
+            Index::Sorted(s) => s.len() == 0,
+        }
+    }
+
+    fn line(&self, idx: u32) -> Line<'a> {
+        match &self.index {
+            Index::Hashed(i) => i.file.lines[idx as usize],
+            Index::Sorted(s) => s.line(idx),
+        }
+    }
+
+    fn at(&self, id: &str) -> Option<At<'_>> {
+        match &self.index {
+            Index::Hashed(i) => i.ids.get(id).map(|slot| match slot {
+                Slot::One(n) => At::One(*n),
+                Slot::Many(v) => At::Many(v),
+            }),
+            Index::Sorted(s) => s.find(id).map(At::One),
+        }
+    }
+
+    /// The key's line when it is on exactly one.
+    fn single(&self, id: &str) -> Option<Line<'a>> {
+        match self.at(id)? {
+            At::One(n) => Some(self.line(n)),
+            At::Many(_) => None,
+        }
+    }
+
+    /// Every line of a key, in file order (empty when absent).
+    fn lines_of(&self, id: &str) -> Vec<Line<'a>> {
+        match self.at(id) {
+            None => Vec::new(),
+            Some(At::One(n)) => vec![self.line(n)],
+            Some(At::Many(v)) => v.iter().map(|n| self.line(*n)).collect(),
+        }
+    }
+
+    /// The distinct keys, in no particular order.
+    fn keys(&self) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
+        match &self.index {
+            Index::Hashed(i) => Box::new(i.ids.keys().map(|k| Cow::Borrowed(k.as_ref()))),
+            Index::Sorted(s) => Box::new(s.keys()),
+        }
     }
 }
 
@@ -269,34 +362,82 @@ fn validate(input: Input, line: Line<'_>) -> Result<(), Unmergeable> {
     RawObject::parse(line.bytes).map(|_| ()).map_err(|problem| Unmergeable { input, line: line.number, problem })
 }
 
+/// The lines one item is written as: a record, or a record between conflict markers (`marks`:
+/// the `<`, `|`, `=` and `>` lines).
+fn pieces<'s>(out: &'s Out<'_>, marks: &'s [Vec<u8>; 4], diff3: bool) -> [Option<&'s [u8]>; 7] {
+    match out {
+        Out::Line(l) => [Some(l.as_ref()), None, None, None, None, None, None],
+        Out::Conflict(c) => [
+            Some(&marks[0][..]),
+            c.ours.as_deref(),
+            diff3.then_some(&marks[1][..]),
+            c.base.filter(|_| diff3),
+            Some(&marks[2][..]),
+            c.theirs.as_deref(),
+            Some(&marks[3][..]),
+        ],
+    }
+}
+
 /// What the merge writes for one id.
+#[derive(Debug, Clone)]
 enum Out<'a> {
     Line(Cow<'a, [u8]>),
-    Conflict { ours: Option<Cow<'a, [u8]>>, base: Option<&'a [u8]>, theirs: Option<Cow<'a, [u8]>> },
+    /// Boxed: rare, and an item per record of a million-record file is then a third the size.
+    Conflict(Box<Conflict<'a>>),
+}
+
+/// A record written between conflict markers.
+#[derive(Debug, Clone)]
+struct Conflict<'a> {
+    ours: Option<Cow<'a, [u8]>>,
+    base: Option<&'a [u8]>,
+    theirs: Option<Cow<'a, [u8]>>,
 }
 
 /// Merges three versions of an issues file.
 ///
 /// Returns the merged bytes with the reports, or [`Unmergeable`] for input it will not guess
-/// about (the caller then merges line by line).
+/// about (the caller then merges line by line). Inputs sorted by key (how bd and br write them)
+/// are merged by walking them side by side ([`merge_sorted`]); any other input through a hash
+/// index of each file ([`merge_indexed`]). Both give the same result.
 pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
-    if theirs == base || ours == theirs {
-        // The result is ours, but an identical repeat of a record line still collapses to one.
-        let file = Jsonl::split(ours);
-        let (layout, lines, verbatim) = match collapse_repeats(&file) {
-            Some(lines) => (file.layout, lines, None),
-            None => (Layout::default(), Vec::new(), Some(ours)),
-        };
-        return Ok(Merged {
-            layout,
-            lines,
-            verbatim,
-            conflicts: 0,
-            needs_review: false,
-            reports: Vec::new(),
-            warnings: Vec::new(),
-            renames: Vec::new(),
-        });
+    match merge_sorted(base, ours, theirs, options) {
+        Some(result) => result,
+        None => merge_indexed(base, ours, theirs, options),
+    }
+}
+
+/// The result when it is ours (theirs changed nothing, or both sides agree).
+fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> Option<Merged<'a>> {
+    if theirs != base && ours != theirs {
+        return None;
+    }
+    // The result is ours, but an identical repeat of a record line still collapses to one.
+    let file = Jsonl::split(ours);
+    let (layout, lines, verbatim) = match collapse_repeats(&file) {
+        Some(lines) => (file.layout, lines.into_iter().map(Out::Line).collect(), None),
+        None => (Layout::default(), Vec::new(), Some(ours)),
+    };
+    Some(Merged {
+        layout,
+        lines,
+        markers: Markers::default(),
+        verbatim,
+        conflicts: 0,
+        needs_review: false,
+        reports: Vec::new(),
+        warnings: Vec::new(),
+        renames: Vec::new(),
+    })
+}
+
+/// [`merge`] through a hash index of each input, whatever their order. Public for the tests that
+/// hold the two paths to the same result.
+#[doc(hidden)]
+pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
+    if let Some(merged) = ours_as_it_is(base, ours, theirs) {
+        return Ok(merged);
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
     let (b, o, t) = std::thread::scope(|s| {
@@ -305,34 +446,22 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         let (b, t) = other.join().expect("indexing does not panic");
         (b, o, t)
     });
-    let mut warnings = Vec::new();
-    check_bad_lines(&b, &o, &t, &mut warnings)?;
-
-    let layout = if ours.is_empty() && !theirs.is_empty() { t.file.layout } else { o.file.layout };
-    let mut m = Merger {
-        b: &b,
-        o: &o,
-        t: &t,
-        options,
-        go_style: OnceCell::new(),
-        ours_bytes: ours,
-        reports: Vec::new(),
-        warnings,
-        conflicts: 0,
-        touched: Vec::new(),
-        mass_deletion: false,
-        collisions: Vec::new(),
-        renames: Vec::new(),
+    let (Index::Hashed(bi), Index::Hashed(oi), Index::Hashed(ti)) = (&b.index, &o.index, &t.index) else {
+        unreachable!("Indexed::new hashes")
     };
-    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(o.file.lines.len() + t.file.lines.len() / 16);
+    let mut warnings = Vec::new();
+    check_bad_lines([(&b, bi), (&o, oi), (&t, ti)], &mut warnings)?;
+
+    let mut m = Merger::new([&b, &o, &t], options, ours, warnings);
+    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(oi.file.lines.len() + ti.file.lines.len() / 16);
     let mut last_key: Cow<'_, str> = Cow::Borrowed("");
     let mut done: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
-    for (i, id) in o.line_ids.iter().enumerate() {
+    for (i, id) in oi.line_ids.iter().enumerate() {
         match id {
-            None => items.push((last_key.clone(), Out::Line(Cow::Borrowed(o.file.lines[i].bytes)))),
+            None => items.push((last_key.clone(), Out::Line(Cow::Borrowed(oi.file.lines[i].bytes)))),
             Some(id) => {
                 last_key = id.clone();
-                if o.is_duplicated(id) && !done.insert(id.as_ref()) {
+                if oi.is_duplicated(id) && !done.insert(id.as_ref()) {
                     continue;
                 }
                 for out in m.merge_id(id)? {
@@ -342,8 +471,8 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
             }
         }
     }
-    for id in t.line_ids.iter().flatten() {
-        if o.ids.contains_key(id) || (t.is_duplicated(id) && !done.insert(id.as_ref())) {
+    for id in ti.line_ids.iter().flatten() {
+        if oi.ids.contains_key(id) || (ti.is_duplicated(id) && !done.insert(id.as_ref())) {
             continue;
         }
         for out in m.merge_id(id)? {
@@ -351,44 +480,82 @@ pub fn merge<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &Mer
         }
         m.note_renamed_item(items.len());
     }
-    for (side, file) in [(Side::Ours, &o), (Side::Theirs, &t)] {
-        let base_records = b.ids.len();
-        let gone = b.ids.keys().filter(|id| !file.ids.contains_key(*id)).count();
-        if base_records >= 2 && gone * 2 > base_records {
-            m.warnings.push(format!(
-                "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
-                gone * 100 / base_records,
-                if file.file.lines.is_empty() { ": its file is empty" } else { "" }
-            ));
-            m.mass_deletion = true;
+    let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
+    let gone = [gone(oi), gone(ti)];
+    m.finish(items, bi.ids.len(), gone, oi.sorted_by_id(), (ours, theirs))
+}
+
+/// [`merge`] by walking the three inputs side by side, when each is sorted by key with every line
+/// a record and no key repeated ([`sorted`]); `None` when one is not (the caller then takes
+/// [`merge_indexed`]). Public for the tests that hold the two paths to the same result.
+#[doc(hidden)]
+pub fn merge_sorted<'a>(
+    base: &'a [u8],
+    ours: &'a [u8],
+    theirs: &'a [u8],
+    options: &MergeOptions,
+) -> Option<Result<Merged<'a>, Unmergeable>> {
+    if let Some(merged) = ours_as_it_is(base, ours, theirs) {
+        return Some(Ok(merged));
+    }
+    let (b, o, t) = std::thread::scope(|s| {
+        let other = s.spawn(|| (SortedIndex::new(base), SortedIndex::new(theirs)));
+        let o = SortedIndex::new(ours);
+        let (b, t) = other.join().expect("indexing does not panic");
+        (b, o, t)
+    });
+    let (b, o, t) = (b?, o?, t?);
+    let (b, o, t) = (
+        Indexed { input: Input::Base, index: Index::Sorted(b) },
+        Indexed { input: Input::Ours, index: Index::Sorted(o) },
+        Indexed { input: Input::Theirs, index: Index::Sorted(t) },
+    );
+    let (Index::Sorted(bi), Index::Sorted(oi), Index::Sorted(ti)) = (&b.index, &o.index, &t.index) else {
+        unreachable!("built sorted just above")
+    };
+    let mut m = Merger::new([&b, &o, &t], options, ours, Vec::new());
+    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(oi.len() + ti.len() / 16);
+    // The hashed path merges ours' keys first, then theirs' own: what the merge of a key only
+    // theirs has reports, warns or fails on is held back to come after, in the same order.
+    let (mut later_reports, mut later_warnings, mut later_error) = (Vec::new(), Vec::new(), None);
+    let mut gone = [0usize; 2];
+    let walked = sorted::join([bi, oi, ti], |key, step| {
+        let [in_base, in_ours, in_theirs] = step;
+        if in_base.is_some() {
+            gone[0] += usize::from(in_ours.is_none());
+            gone[1] += usize::from(in_theirs.is_none());
         }
+        if in_ours.is_none() && in_theirs.is_none() {
+            return Ok(());
+        }
+        let (reports, warnings) = (m.reports.len(), m.warnings.len());
+        let outs = match m.merge_at(&key, step.map(|n| n.map(At::One))) {
+            Ok(outs) => outs,
+            Err(e) if in_ours.is_none() => {
+                later_error.get_or_insert(e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        for out in outs {
+            items.push((key.clone(), out));
+        }
+        m.note_renamed_item(items.len());
+        if in_ours.is_none() {
+            later_reports.extend(m.reports.drain(reports..));
+            later_warnings.extend(m.warnings.drain(warnings..));
+        }
+        Ok(())
+    });
+    if let Err(e) = walked {
+        return Some(Err(e));
     }
-    if writer::mentions_comments(ours) && writer::mentions_comments(theirs) {
-        m.renumber_comments(&mut items);
+    if let Some(e) = later_error {
+        return Some(Err(e));
     }
-    m.apply_renames(&mut items);
-    if writer::mentions_comments(ours) || writer::mentions_comments(theirs) {
-        m.renumber_shared_comments(&mut items);
-    }
-    if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
-        m.fix_derived(&mut items);
-    }
-    if o.sorted_by_id() {
-        // bd's order: the header, issues by id, memories by key, other kinds.
-        items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
-    }
-    let lines = m.render(items);
-    let needs_review = m.mass_deletion && options.policy == ConflictPolicy::Markers;
-    Ok(Merged {
-        layout,
-        lines,
-        verbatim: None,
-        conflicts: m.conflicts,
-        needs_review,
-        reports: m.reports,
-        warnings: m.warnings,
-        renames: m.renames,
-    })
+    m.reports.append(&mut later_reports);
+    m.warnings.append(&mut later_warnings);
+    Some(m.finish(items, bi.len(), gone, true, (ours, theirs)))
 }
 
 /// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
@@ -436,11 +603,11 @@ pub fn merge_append_only(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
 }
 
 /// Lines without an id are fine only when the same bytes stand in all three inputs.
-fn check_bad_lines(b: &Indexed<'_>, o: &Indexed<'_>, t: &Indexed<'_>, warnings: &mut Vec<String>) -> Result<(), Unmergeable> {
-    for side in [b, o, t] {
-        for (i, problem) in &side.bad {
-            let line = side.file.lines[*i];
-            if [b, o, t].iter().all(|s| s.has_bad_line(line.bytes)) && *problem != LineProblem::ConflictMarker {
+fn check_bad_lines(inputs: [(&Indexed<'_>, &IdIndex<'_>); 3], warnings: &mut Vec<String>) -> Result<(), Unmergeable> {
+    for (side, index) in inputs {
+        for (i, problem) in &index.bad {
+            let line = index.file.lines[*i];
+            if inputs.iter().all(|(_, s)| s.has_bad_line(line.bytes)) && *problem != LineProblem::ConflictMarker {
                 if side.input == Input::Ours {
                     warnings.push(format!(
                         "ours line {}: {problem}; the line is the same in all three versions and was kept as it is",
@@ -466,8 +633,8 @@ struct Merger<'m, 'a> {
     warnings: Vec<String>,
     conflicts: usize,
     /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
-    /// records that can carry comments a side added.
-    touched: Vec<String>,
+    /// records that can carry comments a side added; with their base, ours and theirs lines.
+    touched: Vec<(String, [Option<&'a [u8]>; 3])>,
     /// A side deleted more than half of the base's records.
     mass_deletion: bool,
     /// Ids added on both sides as two different issues, waiting for their new ids.
@@ -486,19 +653,98 @@ struct Collision {
 }
 
 impl<'m, 'a> Merger<'m, 'a> {
+    fn new(inputs: [&'m Indexed<'a>; 3], options: &'m MergeOptions, ours_bytes: &'a [u8], warnings: Vec<String>) -> Self {
+        let [b, o, t] = inputs;
+        Merger {
+            b,
+            o,
+            t,
+            options,
+            go_style: OnceCell::new(),
+            ours_bytes,
+            reports: Vec::new(),
+            warnings,
+            conflicts: 0,
+            touched: Vec::new(),
+            mass_deletion: false,
+            collisions: Vec::new(),
+            renames: Vec::new(),
+        }
+    }
+
+    /// What both paths do once every key is merged: the mass-deletion warnings (`gone`: how many
+    /// of the base's `base_records` keys ours and theirs lack), the whole-file rules (comment
+    /// ids, renames, derived counts), bd's order when ours has it, and the rendered lines.
+    fn finish(
+        mut self,
+        mut items: Vec<(Cow<'a, str>, Out<'a>)>,
+        base_records: usize,
+        gone: [usize; 2],
+        ours_sorted: bool,
+        (ours, theirs): (&'a [u8], &'a [u8]),
+    ) -> Result<Merged<'a>, Unmergeable> {
+        let options = self.options;
+        for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
+            if base_records >= 2 && gone * 2 > base_records {
+                self.warnings.push(format!(
+                    "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
+                    gone * 100 / base_records,
+                    if file.is_empty() { ": its file is empty" } else { "" }
+                ));
+                self.mass_deletion = true;
+            }
+        }
+        if writer::mentions_comments(ours) && writer::mentions_comments(theirs) {
+            self.renumber_comments(&mut items);
+        }
+        self.apply_renames(&mut items);
+        if writer::mentions_comments(ours) || writer::mentions_comments(theirs) {
+            self.renumber_shared_comments(&mut items);
+        }
+        if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
+            self.fix_derived(&mut items);
+        }
+        if ours_sorted {
+            // bd's order: the header, issues by id, memories by key, other kinds.
+            items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
+        }
+        let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
+        let lines = self.render(items);
+        let needs_review = self.mass_deletion && options.policy == ConflictPolicy::Markers;
+        Ok(Merged {
+            layout,
+            lines,
+            markers: options.markers.clone(),
+            verbatim: None,
+            conflicts: self.conflicts,
+            needs_review,
+            reports: self.reports,
+            warnings: self.warnings,
+            renames: self.renames,
+        })
+    }
+
     fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
         // One lookup per input: is the id there, on one line or on several.
-        let slots = [self.b.ids.get(id), self.o.ids.get(id), self.t.ids.get(id)];
-        if slots.iter().any(|s| matches!(s, Some(Slot::Many(_)))) {
+        let (b, o, t) = (self.b, self.o, self.t);
+        self.merge_at(id, [b.at(id), o.at(id), t.at(id)])
+    }
+
+    /// Merges one key, given where its lines are in base, ours and theirs.
+    fn merge_at(&mut self, id: &str, slots: [Option<At<'_>>; 3]) -> Result<Vec<Out<'a>>, Unmergeable> {
+        if slots.iter().any(|s| matches!(s, Some(At::Many(_)))) {
             return self.merge_duplicates(id);
         }
-        let line = |file: &Indexed<'a>, slot: Option<&Slot>| slot.map(|s| file.line(s.indexes()[0]));
+        let line = |file: &Indexed<'a>, slot: Option<At<'_>>| match slot {
+            Some(At::One(n)) => Some(file.line(n)),
+            _ => None,
+        };
         let (b, o, t) = (line(self.b, slots[0]), line(self.o, slots[1]), line(self.t, slots[2]));
         let bytes = |l: Option<Line<'a>>| l.map(|l| l.bytes);
         // Each comparison of whole lines once: most records are the same in all three.
         let (ours_is_base, theirs_is_base) = (bytes(o) == bytes(b), bytes(t) == bytes(b));
         if !ours_is_base || !theirs_is_base {
-            self.touched.push(id.to_owned());
+            self.touched.push((id.to_owned(), [bytes(b), bytes(o), bytes(t)]));
         }
         let keep = |line: Line<'a>| Ok(vec![Out::Line(Cow::Borrowed(line.bytes))]);
         match (b, o, t) {
@@ -569,7 +815,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             self.conflicts += 1;
             let kept = Some(Cow::Borrowed(line.bytes));
             let (ours, theirs) = if kept_side == Side::Ours { (kept, None) } else { (None, kept) };
-            return Ok(vec![Out::Conflict { ours, base: Some(base.bytes), theirs }]);
+            return Ok(vec![Out::Conflict(Box::new(Conflict { ours, base: Some(base.bytes), theirs }))]);
         }
         let deleter = if kept_side == Side::Ours { Side::Theirs } else { Side::Ours };
         self.reports.push(Report {
@@ -624,11 +870,11 @@ impl<'m, 'a> Merger<'m, 'a> {
             self.conflicts += 1;
             let (other_line, _) = run(if winner == Side::Ours { Side::Theirs } else { Side::Ours });
             let (ours_line, theirs_line) = if winner == Side::Ours { (line, other_line) } else { (other_line, line) };
-            return Out::Conflict {
+            return Out::Conflict(Box::new(Conflict {
                 ours: Some(Cow::Owned(ours_line.into_bytes())),
                 base: base.map(|b| b.bytes),
                 theirs: Some(Cow::Owned(theirs_line.into_bytes())),
-            };
+            }));
         }
         self.reports.extend(ctx.resolutions.into_iter().map(|resolution| Report { id: id.to_owned(), resolution }));
         if line.as_bytes() == ours.bytes {
@@ -714,7 +960,11 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
         if self.options.policy == ConflictPolicy::Markers {
             self.conflicts += 1;
-            return vec![Out::Conflict { ours: Some(Cow::Borrowed(ours.bytes)), base: None, theirs: Some(Cow::Borrowed(theirs.bytes)) }];
+            return vec![Out::Conflict(Box::new(Conflict {
+                ours: Some(Cow::Borrowed(ours.bytes)),
+                base: None,
+                theirs: Some(Cow::Borrowed(theirs.bytes)),
+            }))];
         }
         let (winner, reason) = match self.options.policy {
             ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
@@ -749,7 +999,11 @@ impl<'m, 'a> Merger<'m, 'a> {
         for c in &collisions {
             let Some((parent, _)) = rename::child_number(&c.id) else { continue };
             let counter = next.entry(parent.to_owned()).or_insert_with(|| {
-                [self.b, self.o, self.t].iter().map(|f| rename::highest_child(parent, f.ids.keys().map(|k| k.as_ref()))).max().unwrap_or(0)
+                [self.b, self.o, self.t]
+                    .iter()
+                    .map(|f| rename::highest_child(parent, f.keys().collect::<Vec<_>>().iter().map(|k| k.as_ref())))
+                    .max()
+                    .unwrap_or(0)
             });
             *counter += 1;
             let to = format!("{parent}.{counter}");
@@ -798,9 +1052,9 @@ impl<'m, 'a> Merger<'m, 'a> {
     fn fix_derived(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         let written = derived::dependents(items.iter().filter_map(|(_, out)| match out {
             Out::Line(l) => Some(l.as_ref()),
-            Out::Conflict { .. } => None,
+            Out::Conflict(_) => None,
         }));
-        let before = derived::dependents(self.o.file.lines.iter().map(|l| l.bytes));
+        let before = derived::dependents(self.o.lines());
         let go_style = self.go_style();
         for (id, out) in items.iter_mut() {
             let Out::Line(line) = out else { continue };
@@ -823,7 +1077,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             .iter()
             .map(|&i| match &items[i].1 {
                 Out::Line(l) => l.as_ref(),
-                Out::Conflict { .. } => &[][..],
+                Out::Conflict(_) => &[][..],
             })
             .collect();
         let changes = writer::shared_comment_ids(&lines);
@@ -854,11 +1108,12 @@ impl<'m, 'a> Merger<'m, 'a> {
     /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         let finder = memchr::memmem::Finder::new(writer::COMMENTS_KEY);
-        let (base_file, touched) = (self.b, &self.touched);
-        let added = |side: &Indexed<'a>| -> Vec<writer::AddedComment> {
+        let touched = &self.touched;
+        // `side`: 1 ours, 2 theirs (the lines were kept when the records were merged).
+        let added = |side: usize| -> Vec<writer::AddedComment> {
             let mut out = Vec::new();
-            for id in touched {
-                let (Some(line), base) = (side.single(id).map(|l| l.bytes), base_file.single(id).map(|l| l.bytes)) else {
+            for (id, lines) in touched {
+                let (Some(line), base) = (lines[side], lines[0]) else {
                     continue;
                 };
                 if base != Some(line) && finder.find(line).is_some() {
@@ -867,20 +1122,25 @@ impl<'m, 'a> Merger<'m, 'a> {
             }
             out
         };
-        // The two sides are independent: read them on two threads.
-        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.file.lines.iter().map(|l| l.bytes));
-        let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
-            let theirs_file = self.t;
-            let other = s.spawn(|| (added(theirs_file), highest_of(theirs_file)));
-            let mine = (added(self.o), highest_of(self.o));
-            (mine, other.join().expect("reading comments does not panic"))
-        });
+        let (ours, theirs) = (added(1), added(2));
         if ours.is_empty() || theirs.is_empty() {
             return;
         }
+        // Only now is the highest comment id of each side needed: a pass over every line. The
+        // two sides are independent: read them on two threads.
+        let highest_of = |side: &Indexed<'a>| writer::highest_comment_id(side.lines());
+        let (ours_highest, theirs_highest) = std::thread::scope(|s| {
+            let theirs_file = self.t;
+            let other = s.spawn(|| highest_of(theirs_file));
+            let mine = highest_of(self.o);
+            (mine, other.join().expect("reading comments does not panic"))
+        });
         let highest = ours_highest.max(theirs_highest);
         let changes = writer::renumber_collisions(&ours, &theirs, highest);
-        let mut by_record: HashMap<&str, Vec<&writer::Renumbering>> = HashMap::with_capacity(changes.len());
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_record: rustc_hash::FxHashMap<&str, Vec<&writer::Renumbering>> = rustc_hash::FxHashMap::default();
         for change in &changes {
             by_record.entry(change.record.as_str()).or_default().push(change);
         }
@@ -894,34 +1154,9 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Cow<'a, [u8]>> {
-        let mk = &self.options.markers;
-        let marker = |c: char, label: &str| -> Vec<u8> {
-            let mut s: String = std::iter::repeat_n(c, mk.size.max(7)).collect();
-            if !label.is_empty() {
-                s.push(' ');
-                s.push_str(label);
-            }
-            s.into_bytes()
-        };
-        let mut lines: Vec<Cow<'a, [u8]>> = Vec::with_capacity(items.len());
-        for (_, out) in items {
-            match out {
-                Out::Line(l) => lines.push(l),
-                Out::Conflict { ours, base, theirs } => {
-                    lines.push(Cow::Owned(marker('<', &mk.ours)));
-                    lines.extend(ours);
-                    if mk.diff3 {
-                        lines.push(Cow::Owned(marker('|', &mk.base)));
-                        lines.extend(base.map(Cow::Borrowed));
-                    }
-                    lines.push(Cow::Owned(marker('=', "")));
-                    lines.extend(theirs);
-                    lines.push(Cow::Owned(marker('>', &mk.theirs)));
-                }
-            }
-        }
-        lines
+    /// The items without their keys (collected in place: no second list of a million entries).
+    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Out<'a>> {
+        items.into_iter().map(|(_, out)| out).collect()
     }
 }
 

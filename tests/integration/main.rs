@@ -21,6 +21,7 @@ mod install;
 mod layout;
 mod manager_hook_types;
 mod managers;
+mod merge_equivalence;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;

@@ -209,7 +209,7 @@ fn normalised(v: &Value) -> Value {
     }
 }
 
-fn triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
+pub(crate) fn triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
     (1usize..12).prop_flat_map(|n| {
         let base: Vec<Value> = (0..n).map(base_record).collect();
         (Just(base), side(n), side(n)).prop_map(|(base, o, t)| {
@@ -324,7 +324,7 @@ fn fixed_clock() -> MergeOptions {
 /// Two sides that each add children to one epic, numbered from the side's own counter (as br and
 /// bd do), so both create `bd-ep.1`, ...; each side also adds a record that a `blocks` dependency
 /// ties to its own first child.
-fn concurrent_children() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>, usize, usize)> {
+pub(crate) fn concurrent_children() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>, usize, usize)> {
     (0usize..3, 0usize..4, 0usize..4, any::<u8>(), any::<u8>()).prop_map(|(existing, n_ours, n_theirs, ours_clock, theirs_clock)| {
         let epic = json!({"id": "bd-ep", "title": "Epic", "created_at": STAMPS[0], "updated_at": STAMPS[0]});
         let mut base = vec![epic];
@@ -420,7 +420,7 @@ fn with_counts(records: &mut [Value]) {
 
 /// A file of `n` records with counts, and two sides that add and remove `blocks` dependencies
 /// and add comments (each side's file has true counts, as bd writes them).
-fn counted_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
+pub(crate) fn counted_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8>)> {
     let edits = || proptest::collection::vec((0usize..6, 0usize..6, 0u8..3), 0..5);
     (edits(), edits()).prop_map(|(ours, theirs)| {
         let base: Vec<Value> = (0..6)
