@@ -98,9 +98,9 @@ fn main() {
     for r in 0..runs {
         let id = &watched[r % watched.len()];
         log.push(time(Command::new(bd_sync).current_dir(&dir).args(["log", id])));
-        diff.push(time(Command::new(bd_sync).current_dir(&dir).args(["diff", &format!("HEAD~{}..HEAD", back)])));
+        diff.push(time(Command::new(bd_sync).current_dir(&dir).args(["diff", &format!("HEAD~{back}..HEAD")])));
         git_log.push(time(git(&dir).args(["log", "--oneline", &format!("-G\"id\":\"{id}\""), "--", ".beads"])));
-        git_diff.push(time(git(&dir).args(["diff", "--no-color", &format!("HEAD~{}..HEAD", back), "--", ".beads"])));
+        git_diff.push(time(git(&dir).args(["diff", "--no-color", &format!("HEAD~{back}..HEAD"), "--", ".beads"])));
     }
     // Run-by-run ratios to the git command run beside each (the median of them holds when a shared
     // machine's speed drifts).

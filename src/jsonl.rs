@@ -105,7 +105,7 @@ fn split_lines<'a>(body: &'a [u8], first_number: usize, mut push: impl FnMut(Lin
                 line = &line[..line.len() - 1];
             }
         }
-        if !line.iter().all(|b| b.is_ascii_whitespace()) {
+        if !line.iter().all(u8::is_ascii_whitespace) {
             push(Line { number, bytes: line });
         }
         start = stop + 1;
@@ -317,7 +317,7 @@ fn write_temp_beside(
     }
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() => {
-            fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?
+            fs::set_permissions(tmp.path(), meta.permissions()).with_context(|| format!("copying permissions of {}", path.display()))?;
         }
         _ => set_new_file_mode(tmp.path())?,
     }

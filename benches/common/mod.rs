@@ -63,7 +63,7 @@ pub fn measure(cmd: &mut Command) -> Measured {
     let mut status = 0;
     // SAFETY: rusage is plain data, zero is a valid value; wait4 fills it for our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
     assert_eq!(r, pid, "wait4");
     let wall = start.elapsed();
     let rss_kib = if cfg!(target_os = "macos") { usage.ru_maxrss / 1024 } else { usage.ru_maxrss };

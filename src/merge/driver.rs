@@ -123,15 +123,7 @@ impl DriverReport {
 
 /// Runs the driver. Errors mean nothing was written.
 pub fn run(options: &DriverOptions) -> Result<DriverReport> {
-    // Read on two threads (copying a big file out of the page cache is a good part of a merge);
-    // the first error in the order base, ours, theirs is the one reported.
-    let (base, ours, theirs) = std::thread::scope(|s| {
-        let other = s.spawn(|| (jsonl::read(&options.base), jsonl::read(&options.theirs)));
-        let ours = jsonl::read(&options.ours);
-        let (base, theirs) = other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (base, ours, theirs)
-    });
-    let (base, ours, theirs) = (base?, ours?, theirs?);
+    let (base, ours, theirs) = read_inputs(options)?;
     let mut merge_options = options.merge.clone();
     if merge_options.now.is_none() {
         merge_options.now = Some(crate::timestamp::merge_now()?);
@@ -205,6 +197,18 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
         }
     };
     Ok(report)
+}
+
+/// Reads base, ours and theirs on two threads (copying a big file out of the page cache is a
+/// good part of a merge); the first error in the order base, ours, theirs is the one reported.
+fn read_inputs(options: &DriverOptions) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let (base, ours, theirs) = std::thread::scope(|s| {
+        let other = s.spawn(|| (jsonl::read(&options.base), jsonl::read(&options.theirs)));
+        let ours = jsonl::read(&options.ours);
+        let (base, theirs) = other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (base, ours, theirs)
+    });
+    Ok((base?, ours?, theirs?))
 }
 
 fn labels_of(options: &MergeOptions) -> crate::merge_log::Labels {

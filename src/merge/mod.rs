@@ -247,6 +247,8 @@ pub struct Unmergeable {
     pub problem: LineProblem,
 }
 
+impl std::error::Error for Unmergeable {}
+
 impl fmt::Display for Unmergeable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} line {}: {}", self.input, self.line, self.problem)
@@ -482,7 +484,7 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
     }
     let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
     let gone = [gone(oi), gone(ti)];
-    m.finish(items, bi.ids.len(), gone, oi.sorted_by_id(), (ours, theirs))
+    Ok(m.finish(items, bi.ids.len(), gone, oi.sorted_by_id(), (ours, theirs)))
 }
 
 /// [`merge`] by walking the three inputs side by side, when each is sorted by key with every line
@@ -555,7 +557,7 @@ pub fn merge_sorted<'a>(
     }
     m.reports.append(&mut later_reports);
     m.warnings.append(&mut later_warnings);
-    Some(m.finish(items, bi.len(), gone, true, (ours, theirs)))
+    Some(Ok(m.finish(items, bi.len(), gone, true, (ours, theirs))))
 }
 
 /// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
@@ -682,7 +684,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         gone: [usize; 2],
         ours_sorted: bool,
         (ours, theirs): (&'a [u8], &'a [u8]),
-    ) -> Result<Merged<'a>, Unmergeable> {
+    ) -> Merged<'a> {
         let options = self.options;
         for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
             if base_records >= 2 && gone * 2 > base_records {
@@ -709,9 +711,9 @@ impl<'m, 'a> Merger<'m, 'a> {
             items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
         }
         let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
-        let lines = self.render(items);
+        let lines = Self::render(items);
         let needs_review = self.mass_deletion && options.policy == ConflictPolicy::Markers;
-        Ok(Merged {
+        Merged {
             layout,
             lines,
             markers: options.markers.clone(),
@@ -721,7 +723,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             reports: self.reports,
             warnings: self.warnings,
             renames: self.renames,
-        })
+        }
     }
 
     fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
@@ -775,7 +777,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 }
                 Ok(vec![self.merge_fields(id, None, &px, &py)])
             }
-            (Some(_), None, None) | (None, None, None) => Ok(Vec::new()),
+            (Some(_) | None, None, None) => Ok(Vec::new()),
             (Some(b), Some(x), None) => self.deleted_on_one_side(id, b, x, Side::Ours),
             (Some(b), None, Some(y)) => self.deleted_on_one_side(id, b, y, Side::Theirs),
             (Some(b), Some(x), Some(y)) => {
@@ -785,7 +787,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 }
                 if ours_is_base {
                     // Theirs may only have re-formatted it (another writer): then the record is
-                    // unchanged, and an unchanged record keeps ours' bytes (SPEC §3 "Equal").
+                    // unchanged, and an unchanged record keeps ours' bytes.
                     let (pb, py) = (parse(Input::Base, b)?, parse(Input::Theirs, y)?);
                     return if py.value == pb.value { keep(x) } else { keep(y) };
                 }
@@ -853,7 +855,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             let mut ctx = FieldCtx { winner, winner_reason: reason, go_style, comma: ours.obj.comma, open: 0, resolutions: Vec::new() };
             let mut entries = merge_entries(base_entries, &ours.obj.entries, &theirs.obj.entries, &mut ctx, "", true);
             let line = render_entries(&entries, ours.obj.colon, ours.obj.comma);
-            // A record that equals neither side is newer than both (SPEC §2 (b)).
+            // A record that equals neither side is newer than both (README, "The merge rules, in plain words").
             if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
                 if !writer::same_record(&value, &ours.value)
@@ -890,7 +892,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         let (b, o, t) = (self.b.lines_of(id), self.o.lines_of(id), self.t.lines_of(id));
         let has = |set: &[Line<'a>], l: &Line<'a>| set.iter().any(|x| x.bytes == l.bytes);
         for (input, lines) in [(Input::Base, &b), (Input::Ours, &o), (Input::Theirs, &t)] {
-            for l in lines.iter() {
+            for l in lines {
                 if std::str::from_utf8(l.bytes).is_err() && !(has(&b, l) && has(&o, l) && has(&t, l)) {
                     return Err(Unmergeable { input, line: l.number, problem: LineProblem::InvalidUtf8 });
                 }
@@ -1001,7 +1003,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             let counter = next.entry(parent.to_owned()).or_insert_with(|| {
                 [self.b, self.o, self.t]
                     .iter()
-                    .map(|f| rename::highest_child(parent, f.keys().collect::<Vec<_>>().iter().map(|k| k.as_ref())))
+                    .map(|f| rename::highest_child(parent, f.keys().collect::<Vec<_>>().iter().map(std::convert::AsRef::as_ref)))
                     .max()
                     .unwrap_or(0)
             });
@@ -1105,7 +1107,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    /// Comments added on both sides with the same id get distinct ids (SPEC §2 (a)).
+    /// Comments added on both sides with the same id get distinct ids.
     fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         let finder = memchr::memmem::Finder::new(writer::COMMENTS_KEY);
         let touched = &self.touched;
@@ -1155,7 +1157,7 @@ impl<'m, 'a> Merger<'m, 'a> {
     }
 
     /// The items without their keys (collected in place: no second list of a million entries).
-    fn render(&self, items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Out<'a>> {
+    fn render(items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Out<'a>> {
         items.into_iter().map(|(_, out)| out).collect()
     }
 }

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::jsonl::{Jsonl, Layout, Line};
-use crate::record::{kind_rank, record_key, Key};
+use crate::record::{kind_rank, record_key};
 
 /// A file whose lines are all records, in strictly increasing key order.
 ///
@@ -69,10 +69,7 @@ impl<'a> SortedIndex<'a> {
                 ok = false;
                 return;
             };
-            let key: Cow<'a, str> = match key {
-                Key::Issue(id) => id,
-                Key::Other(k) => Cow::Owned(k),
-            };
+            let key: Cow<'a, str> = key.into_string_key();
             if previous.as_ref().is_some_and(|p| key_order(p, &key) != Ordering::Less) {
                 ok = false;
                 return;

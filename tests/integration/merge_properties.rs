@@ -140,7 +140,7 @@ fn styled(v: &Value, style: u8) -> String {
             }
             Value::String(_) if style == 2 => {
                 // `<`, `>`, `&` only occur inside strings in JSON text, so this keeps it valid.
-                out.push_str(&v.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"))
+                out.push_str(&v.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"));
             }
             other => out.push_str(&other.to_string()),
         }
@@ -201,7 +201,7 @@ fn normalised(v: &Value) -> Value {
     match v {
         Value::Array(items) => {
             let mut xs: Vec<Value> = items.iter().map(normalised).collect();
-            xs.sort_by_key(|x| x.to_string());
+            xs.sort_by_key(std::string::ToString::to_string);
             Value::Array(xs)
         }
         Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), normalised(v))).collect()),
@@ -316,7 +316,7 @@ proptest! {
     }
 }
 
-/// A fixed merge clock for the properties (SPEC: symmetry and idempotence hold for a fixed clock).
+/// A fixed merge clock for the properties (symmetry and idempotence hold for a fixed clock).
 fn fixed_clock() -> MergeOptions {
     MergeOptions { now: beads_git::timestamp::parse("2025-11-02T12:00:00Z"), ..MergeOptions::default() }
 }
