@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::jsonl::{Jsonl, Layout, Line};
-use crate::record::{kind_rank, record_key};
+use crate::record::{kind_rank, record_key, Key};
 
 /// A file whose lines are all records, in strictly increasing key order.
 ///
@@ -54,7 +54,11 @@ impl<'a> SortedIndex<'a> {
     /// Indexes `content` when every line has a key and the keys strictly increase; `None` when a
     /// line has no key or is out of order (a repeated key included), or the file is over 4 GiB.
     pub fn new(content: &'a [u8]) -> Option<Self> {
-        let offset = |piece: &[u8]| u32::try_from(piece.as_ptr() as usize - content.as_ptr() as usize).ok();
+        // A piece's offset in `content`; `None` for one that is not inside it.
+        let offset = |piece: &[u8]| {
+            let at = (piece.as_ptr() as usize).checked_sub(content.as_ptr() as usize)?;
+            (at + piece.len() <= content.len()).then(|| u32::try_from(at).ok()).flatten()
+        };
         u32::try_from(content.len()).ok()?;
         let mut index = SortedIndex { content, layout: Layout::default(), spans: Vec::new(), other_keys: Vec::new() };
         let mut ok = true;
@@ -69,7 +73,11 @@ impl<'a> SortedIndex<'a> {
                 ok = false;
                 return;
             };
-            let key: Cow<'a, str> = key.into_string_key();
+            // Only an issue's id can borrow from the line; every other kind's key is built.
+            let key: Cow<'a, str> = match key {
+                Key::Issue(id) => id,
+                other => Cow::Owned(other.into_string_key().into_owned()),
+            };
             if previous.as_ref().is_some_and(|p| key_order(p, &key) != Ordering::Less) {
                 ok = false;
                 return;
