@@ -77,9 +77,21 @@ pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
     for dir in start.ancestors() {
         for name in crate::jsonl::ISSUES_FILE_NAMES {
             let p = dir.join(crate::jsonl::BEADS_DIR).join(name);
+            // Something other than a regular file in its place (a FIFO, a directory, a link to a
+            // device) is that repository's issues file gone wrong, not a reason to look further up.
+            let Ok(meta) = fs::symlink_metadata(&p) else { continue };
             if p.is_file() {
                 return Ok(p);
             }
+            let kind = if meta.file_type().is_symlink() {
+                fs::metadata(&p).map_or("symbolic link to nothing", |m| crate::safe_fs::kind_of(m.file_type()))
+            } else {
+                crate::safe_fs::kind_of(meta.file_type())
+            };
+            bail!(
+                "{} is a {kind}, not a regular file: an issues file must be a regular file (remove it, and let bd or br write the file, or `git checkout` it)",
+                p.display()
+            );
         }
     }
     bail!("no .beads/issues.jsonl (or .beads/beads.jsonl) found in {} or its parents", start.display())

@@ -87,7 +87,8 @@ impl std::error::Error for FileError {
 /// `install.json`): far above any real one.
 pub const SMALL_FILE_LIMIT: u64 = 16 << 20;
 
-fn kind_of(ft: fs::FileType) -> &'static str {
+/// What a file type is, as a message names it ("FIFO", "directory", "device", ...).
+pub fn kind_of(ft: fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -293,6 +293,36 @@ fn regression_dev_zero_as_input_read_until_memory_ran_out() {
     }
 }
 
+/// A FIFO (or a directory, or a link to a device) standing where `.beads/issues.jsonl` belongs was
+/// skipped by the search for the issues file, so every command said "no .beads/issues.jsonl
+/// found" while one was plainly there. The search now stops at it: exit 2, naming the file and
+/// saying it is not a regular file.
+#[test]
+fn regression_a_fifo_as_the_issues_file_was_reported_as_no_issues_file() {
+    let repo = TestRepo::new();
+    let dir = repo.path();
+    repo.commit_file(FILE, br#"{"id":"bd-1","title":"One","status":"open"}"#, "one");
+    std::fs::remove_file(dir.join(FILE)).expect("remove");
+    let fifo = dir.join(FILE);
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("path");
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let runs: Vec<(&str, Output)> = vec![
+        ("bd-sync status", bounded(&bin("bd-sync"), dir, &["status"])),
+        ("bd-sync ready", bounded(&bin("bd-sync"), dir, &["ready"])),
+        ("bd-sync import", bounded(&bin("bd-sync"), dir, &["import"])),
+        ("bd-sync check", bounded(&bin("bd-sync"), dir, &["check"])),
+        ("bd-merge dedupe", bounded(&bin("bd-merge"), dir, &["dedupe", "--check"])),
+        ("bd-merge resolve", bounded(&bin("bd-merge"), dir, &["resolve", "--check"])),
+    ];
+    for (what, out) in runs {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {:?}: {stderr}", out.status);
+        assert!(stderr.contains("issues.jsonl") && stderr.contains("not a regular file"), "{what}: names the file and why: {stderr}");
+        assert!(!stderr.contains("found"), "{what}: the file is there, not missing: {stderr}");
+    }
+}
+
 /// bd-merge mapped inputs of 1 MiB and more: a file truncated while mapped killed it with
 /// SIGBUS. Inputs are now read, so a shrinking input is read as it is (or is an error), and the
 /// run always ends with an exit code.
