@@ -954,7 +954,7 @@ fn two_issues(
     if kept_side == merge::Side::Ours {
         // The cache's issue keeps the id, stamped past both, so a clone that holds the file's
         // issue under it takes the replacement.
-        let sides_stamps = [stamp_of(sides.ours.1), stamp_of(sides.theirs.1)];
+        let sides_stamps = [merge::stamp_of(sides.ours.1), merge::stamp_of(sides.theirs.1)];
         if let Some(next) = timestamp::merge_stamp(sides_stamps.iter().flatten().map(String::as_str), options.now) {
             tx.execute("UPDATE issues SET updated_at = ?2 WHERE id = ?1", params![id, next])?;
         }
@@ -977,11 +977,6 @@ fn two_issues(
         None,
     ));
     Ok(())
-}
-
-/// A record's `updated_at`, parsed.
-fn stamp_of(v: &serde_json::Value) -> Option<String> {
-    v.get("updated_at").and_then(serde_json::Value::as_str).map(str::to_owned)
 }
 
 /// A report of a whole-record choice (no field merged): which side was kept, and the other.
@@ -1014,7 +1009,7 @@ fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &
     let cache_wins = match options.policy {
         ConflictPolicy::Ours => true,
         ConflictPolicy::Theirs => false,
-        _ => match (stamp_of(sides.ours.1), stamp_of(sides.theirs.1)) {
+        _ => match (merge::stamp_of(sides.ours.1), merge::stamp_of(sides.theirs.1)) {
             (Some(a), Some(b)) => timestamp::compare(&a, &b).is_ge(),
             (a, b) => a.is_some() >= b.is_some(),
         },

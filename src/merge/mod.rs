@@ -1163,7 +1163,7 @@ impl<'m, 'a> Merger<'m, 'a> {
 }
 
 /// A record's `updated_at`, when it is a string.
-fn stamp_of(value: &Value) -> Option<String> {
+pub(crate) fn stamp_of(value: &Value) -> Option<String> {
     value.get("updated_at").and_then(Value::as_str).map(str::to_owned)
 }
 
