@@ -262,6 +262,11 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
 /// Like [`write_atomic`], with the content produced by a writer callback (no buffer of the whole
 /// file needed).
 pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    // A rename over a symbolic link to a file would replace the link with a copy and leave its
+    // target as it was: the link is refused, naming it, and nothing is written.
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        bail!("{} is a symbolic link: not replaced (write the file it points to, or replace the link with the file)", path.display());
+    }
     if let Ok(meta) = fs::metadata(path) {
         if !meta.is_file() {
             let mut f = fs::OpenOptions::new().write(true).open(path).with_context(|| format!("opening {}", path.display()))?;

@@ -323,6 +323,24 @@ fn regression_a_fifo_as_the_issues_file_was_reported_as_no_issues_file() {
     }
 }
 
+/// `bd-merge dedupe` given a symbolic link to the issues file replaced the link with a deduped
+/// copy and left the file it points to as it was. Writing through a link is now refused (exit 2,
+/// naming it) and neither the link nor its target changes.
+#[test]
+fn regression_dedupe_replaced_a_symlinked_issues_file_with_a_copy() {
+    let repo = TestRepo::new();
+    let dir = repo.path();
+    let content = "{\"id\":\"a\",\"title\":\"x\"}\n{\"id\":\"a\",\"title\":\"y\"}\n";
+    std::fs::write(dir.join("real.jsonl"), content).expect("write");
+    std::os::unix::fs::symlink("real.jsonl", dir.join("link.jsonl")).expect("symlink");
+    let out = bounded(&bin("bd-merge"), dir, &["dedupe", "link.jsonl"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("link.jsonl is a symbolic link"), "{stderr}");
+    assert!(std::fs::symlink_metadata(dir.join("link.jsonl")).expect("link").file_type().is_symlink(), "the link stays a link");
+    assert_eq!(std::fs::read_to_string(dir.join("real.jsonl")).expect("read"), content);
+}
+
 /// bd-merge mapped inputs of 1 MiB and more: a file truncated while mapped killed it with
 /// SIGBUS. Inputs are now read, so a shrinking input is read as it is (or is an error), and the
 /// run always ends with an exit code.
