@@ -194,14 +194,18 @@ impl IssueRows {
 /// Replaces an issue's rows. `raw` is stored as the merge base; `rows` may come from another line
 /// (a three-way merge result).
 pub(crate) fn store_issue(tx: &Transaction<'_>, id: &str, raw: &str, line_hash: i64, rows: &IssueRows, is_new: bool) -> Result<()> {
-    let mut st = tx.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO issues (id, {}, raw, line_hash, ready_exclusion) VALUES (?1, {}, ?{}, ?{}, ?{})",
-        COLUMNS.join(", "),
-        (2..2 + COLUMNS.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "),
-        COLUMNS.len() + 2,
-        COLUMNS.len() + 3,
-        COLUMNS.len() + 4
-    ))?;
+    static INSERT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = INSERT.get_or_init(|| {
+        format!(
+            "INSERT OR REPLACE INTO issues (id, {}, raw, line_hash, ready_exclusion) VALUES (?1, {}, ?{}, ?{}, ?{})",
+            COLUMNS.join(", "),
+            (2..2 + COLUMNS.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", "),
+            COLUMNS.len() + 2,
+            COLUMNS.len() + 3,
+            COLUMNS.len() + 4
+        )
+    });
+    let mut st = tx.prepare_cached(sql)?;
     let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(COLUMNS.len() + 3);
     values.push(&id);
     values.extend(rows.columns.values.iter().map(|v| v as &dyn rusqlite::ToSql));
@@ -212,21 +216,27 @@ pub(crate) fn store_issue(tx: &Transaction<'_>, id: &str, raw: &str, line_hash: 
     if !is_new {
         remove_children(tx, id)?;
     }
-    let mut st = tx.prepare_cached("INSERT OR IGNORE INTO labels (issue_id, label, position) VALUES (?1, ?2, ?3)")?;
-    for (i, l) in rows.labels.iter().enumerate() {
-        st.execute(params![id, l, i as i64])?;
+    if !rows.labels.is_empty() {
+        let mut st = tx.prepare_cached("INSERT OR IGNORE INTO labels (issue_id, label, position) VALUES (?1, ?2, ?3)")?;
+        for (i, l) in rows.labels.iter().enumerate() {
+            st.execute(params![id, l, i as i64])?;
+        }
     }
-    let mut st = tx.prepare_cached(
-        "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-    )?;
-    for (i, d) in rows.dependencies.iter().enumerate() {
-        st.execute(params![id, d.depends_on_id, d.kind, d.created_at, d.created_by, i as i64, d.raw])?;
+    if !rows.dependencies.is_empty() {
+        let mut st = tx.prepare_cached(
+            "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+        )?;
+        for (i, d) in rows.dependencies.iter().enumerate() {
+            st.execute(params![id, d.depends_on_id, d.kind, d.created_at, d.created_by, i as i64, d.raw])?;
+        }
     }
-    let mut st = tx.prepare_cached(
-        "INSERT INTO comments (issue_id, comment_id, author, text, created_at, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-    )?;
-    for (i, c) in rows.comments.iter().enumerate() {
-        st.execute(params![id, c.comment_id, c.author, c.text, c.created_at, i as i64, c.raw])?;
+    if !rows.comments.is_empty() {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO comments (issue_id, comment_id, author, text, created_at, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+        )?;
+        for (i, c) in rows.comments.iter().enumerate() {
+            st.execute(params![id, c.comment_id, c.author, c.text, c.created_at, i as i64, c.raw])?;
+        }
     }
     Ok(())
 }

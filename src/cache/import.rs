@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 use super::codec::{self, store_issue, IssueRows};
 use super::stamp::{freshness, record_file_state, Freshness};
 use super::{line_hash, with_guard, Cache};
+use crate::index::IdTable;
 use crate::jsonl::LineBlocks;
 use crate::merge::{self, ConflictPolicy, MergeOptions, Report};
 use crate::record::{record_key, LineProblem, RawObject};
@@ -268,6 +269,9 @@ fn import_unsorted(cache: &mut Cache, options: &ImportOptions) -> Result<ImportR
 /// Bytes read per block: large enough to keep both cores busy decoding, small next to the file.
 const BLOCK_SIZE: usize = 8 << 20;
 
+/// Decoded lines handed from the reader thread to the writer at a time.
+const BATCH_LINES: usize = 4096;
+
 fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) -> Result<ImportReport> {
     let path = cache.paths.file.clone();
     match freshness(cache)? {
@@ -304,6 +308,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         scan: &scan,
         state: &state,
         plans,
+        copies: FxHashMap::default(),
         options,
         block_size,
         progress: progress.as_ref(),
@@ -336,10 +341,12 @@ struct Scan {
     hash: i64,
     /// Whether the file escapes `<`, `>` and `&` as Go does.
     go_style: bool,
-    /// Issue ids in the order of their first line, with every line holding them.
-    issues: Vec<(Box<str>, Vec<ScannedLine>)>,
-    /// Id -> its position in `issues`.
-    positions: FxHashMap<Box<str>, u32>,
+    /// Issue ids in the order of their first line.
+    ids: IdTable,
+    /// Each id's first line, by its position in `ids`.
+    first: Vec<ScannedLine>,
+    /// The later lines of ids on several lines, by position.
+    more: FxHashMap<u32, Vec<ScannedLine>>,
     bad: Vec<BadLine>,
     other_records: usize,
 }
@@ -349,8 +356,15 @@ impl Scan {
         let mut blocks = LineBlocks::from_file(file, path, block_size);
         let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
         let (mut go_escapes, mut raw_specials) = (false, false);
-        let mut scan =
-            Scan { hash: 0, go_style: false, issues: Vec::new(), positions: FxHashMap::default(), bad: Vec::new(), other_records: 0 };
+        let mut scan = Scan {
+            hash: 0,
+            go_style: false,
+            ids: IdTable::default(),
+            first: Vec::new(),
+            more: FxHashMap::default(),
+            bad: Vec::new(),
+            other_records: 0,
+        };
         while let Some(block) = blocks.next_block()? {
             hasher.update(block.bytes);
             go_escapes = go_escapes || crate::record::has_go_escapes(block.bytes);
@@ -382,20 +396,24 @@ impl Scan {
                     });
                 }
                 let seen = ScannedLine { number: line.number, hash: line_hash(line.bytes), utf8 };
-                match scan.positions.get(key.as_ref()) {
-                    Some(&at) => scan.issues[at as usize].1.push(seen),
-                    None => {
-                        let at = u32::try_from(scan.issues.len()).expect("fewer than 4 billion issues");
-                        let id: Box<str> = key.into();
-                        scan.positions.insert(id.clone(), at);
-                        scan.issues.push((id, vec![seen]));
-                    }
+                match scan.ids.insert(&key) {
+                    (_, true) => scan.first.push(seen),
+                    (at, false) => scan.more.entry(at).or_default().push(seen),
                 }
             }
         }
         scan.hash = hasher.digest() as i64;
         scan.go_style = go_escapes || !raw_specials;
         Ok(scan)
+    }
+
+    /// Every line of the id at `at`, in file order.
+    fn lines(&self, at: u32) -> impl Iterator<Item = &ScannedLine> {
+        std::iter::once(&self.first[at as usize]).chain(self.more.get(&at).into_iter().flatten())
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.ids.position(id).is_some()
     }
 }
 
@@ -439,19 +457,19 @@ impl CacheState {
 
 /// Decides what each id in the file needs; only the lines of changed ids will be read again and
 /// parsed. An id on several lines is decided in the second pass, which brings their texts.
-fn plan<'a>(scan: &'a Scan, state: &CacheState, force: bool, report: &mut ImportReport) -> Vec<Plan<'a>> {
+fn plan(scan: &Scan, state: &CacheState, force: bool, report: &mut ImportReport) -> Vec<Plan> {
     let mut plans = Vec::new();
-    for (id, lines) in &scan.issues {
-        if lines.iter().any(|l| !l.utf8) {
+    for (at, id) in (0u32..).zip(scan.ids.iter()) {
+        if scan.lines(at).any(|l| !l.utf8) {
             continue; // listed as bad by the scan
         }
-        if lines.len() > 1 {
-            report.duplicate_ids.push(id.to_string());
-            plans.push(Plan { id, line: lines[0], copies: Some(Vec::with_capacity(lines.len())), action: None });
+        if scan.more.contains_key(&at) {
+            report.duplicate_ids.push(id.to_owned());
+            plans.push(Plan { at, action: None });
             continue;
         }
-        if let Some(action) = state.action(id, lines[0].hash, force) {
-            plans.push(Plan { id, line: lines[0], copies: None, action: Some(action) });
+        if let Some(action) = state.action(id, scan.first[at as usize].hash, force) {
+            plans.push(Plan { at, action: Some(action) });
         }
     }
     plans
@@ -464,11 +482,32 @@ fn decode_line(text: &str) -> Decoded {
     RawObject::parse_str(text).map(|obj| (IssueRows::from_record(&obj), !obj.repeated_keys().is_empty()))
 }
 
-/// A planned line, read and decoded ahead of the write.
+/// A planned line, read and decoded ahead of the write; its text is `range` of its batch's bytes.
 struct DecodedLine {
     plan: usize,
-    text: String,
+    range: std::ops::Range<usize>,
     decoded: Decoded,
+}
+
+/// The planned lines of one block: their texts in one buffer (handed back to the reader to be
+/// filled again, so the import allocates no string per line), and their decoded rows.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    lines: Vec<DecodedLine>,
+}
+
+impl Batch {
+    fn text(&self, line: &DecodedLine) -> &str {
+        // Only UTF-8 lines are added (`Batch::push`), at char boundaries.
+        std::str::from_utf8(&self.bytes[line.range.clone()]).unwrap_or_default()
+    }
+
+    fn push(&mut self, plan: usize, text: &str) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(text.as_bytes());
+        self.lines.push(DecodedLine { plan, range: start..self.bytes.len(), decoded: decode_line(text) });
+    }
 }
 
 /// The write of one import: the second pass over the file, inside one transaction.
@@ -481,7 +520,9 @@ struct Write<'a> {
     display: &'a str,
     scan: &'a Scan,
     state: &'a CacheState,
-    plans: Vec<Plan<'a>>,
+    plans: Vec<Plan>,
+    /// The texts of the lines of ids on several lines, by plan, gathered by the second pass.
+    copies: FxHashMap<usize, Vec<(usize, String)>>,
     options: &'a ImportOptions,
     block_size: usize,
     progress: Option<&'a indicatif::ProgressBar>,
@@ -493,6 +534,9 @@ struct Written<'r> {
     bad: &'r mut Vec<BadLine>,
     /// The first `updated_at` values stored, to learn the file's timestamp style.
     stamps: Vec<String>,
+    /// The ids added, as positions in the scan until the write is over (a cold import of a
+    /// million records would otherwise hold a million strings beside SQLite's cache).
+    added: Vec<u32>,
 }
 
 impl Write<'_> {
@@ -519,7 +563,7 @@ impl Write<'_> {
             partial: true,
             ..MergeOptions::default()
         };
-        let mut written = Written { report, bad, stamps: Vec::new() };
+        let mut written = Written { report, bad, stamps: Vec::new(), added: Vec::new() };
         let result = with_guard(&mut cache.conn, |tx| {
             let now: Vec<String> = {
                 let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
@@ -529,18 +573,7 @@ impl Write<'_> {
             if now.len() != self.state.dirty.len() || now.iter().any(|id| !self.state.dirty.contains_key(id)) {
                 return Err(DirtySetChanged.into());
             }
-            // Into an empty cache, building each index once at the end (a sort) beats keeping it
-            // up to date row by row.
-            let indexes: Vec<(String, String)> = if cold {
-                let mut st = tx.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")?;
-                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                rows.collect::<rusqlite::Result<_>>()?
-            } else {
-                Vec::new()
-            };
-            for (name, _) in &indexes {
-                tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
-            }
+            let schema = if cold { drop_indexes_and_triggers(tx)? } else { Vec::new() };
             tx.execute("DELETE FROM duplicate_lines", [])?;
             self.stream(tx, &merge_options, &mut written)?;
             self.settle_duplicates(tx, &merge_options, &mut written)?;
@@ -549,9 +582,7 @@ impl Write<'_> {
                 return Err(InvalidFile(std::mem::take(written.bad)).into());
             }
             self.remove_missing(tx, written.report)?;
-            for (_, sql) in &indexes {
-                tx.execute_batch(sql)?;
-            }
+            restore_indexes_and_triggers(tx, &schema)?;
             // An in-place write during the reads (same inode, new size or time) is caught here.
             if Identity::of(&self.file.metadata()?) != self.opened {
                 return Err(FileChanged.into());
@@ -568,6 +599,9 @@ impl Write<'_> {
         }
         written.bad.sort_by_key(|b| b.line);
         written.report.skipped = std::mem::take(written.bad);
+        if result.is_ok() {
+            written.report.added.extend(written.added.iter().map(|&at| self.scan.ids.get(at).to_owned()));
+        }
         result
     }
 
@@ -575,62 +609,35 @@ impl Write<'_> {
     /// every core, and stores them; lines of ids on several lines are kept for
     /// [`Write::settle_duplicates`].
     fn stream(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
-        // Line number -> (plan, the line's hash in the first pass).
-        let needed: FxHashMap<usize, (usize, i64)> = self
-            .plans
-            .iter()
-            .enumerate()
-            .flat_map(|(k, p)| {
-                let lines: &[ScannedLine] = if p.copies.is_some() {
-                    &self.scan.issues[self.scan.positions[p.id] as usize].1
-                } else {
-                    std::slice::from_ref(&p.line)
-                };
-                lines.iter().map(move |l| (l.number, (k, l.hash)))
-            })
-            .collect();
-        let (path, scan_hash, plans, block_size) = (self.path, self.scan.hash, &self.plans, self.block_size);
+        // The lines to read are the plans' first lines, in plan order (which is line order), and
+        // the later lines of ids on several lines: (line number, plan, hash in the first pass),
+        // sorted. The second pass walks both beside the file.
+        let mut later: Vec<(usize, usize, i64)> = Vec::new();
+        for (k, p) in self.plans.iter().enumerate().filter(|(_, p)| p.action.is_none()) {
+            later.extend(self.scan.lines(p.at).skip(1).map(|l| (l.number, k, l.hash)));
+        }
+        later.sort_unstable_by_key(|n| n.0);
+        let (plans, scan) = (&self.plans, self.scan);
         let mut file = self.file.try_clone()?;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        let reader = PlannedLines { path: self.path, block_size: self.block_size, scan, plans, later: &later };
         // A reader thread reads, checks and decodes the next block while this one writes: the
         // SQLite writes are the longer half, so decoding costs no wall time.
         let copies = std::thread::scope(|s| -> Result<Vec<(usize, usize, String)>> {
-            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<DecodedLine>>(2);
-            let reader = s.spawn(move || -> Result<Vec<(usize, usize, String)>> {
-                let mut copies = Vec::new();
-                let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
-                let mut blocks = LineBlocks::from_file(file, path, block_size);
-                while let Some(block) = blocks.next_block()? {
-                    hasher.update(block.bytes);
-                    let mut batch = Vec::new();
-                    for line in &block.lines {
-                        let Some(&(plan, hash)) = needed.get(&line.number) else { continue };
-                        if line_hash(line.bytes) != hash {
-                            return Err(FileChanged.into());
-                        }
-                        let text = std::str::from_utf8(line.bytes).map_err(|_| FileChanged)?;
-                        if plans[plan].copies.is_some() {
-                            copies.push((plan, line.number, text.to_owned()));
-                        } else {
-                            batch.push(DecodedLine { plan, decoded: decode_line(text), text: text.to_owned() });
-                        }
-                    }
-                    if send.send(batch).is_err() {
-                        return Ok(copies); // the writer stopped on an error of its own
-                    }
-                }
-                if hasher.digest() as i64 != scan_hash {
-                    return Err(FileChanged.into());
-                }
-                Ok(copies)
-            });
-            for batch in receive {
-                let count = batch.len() as u64;
-                for line in batch {
+            let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(2);
+            let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
+            let reader = s.spawn(move || reader.read(file, &send, &recycled));
+            for mut batch in receive {
+                let count = batch.lines.len() as u64;
+                let mut lines = std::mem::take(&mut batch.lines);
+                for line in lines.drain(..) {
                     let plan = &plans[line.plan];
                     let action = plan.action.as_ref().expect("single-line plans are decided in the first pass");
-                    self.store(tx, plan.id, plan.line.number, &line.text, action, line.decoded, merge_options, written)?;
+                    let (id, number) = (scan.ids.get(plan.at), scan.first[plan.at as usize].number);
+                    self.store(tx, id, number, batch.text(&line), action, line.decoded, merge_options, written)?;
                 }
+                batch.lines = lines;
+                let _ = recycle.send(batch);
                 if let Some(bar) = self.progress {
                     bar.inc(count);
                 }
@@ -638,7 +645,7 @@ impl Write<'_> {
             reader.join().expect("reading the file does not panic")
         })?;
         for (plan, number, text) in copies {
-            self.plans[plan].copies.get_or_insert_with(Vec::new).push((number, text));
+            self.copies.entry(plan).or_default().push((number, text));
         }
         Ok(())
     }
@@ -647,18 +654,20 @@ impl Write<'_> {
     /// kept verbatim in `duplicate_lines`.
     fn settle_duplicates(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
-        for plan in &self.plans {
-            let Some(copies) = &plan.copies else { continue };
+        let mut settled: Vec<(&usize, &Vec<(usize, String)>)> = self.copies.iter().collect();
+        settled.sort_unstable_by_key(|(plan, _)| **plan);
+        for (&plan, copies) in settled {
+            let id = self.scan.ids.get(self.plans[plan].at);
             let texts: Vec<(usize, &str)> = copies.iter().map(|(n, t)| (*n, t.as_str())).collect();
             let primary = latest_copy(&texts);
             for (k, (n, raw)) in texts.iter().enumerate() {
                 if k != primary {
-                    dup.execute(params![plan.id, *n as i64, raw])?;
+                    dup.execute(params![id, *n as i64, raw])?;
                 }
             }
             let (number, text) = texts[primary];
-            if let Some(action) = self.state.action(plan.id, line_hash(text.as_bytes()), self.options.force) {
-                self.store(tx, plan.id, number, text, &action, decode_line(text), merge_options, written)?;
+            if let Some(action) = self.state.action(id, line_hash(text.as_bytes()), self.options.force) {
+                self.store(tx, id, number, text, &action, decode_line(text), merge_options, written)?;
             }
         }
         Ok(())
@@ -707,13 +716,16 @@ impl Write<'_> {
                 }
                 store_issue(tx, id, text, line_hash(text.as_bytes()), &rows, *is_new)?;
                 if *is_new {
-                    written.report.added.push(id.to_owned());
+                    match self.scan.ids.position(id) {
+                        Some(at) => written.added.push(at),
+                        None => written.report.added.push(id.to_owned()),
+                    }
                 } else if *changed {
                     written.report.changed.push(id.to_owned());
                 }
             }
             Action::Merge => {
-                let file_ids = |parent: &str| merge::rename::highest_child(parent, self.scan.positions.keys().map(|k| &**k));
+                let file_ids = |parent: &str| merge::rename::highest_child(parent, self.scan.ids.iter());
                 let dirty = &self.state.dirty;
                 merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?;
             }
@@ -724,7 +736,7 @@ impl Write<'_> {
     /// Removes the issues that left the file (unless edited in the cache: the edit wins).
     fn remove_missing(&self, tx: &Transaction<'_>, report: &mut ImportReport) -> Result<()> {
         for (id, hash) in &self.state.hashes {
-            if self.scan.positions.contains_key(id.as_str()) || hash.is_none() {
+            if self.scan.contains(id) || hash.is_none() {
                 continue;
             }
             if self.state.dirty.contains_key(id) {
@@ -750,17 +762,115 @@ impl Write<'_> {
     }
 }
 
+/// Into an empty cache, building each index once at the end (a sort) beats keeping it up to date
+/// row by row; and the triggers (silenced by the guard anyway) are dropped too, since SQLite still
+/// evaluates their `WHEN` for every row: 0.2 s of 1.1 at 100k. Returns their SQL, for
+/// [`restore_indexes_and_triggers`] before the commit; a rollback never loses them.
+fn drop_indexes_and_triggers(tx: &Transaction<'_>) -> Result<Vec<(String, String)>> {
+    let mut st =
+        tx.prepare("SELECT name, sql, type FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type")?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+    let schema: Vec<(String, String, String)> = rows.collect::<rusqlite::Result<_>>()?;
+    for (name, _, kind) in &schema {
+        let kind = if kind == "trigger" { "TRIGGER" } else { "INDEX" };
+        tx.execute_batch(&format!("DROP {kind} \"{}\"", name.replace('"', "\"\"")))?;
+    }
+    Ok(schema.into_iter().map(|(name, sql, _)| (name, sql)).collect())
+}
+
+/// Creates again what [`drop_indexes_and_triggers`] dropped (indexes first: `ORDER BY type`).
+fn restore_indexes_and_triggers(tx: &Transaction<'_>, schema: &[(String, String)]) -> Result<()> {
+    if schema.is_empty() {
+        return Ok(());
+    }
+    // SQLite's sorter takes as much memory again as the page cache: halve both while the indexes
+    // are built, so a cold import of a million records stays under 300 MB.
+    tx.execute_batch("PRAGMA cache_size = -32768")?;
+    for (_, sql) in schema {
+        tx.execute_batch(sql)?;
+    }
+    Ok(())
+}
+
+/// The reading half of [`Write::stream`], on its own thread: reads the file again, checks each
+/// planned line against the first pass, decodes single-line plans into batches for the writer and
+/// keeps the texts of ids on several lines.
+struct PlannedLines<'a> {
+    path: &'a std::path::Path,
+    block_size: usize,
+    scan: &'a Scan,
+    plans: &'a [Plan],
+    /// The later lines of ids on several lines: (line number, plan, hash), sorted.
+    later: &'a [(usize, usize, i64)],
+}
+
+impl PlannedLines<'_> {
+    fn read(
+        self,
+        file: std::fs::File,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+        recycled: &std::sync::mpsc::Receiver<Batch>,
+    ) -> Result<Vec<(usize, usize, String)>> {
+        let (scan, plans) = (self.scan, self.plans);
+        let mut copies = Vec::new();
+        let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+        let mut blocks = LineBlocks::from_file(file, self.path, self.block_size);
+        let fresh = || {
+            let mut batch: Batch = recycled.try_recv().unwrap_or_default();
+            batch.bytes.clear();
+            batch.lines.clear();
+            batch
+        };
+        let mut batch = fresh();
+        // The plans' first lines come in plan order, which is line order.
+        let mut firsts = plans.iter().enumerate().peekable();
+        let mut laters = self.later.iter().peekable();
+        while let Some(block) = blocks.next_block()? {
+            hasher.update(block.bytes);
+            for line in &block.lines {
+                let first = firsts.next_if(|(_, p)| scan.first[p.at as usize].number == line.number);
+                let wanted = first
+                    .map(|(k, p)| (k, scan.first[p.at as usize].hash))
+                    .or_else(|| laters.next_if(|n| n.0 == line.number).map(|&(_, k, hash)| (k, hash)));
+                let Some((plan, hash)) = wanted else { continue };
+                if line_hash(line.bytes) != hash {
+                    return Err(FileChanged.into());
+                }
+                let text = std::str::from_utf8(line.bytes).map_err(|_| FileChanged)?;
+                if plans[plan].action.is_none() {
+                    copies.push((plan, line.number, text.to_owned()));
+                } else {
+                    batch.push(plan, text);
+                }
+                // A decoded row is about 500 bytes whatever its line's size: a batch is bounded by
+                // lines too, so a block of tiny records stays small.
+                if (batch.lines.len() >= BATCH_LINES || batch.bytes.len() >= self.block_size)
+                    && send.send(std::mem::replace(&mut batch, fresh())).is_err()
+                {
+                    return Ok(copies); // the writer stopped on an error of its own
+                }
+            }
+        }
+        if !batch.lines.is_empty() && send.send(batch).is_err() {
+            return Ok(copies);
+        }
+        if hasher.digest() as i64 != scan.hash {
+            return Err(FileChanged.into());
+        }
+        Ok(copies)
+    }
+}
+
 enum Action {
     Store { is_new: bool, changed: bool },
     Merge,
 }
 
-/// What to do with one id. An id on one line is decided in the first pass (`action`); one on
-/// several lines gathers the copies' texts in the second (`copies`) and is decided then.
-struct Plan<'a> {
-    id: &'a str,
-    line: ScannedLine,
-    copies: Option<Vec<(usize, String)>>,
+/// What to do with one id (the one at `at` in the scan). An id on one line is decided in the
+/// first pass (`action`); one on several lines (`None`) gathers the copies' texts in the second
+/// ([`Write::copies`]) and is decided then.
+struct Plan {
+    at: u32,
     action: Option<Action>,
 }
 
@@ -1138,6 +1248,7 @@ mod tests {
             scan: &scan,
             state: &state,
             plans,
+            copies: FxHashMap::default(),
             options: &options,
             block_size: 64,
             progress: None,

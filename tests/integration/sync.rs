@@ -703,3 +703,50 @@ fn regression_an_sql_edit_of_dependencies_and_comments_left_bd_derived_counts_st
     assert_eq!(String::from_utf8(ws.read()).expect("utf8"), text);
     assert_eq!(ws.ok(&["status"]).lines().find(|l| l.starts_with("dirty")).map(str::trim), Some("dirty   0 unexported edit(s)"));
 }
+
+/// A cold import (an empty cache, over 10,000 issues) drops the indexes and triggers and builds
+/// them again at the end: it must leave exactly the schema and rows an incremental import of the
+/// same file leaves, and SQL edits must still be caught afterwards.
+#[test]
+fn a_cold_import_leaves_the_schema_and_rows_an_incremental_one_leaves() {
+    let Some(gen) = shared_file("bench/gen.py") else { return };
+    let big = generated(&gen, 10_200);
+    let cold = Workspace::new(&big);
+    cold.ok(&["import"]);
+    // The same file into a cache that already holds one issue: not a cold import.
+    let warm = Workspace::new(&crate::support::jsonl(&[crate::support::issue("zz-warm").line()]));
+    warm.ok(&["import"]);
+    std::fs::write(warm.file(), &big).expect("write");
+    warm.ok(&["import"]);
+    let schema = |ws: &Workspace| -> Vec<(String, String, Option<String>)> {
+        let conn = Connection::open(ws.db()).expect("open cache");
+        let mut st = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").expect("prepare");
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).expect("query").map(|r| r.expect("row")).collect()
+    };
+    let cold_schema = schema(&cold);
+    assert_eq!(cold_schema, schema(&warm), "a cold import rebuilt another schema");
+    assert_eq!(cold_schema.iter().filter(|(kind, _, _)| kind == "trigger").count(), 22, "{cold_schema:?}");
+    // (The file's identity and the time of the sync differ between the two.)
+    let rows = |ws: &Workspace| {
+        let dump = ws.dump();
+        dump.lines()
+            .filter(|l| !l.starts_with("meta: Text(\"file_") && !l.starts_with("meta: Text(\"synced_at"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let cold_rows = rows(&cold);
+    assert!(cold_rows.len() > 10_200, "{}", cold_rows.len());
+    let warm_rows = rows(&warm);
+    let first_difference = cold_rows.iter().zip(&warm_rows).find(|(c, w)| c != w);
+    assert!(
+        cold_rows == warm_rows,
+        "a cold import stored other rows than an incremental one ({} against {} rows): {first_difference:?}",
+        cold_rows.len(),
+        warm_rows.len()
+    );
+    // The triggers are back: an SQL edit marks its issue dirty and export writes it.
+    cold.sql("UPDATE issues SET title = 'edited through SQL' WHERE rowid = 1");
+    assert!(cold.ok(&["status"]).contains("dirty   1"), "{}", cold.ok(&["status"]));
+    cold.ok(&["export"]);
+    assert!(String::from_utf8_lossy(&cold.read()).contains("edited through SQL"));
+}
