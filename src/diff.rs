@@ -9,8 +9,11 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
-use crate::index::IdIndex;
-use crate::record::LineProblem;
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::index::{IdIndex, IdTable};
+use crate::jsonl::LineBlocks;
+use crate::record::{record_key, Key, LineProblem};
 
 /// A snapshot: the file's bytes, and each id with where its line(s) are in them. The bytes are
 /// held once (no copy per line), so snapshots of 100k-issue files stay cheap to take and keep.
@@ -123,6 +126,91 @@ impl Changes {
     }
 }
 
+/// One revision of an issues file as `--from-diff` keeps it, read as a stream and never held:
+/// each issue id, in the order of its first line, with a 128-bit hash of its line(s) (an id on
+/// several lines hashes them in order). Two digests tell the same ids apart as two snapshots do
+/// (by the bytes of each id's lines), at about 40 bytes an id whatever the records' size.
+#[derive(Default)]
+pub struct Digest {
+    ids: IdTable,
+    hashes: Vec<u128>,
+}
+
+impl Digest {
+    /// Reads a file in blocks. The first line without a usable key is the error, as for
+    /// [`Snapshot::parse`] without validation.
+    pub fn read(mut blocks: LineBlocks) -> anyhow::Result<Digest> {
+        let mut digest = Digest::default();
+        while let Some(block) = blocks.next_block()? {
+            for line in &block.lines {
+                let key = record_key(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
+                // Header and memory lines are not work items: nobody is notified about them.
+                let Key::Issue(id) = key else { continue };
+                match digest.ids.insert(&id) {
+                    (_, true) => digest.hashes.push(xxh3_128(line.bytes)),
+                    (at, false) => {
+                        let mut chained = xxhash_rust::xxh3::Xxh3Default::new();
+                        chained.update(&digest.hashes[at as usize].to_le_bytes());
+                        chained.update(line.bytes);
+                        digest.hashes[at as usize] = chained.digest128();
+                    }
+                }
+            }
+        }
+        Ok(digest)
+    }
+
+    /// True when there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// Compares two digests: the same lists, in the same order, as [`changes`] of the snapshots.
+pub fn digest_changes(old: &Digest, new: &Digest) -> Changes {
+    if old.ids.is_sorted() && new.ids.is_sorted() {
+        return sorted_digest_changes(old, new);
+    }
+    let mut c = Changes::default();
+    for (at, id) in new.ids.iter().enumerate() {
+        match old.ids.position(id) {
+            None => c.added.push(id.to_owned()),
+            Some(o) if old.hashes[o as usize] != new.hashes[at] => c.modified.push(id.to_owned()),
+            Some(_) => {}
+        }
+    }
+    for id in old.ids.iter() {
+        if new.ids.position(id).is_none() {
+            c.deleted.push(id.to_owned());
+        }
+    }
+    c
+}
+
+/// [`digest_changes`] of two files sorted by id (as bd and br write them), by walking both side by
+/// side: no lookups at all.
+fn sorted_digest_changes(old: &Digest, new: &Digest) -> Changes {
+    let mut c = Changes::default();
+    let mut o = 0u32;
+    let old_len = u32::try_from(old.ids.len()).expect("fewer than 4 billion ids");
+    for (n, id) in new.ids.iter().enumerate() {
+        while o < old_len && old.ids.get(o) < id {
+            c.deleted.push(old.ids.get(o).to_owned());
+            o += 1;
+        }
+        if o < old_len && old.ids.get(o) == id {
+            if old.hashes[o as usize] != new.hashes[n] {
+                c.modified.push(id.to_owned());
+            }
+            o += 1;
+        } else {
+            c.added.push(id.to_owned());
+        }
+    }
+    c.deleted.extend((o..old_len).map(|k| old.ids.get(k).to_owned()));
+    c
+}
+
 /// Compares two snapshots.
 pub fn changes(old: &Snapshot, new: &Snapshot) -> Changes {
     let mut c = Changes::default();
@@ -157,5 +245,47 @@ mod tests {
         assert_eq!((c.added, c.modified, c.deleted), (vec!["d".into()], vec!["a".into()], vec!["b".into()]));
         assert!(Snapshot::parse(b"{\"id\":\"a\",\"x\":".to_vec(), true, None).is_err());
         assert!(changes(&old, &old).is_empty());
+    }
+
+    fn digest(content: &[u8], block_size: usize) -> anyhow::Result<Digest> {
+        let reader: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(content.to_vec()));
+        Digest::read(LineBlocks::from_reader(reader, std::path::Path::new("test"), block_size))
+    }
+
+    /// The streamed digests report exactly what the snapshots report, in the same order: ids on
+    /// several lines, lines moved, a header and memories, CRLF, a BOM, blocks of any size.
+    #[test]
+    fn digests_report_what_snapshots_report() {
+        let versions: [&[u8]; 8] = [
+            b"{\"id\":\"a\"}\n{\"id\":\"b\",\"x\":1}\n{\"id\":\"d\"}\n",
+            b"{\"_schema\":1}\n{\"id\":\"b\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"e\"}\n",
+            b"{\"id\":\"a\",\"x\":1}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n",
+            b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n{\"id\":\"a\",\"x\":2}\n",
+            b"{\"_schema\":1}\n{\"id\":\"c\"}\n{\"id\":\"a\",\"x\":2}\n{\"_type\":\"memory\",\"key\":\"k\"}\n{\"id\":\"a\",\"x\":2}\n",
+            b"\xef\xbb\xbf{\"id\":\"c\"}\r\n{\"id\":\"b\"}\r\n",
+            b"{\"id\":\"c\"}\n{\"id\":\"b\"}",
+            b"",
+        ];
+        for old in versions {
+            for new in versions {
+                let expected = changes(
+                    &Snapshot::parse(old.to_vec(), false, None).expect("old"),
+                    &Snapshot::parse(new.to_vec(), false, None).expect("new"),
+                );
+                for block in [1, 7, 64, 1 << 20] {
+                    let got = digest_changes(&digest(old, block).expect("old"), &digest(new, block).expect("new"));
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{:?} -> {:?} in blocks of {block}",
+                        String::from_utf8_lossy(old),
+                        String::from_utf8_lossy(new)
+                    );
+                }
+            }
+        }
+        let err = digest(b"{\"id\":\"a\"}\n{\"x\":1}\n{\"id\":\"b\"}\n", 64).err().expect("a line without an id");
+        let snapshot_err = Snapshot::parse(b"{\"id\":\"a\"}\n{\"x\":1}\n{\"id\":\"b\"}\n".to_vec(), false, None).expect_err("no id");
+        assert_eq!(err.to_string(), snapshot_err.to_string());
     }
 }

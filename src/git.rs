@@ -2,8 +2,10 @@
 //!
 //! The merge driver only needs git for two things (the line-merge fallback, in `merge::driver`,
 //! and the conflict style), both run as `git` subprocesses because git is by definition present
-//! when it calls a merge driver. Reading the issues file at a revision (for `bd-hook --from-diff`) goes through
-//! gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
+//! when it calls a merge driver. Finding the issues file at a revision (for `bd-hook --from-diff`) goes
+//! through gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
+//! Its bytes are then streamed out of `git cat-file` ([`BlobStream`]): git stores a file over
+//! `core.bigFileThreshold` (512 MB) whole and streams it, where gix would inflate it into memory.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -108,8 +110,18 @@ impl Repo {
     /// root commit, or when the file does not exist there. `path` picks the file; `None` tries
     /// [`ISSUES_PATHS`].
     pub fn issues_at(&self, rev: &str, path: Option<&str>) -> Result<Vec<u8>> {
+        match self.issues_blob_at(rev, path)? {
+            None => Ok(Vec::new()),
+            Some(id) => Ok(self.repo.find_object(id).with_context(|| format!("reading the issues file at {rev}"))?.detach().data),
+        }
+    }
+
+    /// The blob id of the issues file at `rev`, as [`Repo::issues_at`] finds it: `None` when the
+    /// revision is the (missing) parent of a root commit or the file does not exist there. A
+    /// submodule or a directory in the file's place is an error naming it.
+    pub fn issues_blob_at(&self, rev: &str, path: Option<&str>) -> Result<Option<gix::ObjectId>> {
         let Some(commit) = self.commit(rev)? else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let tree = commit.tree().with_context(|| format!("reading the tree of {rev}"))?;
         let candidates: Vec<&str> = match path {
@@ -118,11 +130,15 @@ impl Repo {
         };
         for p in candidates {
             if let Some(entry) = tree.lookup_entry_by_path(p).with_context(|| format!("looking up {p} in {rev}"))? {
-                let object = entry.object().with_context(|| format!("reading {p} at {rev}"))?;
-                return Ok(object.detach().data);
+                let mode = entry.mode();
+                if !mode.is_blob_or_symlink() {
+                    let kind = if mode.is_commit() { "submodule" } else { "directory" };
+                    bail!("{} at {rev} is a {kind}, not a file", crate::record::printable(p, 256));
+                }
+                return Ok(Some(entry.object_id()));
             }
         }
-        Ok(Vec::new())
+        Ok(None)
     }
 
     /// A blob's bytes by its full hex id.
@@ -166,4 +182,57 @@ impl Repo {
 pub fn stage(file: &Path) -> Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
     run(dir, &[OsStr::new("add"), OsStr::new("--"), file.as_os_str()]).map(drop)
+}
+
+/// A blob's bytes as `git cat-file blob` writes them, read as a stream; [`BlobStream::finish`]
+/// says whether git succeeded. Dropped unfinished, git is stopped.
+pub struct BlobStream {
+    child: std::process::Child,
+}
+
+impl BlobStream {
+    /// Starts `git cat-file blob ID` in the repository containing `dir` (`GIT_DIR` honoured).
+    pub fn open(dir: &Path, id: &gix::ObjectId) -> Result<(BlobStream, std::process::ChildStdout)> {
+        let mut child = Command::new("git")
+            .args(["cat-file", "blob"])
+            .arg(id.to_hex().to_string())
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running git cat-file (is git installed?)")?;
+        let stdout = child.stdout.take().context("git cat-file has no output")?;
+        // A 1 MB pipe instead of 64 KB: a sixteenth of the wake-ups between git and the reader.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: the descriptor is the pipe just created and owned by `stdout`; a refusal
+            // (a lower `pipe-max-size`) leaves the default size.
+            unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        }
+        Ok((BlobStream { child }, stdout))
+    }
+
+    /// Waits for git once its output has been read: an error carries git's message.
+    pub fn finish(mut self) -> Result<()> {
+        let mut stderr = Vec::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut pipe, 64 << 10), &mut stderr);
+        }
+        let status = self.child.wait().context("waiting for git cat-file")?;
+        if !status.success() {
+            bail!("git cat-file failed: {}", crate::record::printable(String::from_utf8_lossy(&stderr).trim(), 4096));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BlobStream {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

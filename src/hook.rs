@@ -11,8 +11,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::diff::{changes, Changes, Snapshot};
-use crate::git::Repo;
+use crate::diff::{digest_changes, Changes, Digest};
+use crate::git::{BlobStream, Repo};
+use crate::jsonl::LineBlocks;
 
 /// Where ids come from.
 #[derive(Debug, Clone, Default)]
@@ -39,21 +40,38 @@ pub fn diff_range(spec: &str) -> (String, String) {
 
 /// Ids added, modified or deleted in the issues file between two revisions, read from git
 /// objects in the repository containing `dir` (`GIT_DIR` honoured).
+///
+/// Each revision is streamed out of git and kept as a [`Digest`] (an id and a hash per record),
+/// so memory follows the number of ids, not the file's size; the same blob on both sides is no
+/// change at all, and is not read.
 pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
     let (old_rev, new_rev) = diff_range(spec);
-    // Inflating and indexing a big file dominates: do the two revisions on two threads (each
-    // opens the repository itself; gix repositories are per-thread).
-    let snapshot = |rev: &str| -> Result<Snapshot> {
-        let bytes = Repo::discover(dir)?.issues_at(rev, path)?;
-        Snapshot::parse(bytes, false, None).map_err(|e| anyhow::anyhow!("issues file at {rev}: {e}"))
+    let repo = Repo::discover(dir)?;
+    let old_blob = repo.issues_blob_at(&old_rev, path)?;
+    let new_blob = repo.issues_blob_at(&new_rev, path)?;
+    if old_blob == new_blob {
+        return Ok(Changes::default());
+    }
+    // Inflating and hashing a big file dominates: the two revisions stream on two threads.
+    let digest = |rev: &str, blob: Option<gix::ObjectId>| -> Result<Digest> {
+        let Some(blob) = blob else { return Ok(Digest::default()) };
+        let (stream, stdout) = BlobStream::open(dir, &blob)?;
+        let name = format!("the issues file at {rev}");
+        let digest = Digest::read(LineBlocks::from_reader(Box::new(stdout), Path::new(&name), BLOCK_SIZE))
+            .with_context(|| format!("issues file at {rev}"))?;
+        stream.finish().with_context(|| format!("reading the issues file at {rev}"))?;
+        Ok(digest)
     };
     let (old, new) = std::thread::scope(|s| {
-        let old = s.spawn(|| snapshot(&old_rev));
-        let new = snapshot(&new_rev);
+        let old = s.spawn(|| digest(&old_rev, old_blob));
+        let new = digest(&new_rev, new_blob);
         (old.join().expect("reading a revision does not panic"), new)
     });
-    Ok(changes(&old?, &new?))
+    Ok(digest_changes(&old?, &new?))
 }
+
+/// Bytes read from git per block.
+const BLOCK_SIZE: usize = 4 << 20;
 
 /// The most standard input read for ids (an endless stream is an error, not an allocation).
 pub const MAX_STDIN: u64 = 256 << 20;

@@ -128,7 +128,7 @@ pub struct Block<'a> {
 /// bounded memory: only one block (about `block_size` bytes, or one longer line) is held at a time.
 pub struct LineBlocks {
     path: std::path::PathBuf,
-    file: fs::File,
+    file: Box<dyn std::io::Read + Send>,
     buf: Vec<u8>,
     block_size: usize,
     /// `buf[..handed_out]` was the previous block; `buf[handed_out..filled]` is read but not yet given.
@@ -154,10 +154,16 @@ impl LineBlocks {
     /// Reads an already open file (from its current offset) in blocks of about `block_size`
     /// bytes; `path` names it in errors.
     pub fn from_file(file: fs::File, path: &Path, block_size: usize) -> LineBlocks {
+        LineBlocks::from_reader(Box::new(file), path, block_size)
+    }
+
+    /// Reads any stream (a blob out of `git cat-file`) in blocks of about `block_size` bytes;
+    /// `name` names it in errors.
+    pub fn from_reader(reader: Box<dyn std::io::Read + Send>, name: &Path, block_size: usize) -> LineBlocks {
         let block_size = block_size.max(1);
         LineBlocks {
-            path: path.to_owned(),
-            file,
+            path: name.to_owned(),
+            file: reader,
             buf: Vec::new(),
             block_size,
             handed_out: 0,

@@ -292,6 +292,9 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         .with_context(|| format!("reading {display}"))?;
     let opened = Identity::of(&file.metadata().with_context(|| format!("reading {display}"))?);
     let mut scan = Scan::read(file.try_clone().with_context(|| format!("reading {display}"))?, &path, &display, block_size)?;
+    if !state.hashes.is_empty() {
+        scan.ids.build_index(); // every id of the cache is looked up in it (`remove_missing`)
+    }
     let mut report = ImportReport { other_records: scan.other_records, ..ImportReport::default() };
     let mut bad = std::mem::take(&mut scan.bad);
     let plans = plan(&scan, &state, options.force, &mut report);

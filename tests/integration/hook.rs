@@ -149,6 +149,33 @@ fn from_diff_finds_added_modified_and_deleted_ids_on_real_commits() {
     assert_eq!(out.status.code(), Some(2), "an unknown revision is a collection error under --strict");
 }
 
+/// Each revision is streamed out of `git cat-file` (here stored whole, as git stores a file over
+/// `core.bigFileThreshold`, and then packed); an id on several lines is compared as its lines; a
+/// bad line or a directory in the file's place is an error naming the revision.
+#[test]
+fn from_diff_streams_each_revision_and_names_what_it_cannot_read() {
+    let repo = TestRepo::new();
+    repo.git(&["config", "core.bigFileThreshold", "100"]);
+    let base: String = (0..2000).map(|n| format!("{{\"id\":\"bd-{n}\",\"t\":1}}\n")).collect();
+    repo.commit_file(FILE, base.as_bytes(), "base");
+    let edited = base.replace("{\"id\":\"bd-7\",\"t\":1}", "{\"id\":\"bd-7\",\"t\":2}") + "{\"id\":\"bd-9\",\"t\":1}\n";
+    repo.commit_file(FILE, edited.as_bytes(), "edit");
+    repo.git(&["gc", "-q"]);
+    assert_eq!(ids_from_diff(&repo, "HEAD~1"), ["bd-7", "bd-9"], "bd-9 is now on two lines");
+    assert_eq!(ids_from_diff(&repo, "HEAD~1..HEAD~1"), Vec::<String>::new());
+    repo.commit_file(FILE, format!("{edited}{{\"x\":1}}\n").as_bytes(), "bad");
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("issues file at HEAD") && err.contains("line 2002"), "{err}");
+    repo.git(&["rm", "-q", FILE]);
+    repo.commit_file(&format!("{FILE}/inside"), b"x", "a directory in its place");
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(".beads/issues.jsonl at HEAD is a directory, not a file"), "{err}");
+}
+
 /// Starts a watcher on `dir` delivering to `server`.
 fn start_watcher(dir: &std::path::Path, server: &CaptureServer) -> std::process::Child {
     hermetic(bin("bd-hook"))
