@@ -21,6 +21,13 @@ mod uninstall;
 #[path = "../common/mod.rs"]
 mod common;
 
+/// bd-sync's allocator. The cold import allocates a few strings per field on one thread and
+/// frees them on another: under glibc's allocator a fifth of its samples were `malloc`, `free`
+/// and the arena locks between the two threads (docs/performance.md, "Round 3"). bd-merge and
+/// bd-hook keep the system allocator, which returned memory sooner in their benches.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

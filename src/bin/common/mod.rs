@@ -8,13 +8,6 @@
 
 pub mod generate;
 
-/// The allocator of all three binaries. The cold import allocates a few strings per field on one
-/// thread and frees them on another, and the merge allocates per changed record: under glibc's
-/// allocator a fifth of the import's samples were `malloc`, `free` and the arena locks between
-/// the two threads (docs/performance.md, "Round 3").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use beads_git::cache::import::SyncPolicy;
 use beads_git::color::ColorChoice;
 use beads_git::merge::ConflictPolicy;
