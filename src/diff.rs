@@ -3,17 +3,19 @@
 //! The notifier must be exact: an id is reported when its record's bytes were added, changed or
 //! deleted, and never otherwise (a file rewritten with the same records reports nothing, an edit
 //! that did not bump `updated_at` is still reported). Records are compared by their line bytes,
-//! keyed by id; an id on several lines is compared as the set of its lines.
+//! keyed by id; an id on several lines is compared as the set of its lines. A [`Digest`] (what
+//! `--from-diff` keeps of a revision it streams) compares a 128-bit hash of the lines instead,
+//! seeded at random for each run, so lines crafted to collide in one run cannot be prepared.
 
 use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 use crate::index::{IdIndex, IdTable};
 use crate::jsonl::LineBlocks;
-use crate::record::{record_key, Key, LineProblem};
+use crate::record::{is_issue_key, record_key, Key, LineProblem};
 
 /// A snapshot: the file's bytes, and each id with where its line(s) are in them. The bytes are
 /// held once (no copy per line), so snapshots of 100k-issue files stay cheap to take and keep.
@@ -137,19 +139,30 @@ pub struct Digest {
 }
 
 impl Digest {
-    /// Reads a file in blocks. The first line without a usable key is the error, as for
-    /// [`Snapshot::parse`] without validation.
-    pub fn read(mut blocks: LineBlocks) -> anyhow::Result<Digest> {
+    /// A seed for [`Digest::read`], different in every process: two digests compared with each
+    /// other must be read with the same seed.
+    pub fn random_seed() -> u64 {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(0u8)
+    }
+
+    /// Reads a file in blocks, hashing lines with `seed`. The first line without a usable key is
+    /// the error, as for [`Snapshot::parse`] without validation.
+    pub fn read(mut blocks: LineBlocks, seed: u64) -> anyhow::Result<Digest> {
         let mut digest = Digest::default();
         while let Some(block) = blocks.next_block()? {
             for line in &block.lines {
                 let key = record_key(line.bytes).map_err(|problem| SnapshotError { line: line.number, problem })?;
-                // Header and memory lines are not work items: nobody is notified about them.
+                // Header and memory lines are not work items: nobody is notified about them (nor
+                // about an id starting with NUL, which a snapshot cannot tell from their keys).
                 let Key::Issue(id) = key else { continue };
+                if !is_issue_key(&id) {
+                    continue;
+                }
                 match digest.ids.insert(&id) {
-                    (_, true) => digest.hashes.push(xxh3_128(line.bytes)),
+                    (_, true) => digest.hashes.push(xxh3_128_with_seed(line.bytes, seed)),
                     (at, false) => {
-                        let mut chained = xxhash_rust::xxh3::Xxh3Default::new();
+                        let mut chained = xxhash_rust::xxh3::Xxh3::with_seed(seed);
                         chained.update(&digest.hashes[at as usize].to_le_bytes());
                         chained.update(line.bytes);
                         digest.hashes[at as usize] = chained.digest128();
@@ -249,7 +262,7 @@ mod tests {
 
     fn digest(content: &[u8], block_size: usize) -> anyhow::Result<Digest> {
         let reader: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(content.to_vec()));
-        Digest::read(LineBlocks::from_reader(reader, std::path::Path::new("test"), block_size))
+        Digest::read(LineBlocks::from_reader(reader, std::path::Path::new("test"), block_size), 7)
     }
 
     /// The streamed digests report exactly what the snapshots report, in the same order: ids on
@@ -263,7 +276,7 @@ mod tests {
             b"{\"id\":\"a\",\"x\":2}\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n{\"id\":\"a\",\"x\":2}\n",
             b"{\"_schema\":1}\n{\"id\":\"c\"}\n{\"id\":\"a\",\"x\":2}\n{\"_type\":\"memory\",\"key\":\"k\"}\n{\"id\":\"a\",\"x\":2}\n",
             b"\xef\xbb\xbf{\"id\":\"c\"}\r\n{\"id\":\"b\"}\r\n",
-            b"{\"id\":\"c\"}\n{\"id\":\"b\"}",
+            b"{\"id\":\"c\"}\n{\"id\":\"b\"}\n{\"id\":\"\\u0000x\"}\n{\"id\":\"\\u0000\"}",
             b"",
         ];
         for old in versions {

@@ -188,6 +188,9 @@ pub fn stage(file: &Path) -> Result<()> {
 /// says whether git succeeded. Dropped unfinished, git is stopped.
 pub struct BlobStream {
     child: std::process::Child,
+    /// git's messages (the first 64 KB), drained on a thread of their own: read only at the end,
+    /// a chatty git (`GIT_TRACE`) would fill the pipe and stop while we wait for its output.
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
 }
 
 impl BlobStream {
@@ -203,6 +206,14 @@ impl BlobStream {
             .spawn()
             .context("running git cat-file (is git installed?)")?;
         let stdout = child.stdout.take().context("git cat-file has no output")?;
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut pipe, 64 << 10), &mut kept);
+                let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+                kept
+            })
+        });
         // A 1 MB pipe instead of 64 KB: a sixteenth of the wake-ups between git and the reader.
         #[cfg(target_os = "linux")]
         {
@@ -211,16 +222,13 @@ impl BlobStream {
             // (a lower `pipe-max-size`) leaves the default size.
             unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
         }
-        Ok((BlobStream { child }, stdout))
+        Ok((BlobStream { child, stderr }, stdout))
     }
 
     /// Waits for git once its output has been read: an error carries git's message.
     pub fn finish(mut self) -> Result<()> {
-        let mut stderr = Vec::new();
-        if let Some(mut pipe) = self.child.stderr.take() {
-            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut pipe, 64 << 10), &mut stderr);
-        }
         let status = self.child.wait().context("waiting for git cat-file")?;
+        let stderr = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
         if !status.success() {
             bail!("git cat-file failed: {}", crate::record::printable(String::from_utf8_lossy(&stderr).trim(), 4096));
         }

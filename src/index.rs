@@ -188,8 +188,8 @@ impl IdTable {
         id_at(&self.text, &self.ends, position)
     }
 
-    /// Whether every id was added in increasing order (so each position's id is greater than the
-    /// one before).
+    /// Whether the ids are known to be in increasing order (each position's id greater than the
+    /// one before): true until an id arrives out of order or [`IdTable::build_index`] is called.
     pub fn is_sorted(&self) -> bool {
         !self.indexed
     }

@@ -195,8 +195,10 @@ impl LineBlocks {
             if self.buf.len() < self.filled + self.block_size {
                 self.buf.resize(self.filled + self.block_size, 0);
             }
-            let n = std::io::Read::read(&mut self.file, &mut self.buf[self.filled..])
-                .with_context(|| format!("reading {}", self.path.display()))?;
+            let n = match std::io::Read::read(&mut self.file, &mut self.buf[self.filled..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue, // a signal, on a pipe
+                read => read.with_context(|| format!("reading {}", self.path.display()))?,
+            };
             if n == 0 {
                 self.eof = true;
             }

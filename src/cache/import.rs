@@ -513,8 +513,9 @@ struct DecodedLine {
     decoded: Decoded,
 }
 
-/// The planned lines of one block: their texts in one buffer (handed back to the reader to be
-/// filled again, so the import allocates no string per line), and their decoded rows.
+/// Planned lines handed to the writer together (at most [`BATCH_LINES`] of them, or a block's
+/// worth of bytes): their texts in one buffer (handed back to the reader to be filled again, so
+/// the import allocates no string per line), and their decoded rows.
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
@@ -629,8 +630,8 @@ impl Write<'_> {
         result
     }
 
-    /// The second pass: reads the file block by block, decodes the planned lines of each block on
-    /// every core, and stores them; lines of ids on several lines are kept for
+    /// The second pass: reads the file block by block, decodes the planned lines on a reader
+    /// thread while this one stores them; lines of ids on several lines are kept for
     /// [`Write::settle_duplicates`].
     fn stream(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
         // The lines to read are the plans' first lines, in plan order (which is line order), and
@@ -813,6 +814,7 @@ fn restore_indexes_and_triggers(tx: &Transaction<'_>, schema: &[(String, String)
     for (_, sql) in schema {
         tx.execute_batch(sql)?;
     }
+    tx.execute_batch("PRAGMA cache_size = -65536")?;
     Ok(())
 }
 
