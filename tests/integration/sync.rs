@@ -704,7 +704,7 @@ fn regression_an_sql_edit_of_dependencies_and_comments_left_bd_derived_counts_st
     assert_eq!(ws.ok(&["status"]).lines().find(|l| l.starts_with("dirty")).map(str::trim), Some("dirty   0 unexported edit(s)"));
 }
 
-/// A cold import (an empty cache, over 10,000 issues) drops the indexes and triggers and builds
+/// A cold import (an empty cache, over 1,000 issues) drops the indexes and triggers and builds
 /// them again at the end: it must leave exactly the schema and rows an incremental import of the
 /// same file leaves, and SQL edits must still be caught afterwards.
 #[test]
