@@ -172,11 +172,6 @@ impl Digest {
         }
         Ok(digest)
     }
-
-    /// True when there are no records.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
 }
 
 /// Compares two digests: the same lists, in the same order, as [`changes`] of the snapshots.

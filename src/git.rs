@@ -112,7 +112,7 @@ impl Repo {
     pub fn issues_at(&self, rev: &str, path: Option<&str>) -> Result<Vec<u8>> {
         match self.issues_blob_at(rev, path)? {
             None => Ok(Vec::new()),
-            Some(id) => Ok(self.repo.find_object(id).with_context(|| format!("reading the issues file at {rev}"))?.detach().data),
+            Some(id) => self.blob_by_id(id).with_context(|| format!("reading the issues file at {rev}")),
         }
     }
 
@@ -144,7 +144,12 @@ impl Repo {
     /// A blob's bytes by its full hex id.
     pub fn blob(&self, hex: &str) -> Result<Vec<u8>> {
         let id = gix::ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("{hex} is not an object id"))?;
-        Ok(self.repo.find_object(id).with_context(|| format!("reading blob {hex}"))?.detach().data)
+        self.blob_by_id(id)
+    }
+
+    /// A blob's bytes by its id, held whole.
+    pub fn blob_by_id(&self, id: gix::ObjectId) -> Result<Vec<u8>> {
+        Ok(self.repo.find_object(id).with_context(|| format!("reading blob {id}"))?.detach().data)
     }
 
     /// Resolves a revision to a commit. `None` for the parent of a root commit (`X^`, `X~1`,

@@ -69,7 +69,7 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
             // A bad line is the file's: reading it again would find it again.
             Err(e) if e.downcast_ref::<crate::diff::SnapshotError>().is_some() => Err(e.context(format!("issues file at {rev}"))),
             Err(streaming) => {
-                let Ok(bytes) = Repo::discover(dir).and_then(|repo| repo.blob(&blob.to_hex().to_string())) else {
+                let Ok(bytes) = Repo::discover(dir).and_then(|repo| repo.blob_by_id(blob)) else {
                     return Err(streaming.context(format!("reading the issues file at {rev}")));
                 };
                 Digest::read(LineBlocks::from_reader(Box::new(std::io::Cursor::new(bytes)), Path::new(&name), BLOCK_SIZE), seed)

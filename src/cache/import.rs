@@ -311,7 +311,6 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         scan: &scan,
         state: &state,
         plans,
-        copies: FxHashMap::default(),
         options,
         block_size,
         progress: progress.as_ref(),
@@ -520,20 +519,19 @@ struct DecodedLine {
 /// the import allocates no string per line), and their decoded rows.
 #[derive(Default)]
 struct Batch {
-    bytes: Vec<u8>,
+    texts: String,
     lines: Vec<DecodedLine>,
 }
 
 impl Batch {
     fn text(&self, line: &DecodedLine) -> &str {
-        // Only UTF-8 lines are added (`Batch::push`), at char boundaries.
-        std::str::from_utf8(&self.bytes[line.range.clone()]).unwrap_or_default()
+        &self.texts[line.range.clone()]
     }
 
     fn push(&mut self, plan: usize, text: &str) {
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(text.as_bytes());
-        self.lines.push(DecodedLine { plan, range: start..self.bytes.len(), decoded: decode_line(text) });
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        self.lines.push(DecodedLine { plan, range: start..self.texts.len(), decoded: decode_line(text) });
     }
 }
 
@@ -548,8 +546,6 @@ struct Write<'a> {
     scan: &'a Scan,
     state: &'a CacheState,
     plans: Vec<Plan>,
-    /// The texts of the lines of ids on several lines, by plan, gathered by the second pass.
-    copies: FxHashMap<usize, Vec<(usize, String)>>,
     options: &'a ImportOptions,
     block_size: usize,
     progress: Option<&'a indicatif::ProgressBar>,
@@ -571,7 +567,7 @@ impl Write<'_> {
     /// silenced. Fails with [`DirtySetChanged`] or [`FileChanged`] (writing nothing) if an SQL
     /// edit landed or the file changed since the plan; with [`InvalidFile`] (writing nothing) if
     /// a line is bad and `skip_invalid` is off.
-    fn apply(mut self, cache: &mut Cache, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Result<()> {
+    fn apply(self, cache: &mut Cache, report: &mut ImportReport, bad: &mut Vec<BadLine>) -> Result<()> {
         // A cold import into an empty cache writes every page once instead of through the WAL and
         // a checkpoint. Switching modes needs no other connection; if a reader is open, stay in WAL.
         // It also skips the fsync at commit (at 1M issues, 2.2 GB at the disk's 280 MB/s: 8 s):
@@ -604,8 +600,8 @@ impl Write<'_> {
             }
             let schema = if cold { drop_indexes_and_triggers(tx)? } else { Vec::new() };
             tx.execute("DELETE FROM duplicate_lines", [])?;
-            self.stream(tx, &merge_options, &mut written)?;
-            self.settle_duplicates(tx, &merge_options, &mut written)?;
+            let copies = self.stream(tx, &merge_options, &mut written)?;
+            self.settle_duplicates(tx, &copies, &merge_options, &mut written)?;
             if !written.bad.is_empty() && !self.options.skip_invalid {
                 written.bad.sort_by_key(|b| b.line);
                 return Err(InvalidFile(std::mem::take(written.bad)).into());
@@ -635,9 +631,9 @@ impl Write<'_> {
     }
 
     /// The second pass: reads the file block by block, decodes the planned lines on a reader
-    /// thread while this one stores them; lines of ids on several lines are kept for
-    /// [`Write::settle_duplicates`].
-    fn stream(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
+    /// thread while this one stores them. Returns the lines of ids on several lines for
+    /// [`Write::settle_duplicates`], in plan order and, within a plan, file order.
+    fn stream(&self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<Vec<DuplicateLine>> {
         // The lines to read are the plans' first lines, in plan order (which is line order), and
         // the later lines of ids on several lines: (line number, plan, hash in the first pass),
         // sorted. The second pass walks both beside the file.
@@ -652,7 +648,7 @@ impl Write<'_> {
         let reader = PlannedLines { path: self.path, block_size: self.block_size, scan, plans, later: &later };
         // A reader thread reads, checks and decodes the next block while this one writes: the
         // SQLite writes are the longer half, so decoding costs no wall time.
-        let copies = std::thread::scope(|s| -> Result<Vec<(usize, usize, String)>> {
+        let mut copies = std::thread::scope(|s| -> Result<Vec<DuplicateLine>> {
             let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(2);
             let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
             let reader = s.spawn(move || reader.read(file, &send, &recycled));
@@ -673,22 +669,24 @@ impl Write<'_> {
             }
             reader.join().expect("reading the file does not panic")
         })?;
-        for (plan, number, text) in copies {
-            self.copies.entry(plan).or_default().push((number, text));
-        }
-        Ok(())
+        copies.sort_by_key(|c| c.0); // stable: each id's copies stay in file order
+        Ok(copies)
     }
 
     /// Ids on several lines: the copy with the latest `updated_at` is the issue, the others are
     /// kept verbatim in `duplicate_lines`.
-    fn settle_duplicates(&mut self, tx: &Transaction<'_>, merge_options: &MergeOptions, written: &mut Written<'_>) -> Result<()> {
+    fn settle_duplicates(
+        &self,
+        tx: &Transaction<'_>,
+        copies: &[DuplicateLine],
+        merge_options: &MergeOptions,
+        written: &mut Written<'_>,
+    ) -> Result<()> {
         let mut dup = tx.prepare_cached("INSERT INTO duplicate_lines (issue_id, line, raw) VALUES (?1, ?2, ?3)")?;
-        let mut settled: Vec<(&usize, &Vec<(usize, String)>)> = self.copies.iter().collect();
-        settled.sort_unstable_by_key(|(plan, _)| **plan);
-        for (&plan, copies) in settled {
-            let at = self.plans[plan].at;
+        for same_id in copies.chunk_by(|a, b| a.0 == b.0) {
+            let at = self.plans[same_id[0].0].at;
             let id = self.scan.ids.get(at);
-            let texts: Vec<(usize, &str)> = copies.iter().map(|(n, t)| (*n, t.as_str())).collect();
+            let texts: Vec<(usize, &str)> = same_id.iter().map(|(_, n, t)| (*n, t.as_str())).collect();
             let primary = latest_copy(&texts);
             for (k, (n, raw)) in texts.iter().enumerate() {
                 if k != primary {
@@ -839,14 +837,14 @@ impl PlannedLines<'_> {
         file: std::fs::File,
         send: &std::sync::mpsc::SyncSender<Batch>,
         recycled: &std::sync::mpsc::Receiver<Batch>,
-    ) -> Result<Vec<(usize, usize, String)>> {
+    ) -> Result<Vec<DuplicateLine>> {
         let (scan, plans) = (self.scan, self.plans);
         let mut copies = Vec::new();
         let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
         let mut blocks = LineBlocks::from_file(file, self.path, self.block_size);
         let fresh = || {
             let mut batch: Batch = recycled.try_recv().unwrap_or_default();
-            batch.bytes.clear();
+            batch.texts.clear();
             batch.lines.clear();
             batch
         };
@@ -873,7 +871,7 @@ impl PlannedLines<'_> {
                 }
                 // A decoded row is about 500 bytes whatever its line's size: a batch is bounded by
                 // lines too, so a block of tiny records stays small.
-                if (batch.lines.len() >= BATCH_LINES || batch.bytes.len() >= self.block_size)
+                if (batch.lines.len() >= BATCH_LINES || batch.texts.len() >= self.block_size)
                     && send.send(std::mem::replace(&mut batch, fresh())).is_err()
                 {
                     return Ok(copies); // the writer stopped on an error of its own
@@ -890,6 +888,9 @@ impl PlannedLines<'_> {
     }
 }
 
+/// A line of an id on several lines, as the second pass read it: (plan, line number, text).
+type DuplicateLine = (usize, usize, String);
+
 enum Action {
     Store { is_new: bool, changed: bool },
     Merge,
@@ -897,7 +898,7 @@ enum Action {
 
 /// What to do with one id (the one at `at` in the scan). An id on one line is decided in the
 /// first pass (`action`); one on several lines (`None`) gathers the copies' texts in the second
-/// ([`Write::copies`]) and is decided then.
+/// ([`DuplicateLine`]) and is decided then.
 struct Plan {
     at: u32,
     action: Option<Action>,
@@ -1277,7 +1278,6 @@ mod tests {
             scan: &scan,
             state: &state,
             plans,
-            copies: FxHashMap::default(),
             options: &options,
             block_size: 64,
             progress: None,
