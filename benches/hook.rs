@@ -17,7 +17,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{arg, median_ms as median};
+use common::{arg, median_ms as median, median_of};
 use support::{bin, hermetic, watch_delays_under_churn, CaptureServer, Reply, TestRepo};
 
 /// A repository whose first commit holds `n` issues: `--data DIR`'s `<size>/base.jsonl` when it
@@ -54,12 +54,6 @@ fn plain_post(url: &str, body: &str) {
     conn.shutdown(std::net::Shutdown::Write).expect("shutdown");
     let mut reply = Vec::new();
     let _ = conn.read_to_end(&mut reply);
-}
-
-/// The median of run-by-run figures.
-fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use beads_git::index::IdIndex;
-use common::{measure, median_ms, Measured};
+use common::{measure, median_ms, median_of, Measured};
 
 struct Args {
     sizes: Vec<String>,
@@ -113,12 +113,6 @@ fn deleted_but_changed(base: &Path, ours: &Path, theirs: &Path, expected: &serde
     kept
 }
 
-/// The median of run-by-run figures.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let args = parse_args();
     let bd_merge = env!("CARGO_BIN_EXE_bd-merge");
@@ -179,7 +173,7 @@ fn main() {
         let (git_ms, git_mb, git_x) = if git_refused {
             ("refused".to_owned(), "-".to_owned(), "-".to_owned())
         } else {
-            (format!("{m_git:.1}"), format!("{:.1}", rss_git as f64 / 1024.0), format!("{:.2}", median(x_git)))
+            (format!("{m_git:.1}"), format!("{:.1}", rss_git as f64 / 1024.0), format!("{:.2}", median_of(x_git)))
         };
         println!(
             "{:<8} {:>9.1} {:>12.1} {:>10.1} {:>14} {:>11} {:>9} {:>9.1} {:>9.2} {:>8.2}",
@@ -191,7 +185,7 @@ fn main() {
             git_mb,
             git_x,
             m_floor,
-            median(x_floor),
+            median_of(x_floor),
             rss_per_input
         );
         if git_refused {
@@ -221,6 +215,6 @@ fn main() {
             hashed.push(t_hash);
             ratios.push(t_join.as_secs_f64() / t_hash.as_secs_f64());
         }
-        println!("{:<8} {:>16.1} {:>18.1} {:>8.2}", label, median_ms(joined), median_ms(hashed), median(ratios));
+        println!("{:<8} {:>16.1} {:>18.1} {:>8.2}", label, median_ms(joined), median_ms(hashed), median_of(ratios));
     }
 }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{arg, measure, median_ms};
+use common::{arg, measure, median_ms, median_of};
 
 fn ensure_base(data: &Path, label: &str) -> PathBuf {
     let path = data.join(label).join("base.jsonl");
@@ -201,13 +201,7 @@ fn main() {
             "{:<6} {:>8} {:>9.0} MB {:>9.0} MB {:>9.0} MB {:>7.0} MB {:>6.0} MB {:>7.0} MB {:>6.0} MB {:>6.0} MB",
             "  RSS", "", m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
         );
-        let x: Vec<f64> = ratios
-            .into_iter()
-            .map(|mut r| {
-                r.sort_by(f64::total_cmp);
-                r[r.len() / 2]
-            })
-            .collect();
+        let x: Vec<f64> = ratios.into_iter().map(median_of).collect();
         println!(
             "{:<6} {:>8} {:>10.2}x {:>11.2}x {:>11.2}x {:>9.2}x {:>8.2}x {:>9.2}x {:>8.2}x {:>8.2}x",
             "  ratio", "", x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap;
 
 use crate::jsonl::{Jsonl, Line};
-use crate::record::{is_issue_key, kind_rank, record_key, LineProblem};
+use crate::record::{is_issue_key, key_order, record_key, LineProblem};
 
 /// Where a key's lines are.
 #[derive(Debug, Clone)]
@@ -108,13 +108,12 @@ impl<'a> IdIndex<'a> {
 
     /// Whether the records are in the order bd writes them (by kind, then key).
     pub fn sorted_by_id(&self) -> bool {
-        let mut prev: Option<(u8, &str)> = None;
+        let mut prev: Option<&str> = None;
         for id in self.line_ids.iter().flatten() {
-            let here = (kind_rank(id), id.as_ref());
-            if prev.is_some_and(|p| p > here) {
+            if prev.is_some_and(|p| key_order(p, id).is_gt()) {
                 return false;
             }
-            prev = Some(here);
+            prev = Some(id);
         }
         true
     }

@@ -64,11 +64,9 @@ pub struct Jsonl<'a> {
 impl<'a> Jsonl<'a> {
     /// Splits file content into lines. Never fails: what a line means is decided later.
     pub fn split(content: &'a [u8]) -> Jsonl<'a> {
-        let bom = content.starts_with(BOM);
-        let body = if bom { &content[BOM.len()..] } else { content };
-        let mut lines = Vec::with_capacity(body.len() / 512 + 1);
-        let (crlf, final_newline) = split_lines(body, 1, |line| lines.push(line));
-        Jsonl { layout: Layout { bom, crlf: crlf.unwrap_or(false), final_newline }, lines }
+        let mut lines = Vec::with_capacity(content.len() / 512 + 1);
+        let layout = Jsonl::for_each_line(content, |line| lines.push(line));
+        Jsonl { layout, lines }
     }
 
     /// Hands each non-blank line of file content to `each`, numbered and cut as [`Jsonl::split`]

@@ -149,6 +149,11 @@ pub fn is_issue_key(key: &str) -> bool {
 /// The key of bd 1.0's header line.
 pub const HEADER_KEY: &str = "\0";
 
+/// The order bd writes keys in: the header, issues, memories, other kinds; by key within a kind.
+pub fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    kind_rank(a).cmp(&kind_rank(b)).then_with(|| a.cmp(b))
+}
+
 /// Where a record kind goes in a file bd writes: the header first, then issues, then memories,
 /// then other kinds.
 pub fn kind_rank(key: &str) -> u8 {

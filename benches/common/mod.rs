@@ -70,6 +70,12 @@ pub fn measure(cmd: &mut Command) -> Measured {
     Measured { wall, rss_kib, code: libc::WEXITSTATUS(status) }
 }
 
+/// The median of run-by-run figures (ratios).
+pub fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The median, in milliseconds.
 pub fn median_ms(mut v: Vec<Duration>) -> f64 {
     v.sort();

@@ -16,7 +16,7 @@ use super::codec::{self, render_issue};
 use super::{import, stamp, with_guard, Cache};
 use crate::jsonl::{self, Layout};
 use crate::merge::derived;
-use crate::record::{kind_rank, record_key, Key};
+use crate::record::{key_order, record_key, Key};
 use crate::safe_fs::Identity;
 
 /// What an export did.
@@ -297,7 +297,7 @@ impl Survey {
                 // Issues by id; bd 1.0's header and memory lines by their kind's place (never
                 // matched against the dirty set, which holds issue ids only).
                 let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
-                if prev.as_deref().is_some_and(|p| (kind_rank(p), p) > (kind_rank(&id), id.as_ref())) {
+                if prev.as_deref().is_some_and(|p| key_order(p, &id).is_gt()) {
                     survey.sorted = false;
                 }
                 let written = match rendered.get_key_value(id.as_ref()) {
@@ -379,7 +379,7 @@ fn rewrite(
             for line in &block.lines {
                 let id = record_key(line.bytes).map(Key::into_string_key).unwrap_or(Cow::Borrowed(""));
                 if survey.sorted {
-                    while let Some((n, text)) = pending.next_if(|(n, _)| (kind_rank(n), *n) < (kind_rank(&id), id.as_ref())) {
+                    while let Some((n, text)) = pending.next_if(|(n, _)| key_order(n, &id).is_lt()) {
                         let text = fix(n, text.as_bytes(), true).unwrap_or_else(|| text.to_string());
                         out.line(text.as_bytes())?;
                     }

@@ -80,11 +80,12 @@ pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
             // Something other than a regular file in its place (a FIFO, a directory, a link to a
             // device) is that repository's issues file gone wrong, not a reason to look further up.
             let Ok(meta) = fs::symlink_metadata(&p) else { continue };
-            if p.is_file() {
+            let target = fs::metadata(&p);
+            if target.as_ref().is_ok_and(fs::Metadata::is_file) {
                 return Ok(p);
             }
             let kind = if meta.file_type().is_symlink() {
-                fs::metadata(&p).map_or("symbolic link to nothing", |m| crate::safe_fs::kind_of(m.file_type()))
+                target.map_or("symbolic link to nothing", |m| crate::safe_fs::kind_of(m.file_type()))
             } else {
                 crate::safe_fs::kind_of(meta.file_type())
             };

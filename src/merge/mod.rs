@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::index::{IdIndex, Slot};
 use crate::jsonl::{self, Jsonl, Layout, Line};
-use crate::record::{key_label, kind_rank, render_entries, LineProblem, RawObject, HEADER_KEY};
+use crate::record::{key_label, key_order, render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
 use field::{merge_entries, FieldCtx};
 use sorted::SortedIndex;
@@ -708,7 +708,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
         if ours_sorted {
             // bd's order: the header, issues by id, memories by key, other kinds.
-            items.sort_by(|x, y| (kind_rank(&x.0), &x.0).cmp(&(kind_rank(&y.0), &y.0)));
+            items.sort_by(|x, y| key_order(&x.0, &y.0));
         }
         let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
         let lines = Self::render(items);
@@ -1000,13 +1000,9 @@ impl<'m, 'a> Merger<'m, 'a> {
         let go_style = self.go_style();
         for c in &collisions {
             let Some((parent, _)) = rename::child_number(&c.id) else { continue };
-            let counter = next.entry(parent.to_owned()).or_insert_with(|| {
-                [self.b, self.o, self.t]
-                    .iter()
-                    .map(|f| rename::highest_child(parent, f.keys().collect::<Vec<_>>().iter().map(std::convert::AsRef::as_ref)))
-                    .max()
-                    .unwrap_or(0)
-            });
+            let counter = next
+                .entry(parent.to_owned())
+                .or_insert_with(|| [self.b, self.o, self.t].iter().map(|f| rename::highest_child(parent, f.keys())).max().unwrap_or(0));
             *counter += 1;
             let to = format!("{parent}.{counter}");
             let Some(index) = c.item else { continue };

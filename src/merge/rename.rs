@@ -26,8 +26,8 @@ pub fn child_number(id: &str) -> Option<(&str, u64)> {
 }
 
 /// The highest child number directly under `parent` among `ids` (0 when there is none).
-pub fn highest_child<'i>(parent: &str, ids: impl Iterator<Item = &'i str>) -> u64 {
-    ids.filter_map(child_number).filter(|(p, _)| *p == parent).map(|(_, n)| n).max().unwrap_or(0)
+pub fn highest_child<S: AsRef<str>>(parent: &str, ids: impl Iterator<Item = S>) -> u64 {
+    ids.filter_map(|id| child_number(id.as_ref()).filter(|(p, _)| *p == parent).map(|(_, n)| n)).max().unwrap_or(0)
 }
 
 /// Whether two records under one id, both absent from the base, are two issues created

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::jsonl::{Jsonl, Layout, Line};
-use crate::record::{kind_rank, record_key, Key};
+use crate::record::{key_order, record_key, Key};
 
 /// A file whose lines are all records, in strictly increasing key order.
 ///
@@ -44,11 +44,6 @@ struct Span {
 
 /// `key_len` of a key that is not a piece of its line.
 const OTHER: u32 = u32::MAX;
-
-/// The order bd writes keys in: the header, issues, memories, other kinds; by key within a kind.
-pub(crate) fn key_order(a: &str, b: &str) -> Ordering {
-    kind_rank(a).cmp(&kind_rank(b)).then_with(|| a.cmp(b))
-}
 
 impl<'a> SortedIndex<'a> {
     /// Indexes `content` when every line has a key and the keys strictly increase; `None` when a
