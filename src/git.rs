@@ -118,7 +118,7 @@ impl Repo {
 
     /// The blob id of the issues file at `rev`, as [`Repo::issues_at`] finds it: `None` when the
     /// revision is the (missing) parent of a root commit or the file does not exist there. A
-    /// submodule or a directory in the file's place is an error naming it.
+    /// symbolic link, a submodule or a directory in the file's place is an error naming it.
     pub fn issues_blob_at(&self, rev: &str, path: Option<&str>) -> Result<Option<gix::ObjectId>> {
         let Some(commit) = self.commit(rev)? else {
             return Ok(None);
@@ -131,8 +131,16 @@ impl Repo {
         for p in candidates {
             if let Some(entry) = tree.lookup_entry_by_path(p).with_context(|| format!("looking up {p} in {rev}"))? {
                 let mode = entry.mode();
-                if !mode.is_blob_or_symlink() {
-                    let kind = if mode.is_commit() { "submodule" } else { "directory" };
+                if !mode.is_blob() {
+                    // A link's blob is the path it points to, never an issues file: name it, as the
+                    // import names a link in the work tree.
+                    let kind = if mode.is_link() {
+                        "symbolic link"
+                    } else if mode.is_commit() {
+                        "submodule"
+                    } else {
+                        "directory"
+                    };
                     bail!("{} at {rev} is a {kind}, not a file", crate::record::printable(p, 256));
                 }
                 return Ok(Some(entry.object_id()));

@@ -184,6 +184,16 @@ fn from_diff_streams_each_revision_and_names_what_it_cannot_read() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(".beads/issues.jsonl at HEAD is a directory, not a file"), "{err}");
+    // A committed symbolic link: its blob is a path, and it is named as a link.
+    repo.git(&["rm", "-q", "-r", FILE]);
+    std::fs::create_dir_all(repo.path().join(".beads")).expect("mkdir");
+    std::os::unix::fs::symlink("/etc/passwd", repo.path().join(FILE)).expect("symlink");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a link in its place"]);
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~3..HEAD"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(".beads/issues.jsonl at HEAD is a symbolic link, not a file"), "{err}");
 }
 
 /// Starts a watcher on `dir` delivering to `server`.
