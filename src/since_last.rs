@@ -206,8 +206,7 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
     let top = crate::git::run(&options.dir, &["rev-parse", "--show-toplevel"])
         .map(PathBuf::from)
         .with_context(|| format!("finding the work tree of {}", options.dir.display()))?;
-    let dir = git_dir.join("beads").join("since-last");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = crate::safe_fs::managed_dir(&git_dir, &["beads", "since-last"])?;
     let path = dir.join(format!("{}.json", options.state));
     let Some(lock) = lock(&dir.join(format!("{}.lock", options.state)))? else {
         return Ok(None);
@@ -219,6 +218,7 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
                 Some(r) => r.clone(),
                 None => crate::git::ISSUES_PATHS.iter().find(|p| top.join(p).exists()).unwrap_or(&crate::git::ISSUES_PATHS[0]).to_string(),
             };
+            crate::safe_fs::refuse_linked_dir(&top.join(crate::jsonl::BEADS_DIR))?;
             let file = top.join(&rel);
             let content = match crate::safe_fs::bounded::read_regular(&file, MAX_SNAPSHOT) {
                 Ok(c) => c,

@@ -5,8 +5,11 @@
 //! GitLab runs none either, so a pull request that touches the issues file conflicts with main on
 //! every merge. A CI job fixes that by merging main into the pull request's branch the way a
 //! person with beads-git installed would: the driver is registered for this one `git merge`
-//! (`git -c merge.beads.driver=...`, nothing written to any config), the attributes come from the
-//! repository or, when it has none for the issues file, from a temporary attributes file. A CI
+//! (`git -c merge.beads.driver=...`, nothing written to any config), and the issues files are
+//! routed to it through `$GIT_DIR/info/attributes` for the length of the merge: that file outranks
+//! a committed `.gitattributes`, so a pull request that commits `merge=union` cannot turn the
+//! driver off. Before committing, the merged file is checked (no id on two lines, no conflict
+//! marker, every line a record); a file that fails is never committed or pushed. A CI
 //! checkout is usually shallow and holds only the pull request's branch, so the base is fetched
 //! from the branch's remote when missing, and the history deepened step by step until the two
 //! branches' merge base is found. The result is a merge commit whose message lists the issues
@@ -111,6 +114,15 @@ pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
         git(repo, &["merge", "--abort"]).context("aborting the merge")?;
         return Ok(UpdateOutcome::Conflicts { files });
     }
+    let problems = unsound_result(repo)?;
+    if !problems.is_empty() {
+        git(repo, &["merge", "--abort"]).context("aborting the merge")?;
+        bail!(
+            "the merged issues file is not sound, so nothing was committed or pushed:\n  {}\n\
+             Repair it on the base branch (`bd-merge dedupe`, `bd-merge resolve`) and run update-branch again",
+            problems.join("\n  ")
+        );
+    }
     let message = commit_message(options, &branch, &issues, &overridden);
     commit(repo, &message)?;
     let commit = git(repo, &["rev-parse", "HEAD"])?;
@@ -181,12 +193,11 @@ fn issues_changed_on_both_sides(repo: &Path, merge_base: &str, base: &str) -> Re
     Ok(both)
 }
 
-/// The driver and attributes for this one command: `-c` settings, and a temporary attributes file
-/// when the repository does not route the issues files to the driver itself.
-fn merge_settings(repo: &Path, bd_merge: &Path) -> Result<(Vec<OsString>, Option<tempfile::NamedTempFile>)> {
+/// The driver for this one command, as `-c` settings (nothing written to any config).
+fn driver_settings(bd_merge: &Path) -> Vec<OsString> {
     // The same commands install writes into a clone's config.
     let bin_dir = bd_merge.parent().unwrap_or(Path::new("."));
-    let mut settings: Vec<OsString> = [
+    [
         format!("merge.beads.driver={}", crate::install::driver_command(bin_dir)),
         "merge.beads.name=beads JSONL merge (bd-merge update-branch)".to_owned(),
         format!("merge.beads-append.driver={}", crate::install::append_driver_command(bin_dir)),
@@ -194,27 +205,80 @@ fn merge_settings(repo: &Path, bd_merge: &Path) -> Result<(Vec<OsString>, Option
     ]
     .into_iter()
     .map(OsString::from)
-    .collect();
-    let routed = ISSUES_PATHS.iter().all(|f| git(repo, &["check-attr", "merge", "--", f]).unwrap_or_default().ends_with(": beads"));
-    let mut attributes = None;
-    if !routed {
-        let mut file =
-            tempfile::Builder::new().prefix("beads-git-attributes").tempfile().context("creating a temporary attributes file")?;
-        for line in crate::install::ATTRIBUTE_LINES.iter().filter(|l| l.contains(" merge=")) {
-            std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).context("writing the temporary attributes file")?;
+    .collect()
+}
+
+/// Our merge attributes in `$GIT_DIR/info/attributes`, git's highest-precedence attributes file,
+/// for as long as this value lives: a branch that commits `merge=union` (or any other driver) for
+/// the issues file in its `.gitattributes` cannot route the merge away from the driver, since a
+/// committed file outranks `core.attributesFile`. The file's earlier bytes come back on drop (or
+/// it is removed, when there was none).
+struct ForcedAttributes {
+    path: PathBuf,
+    before: Option<Vec<u8>>,
+}
+
+impl ForcedAttributes {
+    fn install(repo: &Path) -> Result<ForcedAttributes> {
+        let path = PathBuf::from(git(repo, &["rev-parse", "--path-format=absolute", "--git-path", "info/attributes"])?);
+        let dir = path.parent().context("info/attributes has a directory")?;
+        crate::safe_fs::refuse_linked_dir(dir)?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let before = crate::safe_fs::read_regular(&path, crate::safe_fs::SMALL_FILE_LIMIT)?;
+        let mut content = before.clone().unwrap_or_default();
+        if !content.is_empty() && !content.ends_with(b"\n") {
+            content.push(b'\n');
         }
-        let mut setting = OsString::from("core.attributesFile=");
-        setting.push(file.path());
-        settings.push(setting);
-        attributes = Some(file);
+        content.extend_from_slice(b"# bd-merge update-branch: for this merge only (removed when it ends)\n");
+        for line in crate::install::ATTRIBUTE_LINES.iter().filter(|l| l.contains(" merge=")) {
+            content.extend_from_slice(format!("{line}\n").as_bytes());
+        }
+        crate::jsonl::write_atomic(&path, &content)?;
+        let forced = ForcedAttributes { path, before };
+        for file in ISSUES_PATHS {
+            let effective = git(repo, &["check-attr", "merge", "--", file])?;
+            if !effective.ends_with(": beads") {
+                bail!(
+                    "the merge attribute of {file} is still not ours after writing {} ({effective}); refusing to merge",
+                    forced.path.display()
+                );
+            }
+        }
+        Ok(forced)
     }
-    Ok((settings, attributes))
+}
+
+impl Drop for ForcedAttributes {
+    fn drop(&mut self) {
+        let _ = match &self.before {
+            Some(bytes) => crate::jsonl::write_atomic(&self.path, bytes),
+            None => std::fs::remove_file(&self.path).map_err(Into::into),
+        };
+    }
+}
+
+/// The findings in the merged issues files that must never be committed or pushed: an id on two
+/// lines, a conflict marker, a line that is not a record. Empty when the files are sound.
+fn unsound_result(repo: &Path) -> Result<Vec<String>> {
+    use crate::check::FindingKind;
+    let mut problems = Vec::new();
+    for rel in ISSUES_PATHS {
+        let Some(content) = crate::safe_fs::read_regular(&repo.join(rel), 1 << 40)? else { continue };
+        let (findings, _) = crate::check::check_file(&content);
+        for f in findings {
+            if matches!(f.kind, FindingKind::DuplicateId | FindingKind::ConflictMarker | FindingKind::MalformedLine) {
+                problems.push(format!("{rel}: {}", crate::record::printable(&f.message, 400)));
+            }
+        }
+    }
+    Ok(problems)
 }
 
 /// Runs `git merge --no-commit` with our driver; returns whether it was clean and the driver's
 /// reports of overridden values (its stderr lines), which are also passed on to stderr.
 fn merge(repo: &Path, options: &UpdateOptions, base: &str) -> Result<(bool, Vec<String>)> {
-    let (settings, _attributes) = merge_settings(repo, &options.bd_merge)?;
+    let settings = driver_settings(&options.bd_merge);
+    let _attributes = ForcedAttributes::install(repo)?;
     let mut cmd = Command::new("git");
     for s in &settings {
         cmd.arg("-c").arg(s);

@@ -56,7 +56,10 @@ impl Paths {
         let db = match db {
             Some(d) => d.to_path_buf(),
             None => match crate::git::git_dir_checked(start)? {
-                Some(git_dir) => git_dir.join("beads").join("cache.db"),
+                Some(git_dir) => {
+                    crate::safe_fs::refuse_linked_dir(&git_dir.join("beads"))?;
+                    git_dir.join("beads").join("cache.db")
+                }
                 None => {
                     // Outside a repository the cache goes beside the file, in a directory an
                     // archive or a clone controls: a `.beads` that is a link would send the
@@ -75,6 +78,9 @@ impl Paths {
 pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
     let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
     for dir in start.ancestors() {
+        // A `.beads` that is a link (a clone can commit one to another checkout's) is refused
+        // by name, never read or written through.
+        crate::safe_fs::refuse_linked_dir(&dir.join(crate::jsonl::BEADS_DIR))?;
         for name in crate::jsonl::ISSUES_FILE_NAMES {
             let p = dir.join(crate::jsonl::BEADS_DIR).join(name);
             // Something other than a regular file in its place (a FIFO, a directory, a link to a

@@ -30,6 +30,21 @@ pub enum FileError {
         /// Where it points, as written in the link.
         target: PathBuf,
     },
+    /// A directory we manage (`.beads`, `<git dir>/beads` and what is under it) is a symbolic
+    /// link: a clone can commit `.beads` as a link to another checkout's.
+    LinkedDir {
+        /// The link.
+        path: PathBuf,
+        /// Where it points, as written in the link.
+        target: PathBuf,
+    },
+    /// A directory we manage is a file, FIFO, socket or device.
+    NotDirectory {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
     /// The path is a directory, FIFO, socket or device.
     NotRegular {
         /// The path.
@@ -63,6 +78,16 @@ impl fmt::Display for FileError {
                 path.display(),
                 target.display()
             ),
+            FileError::LinkedDir { path, target } => write!(
+                f,
+                "{} is a symbolic link (to {}); beads-git does not follow links it did not create to the directories it \
+                 manages, since a cloned repository could point one at another project's: replace the link with a directory",
+                path.display(),
+                target.display()
+            ),
+            FileError::NotDirectory { path, kind } => {
+                write!(f, "{} is a {kind}, not a directory; move it aside and run the command again", path.display())
+            }
             FileError::NotRegular { path, kind } => {
                 write!(f, "{} is a {kind}, not a regular file; beads-git reads and writes regular files only", path.display())
             }
@@ -123,6 +148,36 @@ pub fn refuse_symlink(path: &Path) -> Result<(), FileError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Fails when `dir` is a symbolic link or something other than a directory (a missing path is
+/// fine): `.beads` in a work tree, which a clone can commit as a link to another checkout's.
+pub fn refuse_linked_dir(dir: &Path) -> Result<(), FileError> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(FileError::LinkedDir { path: dir.to_path_buf(), target: fs::read_link(dir).unwrap_or_default() })
+        }
+        Ok(m) if !m.is_dir() => Err(FileError::NotDirectory { path: dir.to_path_buf(), kind: kind_of(m.file_type()) }),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(dir, e)),
+    }
+}
+
+/// `root/parts...`, a directory we manage under a root we trust (`<git dir>` + `beads`,
+/// `since-last`): each component created when missing, and refused, never followed, when it is a
+/// symbolic link or not a directory. The root itself must exist.
+pub fn managed_dir(root: &Path, parts: &[&str]) -> Result<PathBuf, FileError> {
+    let mut dir = root.to_path_buf();
+    for part in parts {
+        dir.push(part);
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => refuse_linked_dir(&dir)?,
+            Err(e) => return Err(io(&dir, e)),
+        }
+    }
+    Ok(dir)
 }
 
 /// Fails when `path` exists and is not a regular file (a symlink, a FIFO, a device, ...).

@@ -132,6 +132,45 @@ fn regression_a_symlinked_cache_db_created_a_database_outside() {
 }
 
 #[test]
+fn regression_a_committed_beads_directory_link_was_followed_to_another_project() {
+    // A sibling checkout's tracker, which the repository's committed `.beads` link points at.
+    let sibling = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(sibling.path().join(".beads")).expect("mkdir");
+    let theirs = format!("{}\n{}\n", issue("other-1").title("Another project's").line(), issue("other-1").title("a copy").line());
+    std::fs::write(sibling.path().join(FILE), &theirs).expect("write");
+    let repo = TestRepo::new();
+    symlink(&sibling.path().join(".beads"), &repo.path().join(".beads"));
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a linked .beads"]);
+    for args in [&["ready"][..], &["import"], &["export"], &["check"]] {
+        let out = bd_sync(repo.path(), args);
+        assert!(!out.status.success(), "bd-sync {args:?} must refuse the link:\n{}", text(&out));
+        assert!(text(&out).contains(".beads") && text(&out).contains("symbolic link"), "names the link:\n{}", text(&out));
+        assert!(!text(&out).contains("other-1"), "read the other project's issues:\n{}", text(&out));
+    }
+    for args in [&["dedupe"][..], &["resolve"], &["review", "--restore", "1"]] {
+        let out = crate::support::bd_merge(repo.path(), args);
+        assert!(!out.status.success(), "bd-merge {args:?} must refuse the link:\n{}", text(&out));
+    }
+    assert_eq!(std::fs::read_to_string(sibling.path().join(FILE)).expect("read"), theirs, "the other project's file was rewritten");
+    assert!(!sibling.path().join(".beads/cache.db").exists(), "a cache was made in the other project");
+}
+
+#[test]
+fn regression_a_linked_beads_dir_in_the_git_dir_was_followed() {
+    let repo = repo_with_issues();
+    let outside = tempfile::tempdir().expect("tmp");
+    symlink(outside.path(), &repo.path().join(".git/beads"));
+    let out = bd_sync(repo.path(), &["import"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("beads") && text(&out).contains("symbolic link"), "{}", text(&out));
+    // bd-hook fails open (exit 0) but says why.
+    let out = run(hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--since-last", "--dry-run"]));
+    assert!(text(&out).contains("symbolic link"), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(outside.path()).expect("read").count(), 0, "something was written through the link");
+}
+
+#[test]
 fn regression_a_symlinked_hook_became_a_copy() {
     let repo = repo_with_issues();
     let original = b"#!/bin/sh\necho team-hook\n";

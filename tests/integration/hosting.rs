@@ -396,3 +396,57 @@ fn every_step_of_the_action_and_the_template_is_run_by_these_tests() {
         .collect();
     assert_eq!(modes, ["check", "update-branch"]);
 }
+
+/// Pushes one more commit to `branch` of the scenario's remote: `files` written as given.
+fn push_commit(s: &Scenario, branch: &str, files: &[(&str, &str)], message: &str) {
+    let dir = s.root.path().join(format!("push-{branch}-{}", files.len()));
+    git(s.root.path(), &["clone", "-q", "--branch", branch, &s.url(), dir.to_str().expect("utf8")]);
+    for (rel, content) in files {
+        std::fs::write(dir.join(rel), content).expect("write");
+    }
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", message]);
+    git(&dir, &["push", "-q", "origin", branch]);
+}
+
+#[test]
+fn regression_update_branch_merged_with_a_committed_union_attribute() {
+    let s = Scenario::new(false);
+    // The pull request commits a union merge for the issues file (and another driver's name for
+    // the old file name): a committed .gitattributes outranks core.attributesFile.
+    push_commit(&s, "topic", &[(".gitattributes", ".beads/issues.jsonl merge=union\n.beads/beads.jsonl merge=evil\n")], "union");
+    let pr = s.shallow_clone("pr", "topic");
+    let (out, summary) = run_action(&pr, "update-branch", "main");
+    assert!(out.status.success(), "update-branch:\n{}\n{summary}", text(&out));
+    let pushed = git(&s.remote(), &["show", &format!("topic:{FILE}")]);
+    let mut ids: Vec<String> = records(&pushed).into_keys().collect();
+    let lines = pushed.lines().filter(|l| !l.trim().is_empty()).count();
+    ids.dedup();
+    assert_eq!(lines, ids.len(), "no id on two lines in what was pushed:\n{pushed}");
+    assert!(!pushed.contains("<<<<<<<"), "{pushed}");
+    let merged = records(&pushed);
+    assert_eq!(merged["bd-1"]["title"], "One, retitled on topic");
+    assert_eq!(merged["bd-1"]["description"], "described on main", "merged field by field");
+    // Nothing of ours is left in the clone's attributes.
+    let info = pr.join(".git/info/attributes");
+    assert!(!std::fs::read_to_string(&info).unwrap_or_default().contains("update-branch"), "info/attributes restored");
+}
+
+#[test]
+fn regression_update_branch_pushed_an_issues_file_with_an_id_on_two_lines() {
+    let s = Scenario::new(false);
+    // main already holds an id on two lines (a plain union merge committed there).
+    let t = "2025-11-04T10:00:00Z";
+    let main = git(&s.remote(), &["show", &format!("main:{FILE}")]);
+    let doubled = format!("{main}\n{}\n", hosted("bd-5").title("Five, a second copy").updated(t).line());
+    push_commit(&s, "main", &[(FILE, &doubled)], "a union merge left bd-5 twice");
+    let before = s.remote_rev("topic");
+    let pr = s.shallow_clone("pr", "topic");
+    let head = git(&pr, &["rev-parse", "HEAD"]);
+    let (out, summary) = run_action(&pr, "update-branch", "main");
+    assert!(!out.status.success(), "update-branch must refuse:\n{}\n{summary}", text(&out));
+    assert!(text(&out).contains("bd-5") && text(&out).contains("dedupe"), "names the id and the fix:\n{}", text(&out));
+    assert_eq!(s.remote_rev("topic"), before, "nothing was pushed");
+    assert_eq!(git(&pr, &["rev-parse", "HEAD"]), head, "nothing was committed");
+    assert_eq!(git(&pr, &["status", "--porcelain"]), "", "the work tree is as it was");
+}

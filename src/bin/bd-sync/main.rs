@@ -101,7 +101,7 @@ pub(crate) const MAX_TIMEOUT: u64 = 86_400;
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
-    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command).var("BD_SYNC_COMPLETE").complete();
+    common::complete::answer("BD_SYNC_COMPLETE", <Cli as clap::CommandFactory>::command);
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;

@@ -6,6 +6,7 @@
 // Each binary includes this file and uses part of it.
 #![allow(dead_code)]
 
+pub mod complete;
 pub mod generate;
 
 use beads_git::cache::import::SyncPolicy;
