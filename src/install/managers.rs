@@ -90,6 +90,16 @@ pub fn detect(top: &Path, hooks_dir: &Path) -> Manager {
     Manager::Plain
 }
 
+/// The absolute path of the lefthook binary a lefthook hook file names (lefthook 1.x and 2.x
+/// write the binary that installed them as `elif /abs/path/lefthook -h >/dev/null 2>&1`), when it
+/// names one.
+pub fn lefthook_binary_in_hook(content: &str) -> Option<&str> {
+    content.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("elif ")?.strip_suffix(" -h >/dev/null 2>&1")?;
+        (rest.starts_with('/') && rest.ends_with("/lefthook") && !rest.contains(char::is_whitespace)).then_some(rest)
+    })
+}
+
 /// lefthook's per-clone override file next to the main config.
 pub fn lefthook_local_path(top: &Path, main: Option<&Path>) -> PathBuf {
     let dotted = main.and_then(Path::file_name).is_some_and(|n| n.to_string_lossy().starts_with('.'));

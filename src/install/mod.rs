@@ -777,12 +777,12 @@ fn install_hooks(
                 managers::lefthook_with_block(p, c).map(|content| managers::Edited { content, list: None })
             })?;
             record_manager_hooks(hooks, "lefthook", state, recorder)?;
-            run_manager_install(options, top, "lefthook", &["install"], actions);
+            run_manager_install(options, top, hooks, "lefthook", &["install"], actions);
         }
         Manager::PreCommit { config } => {
             install_config(options, top, config, state, recorder, actions, managers::pre_commit_with_block)?;
             record_manager_hooks(hooks, "pre-commit", state, recorder)?;
-            run_manager_install(options, top, "pre-commit", &["install"], actions);
+            run_manager_install(options, top, hooks, "pre-commit", &["install"], actions);
         }
     }
     Ok(())
@@ -905,7 +905,8 @@ fn uninstall_manager_hooks(top: &Path, hooks: &Path, manager: &Manager, before: 
         actions.push(action);
         return;
     }
-    let Some(program) = manager_program(top, name) else {
+    let program = manager_program(top, hooks, name);
+    if program.is_none() && !removed_here {
         action.change = Change::Refused;
         action.warning = Some(format!(
             "{name} is not on PATH: remove the hook types it installed for our jobs ({}) from {} yourself",
@@ -914,7 +915,7 @@ fn uninstall_manager_hooks(top: &Path, hooks: &Path, manager: &Manager, before: 
         ));
         actions.push(action);
         return;
-    };
+    }
     if removed_here {
         for hook in &ours {
             let path = hooks.join(hook);
@@ -929,6 +930,12 @@ fn uninstall_manager_hooks(top: &Path, hooks: &Path, manager: &Manager, before: 
             }
         }
     }
+    // lefthook's stubs for our types are gone already; its install only re-creates what its
+    // remaining config needs, which it had before ours, so without the program nothing is left.
+    let Some(program) = program else {
+        actions.push(action);
+        return;
+    };
     let out = std::process::Command::new(&program).args(&program_args).current_dir(top).stdin(std::process::Stdio::null()).output();
     let failed = match out {
         Ok(o) if o.status.success() => None,
@@ -942,23 +949,45 @@ fn uninstall_manager_hooks(top: &Path, hooks: &Path, manager: &Manager, before: 
     actions.push(action);
 }
 
-/// Finds a manager's executable on PATH, and only there: never inside the repository (a
-/// committed `node_modules/.bin/lefthook` is code from whoever wrote the repository), so PATH
-/// entries that are relative or lie inside the work tree are skipped.
-fn manager_program(top: &Path, name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .filter(|d| d.is_absolute() && !inside(d, top))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+/// Finds a manager's executable, never inside the repository (a committed
+/// `node_modules/.bin/lefthook` is code from whoever wrote the repository): on PATH (entries that
+/// are relative or lie inside the work tree are skipped); for lefthook, else `$LEFTHOOK_BIN` (the
+/// variable its own hook files honour), else the absolute path of the lefthook that wrote the hook
+/// files already in `hooks` (a lefthook installed with npm is run through `npx` and is on no
+/// PATH; its hook files name the binary), when `hooks` is in the git dir or outside the work tree
+/// (never a committed hooks directory).
+fn manager_program(top: &Path, hooks: &Path, name: &str) -> Option<PathBuf> {
+    let usable = |p: &Path| p.is_absolute() && !inside(p, top) && p.is_file();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut on_path = std::env::split_paths(&path).filter(|d| d.is_absolute() && !inside(d, top)).map(|d| d.join(name));
+    if let Some(found) = on_path.find(|p| p.is_file()) {
+        return Some(found);
+    }
+    if name != "lefthook" {
+        return None;
+    }
+    if let Some(bin) = std::env::var_os("LEFTHOOK_BIN").map(PathBuf::from).filter(|p| usable(p)) {
+        return Some(bin);
+    }
+    let in_git_dir = common_dir(top).is_ok_and(|git| inside(hooks, &git));
+    if inside(hooks, top) && !in_git_dir {
+        return None;
+    }
+    Hook::ALL.iter().filter_map(|h| read_optional(&hooks.join(h.file_name())).ok().flatten()).find_map(|content| {
+        if managers::generated_by(&content) != Some("lefthook") {
+            return None;
+        }
+        managers::lefthook_binary_in_hook(&String::from_utf8_lossy(&content)).map(PathBuf::from).filter(|p| usable(p))
+    })
 }
 
 /// Lets the manager (re)generate its hook files, so the hook types our jobs need exist.
-fn run_manager_install(options: &InstallOptions, top: &Path, name: &str, args: &[&str], actions: &mut Vec<Action>) {
+fn run_manager_install(options: &InstallOptions, top: &Path, hooks: &Path, name: &str, args: &[&str], actions: &mut Vec<Action>) {
     if options.dry_run {
         return;
     }
     let command = format!("{name} {}", args.join(" "));
-    let warning = match manager_program(top, name) {
+    let warning = match manager_program(top, hooks, name) {
         None => Some(format!("{name} is not on PATH: run `{command}` so git runs our jobs")),
         Some(program) => {
             let out = std::process::Command::new(&program).args(args).current_dir(top).stdin(std::process::Stdio::null()).output();

@@ -392,6 +392,42 @@ fn lefthook_install_then_our_install() {
     }
 }
 
+/// A team that already uses lefthook, installed with npm: run as `npx lefthook install`, so the
+/// binary is on no PATH (its hook files name it). Issue: the first issue commit was not notified
+/// (install could not run `lefthook install`, so lefthook never created the post-commit hook) and
+/// uninstall exited 1 (it refused to remove lefthook's stubs for our hook types).
+#[test]
+fn regression_lefthook_installed_first_and_on_no_path_notifies_the_first_commit_and_uninstalls_cleanly() {
+    let Some(lefthook) = lefthook() else { return };
+    let mut repo = Repo::new(&[]);
+    let ours = bin("bd-sync").parent().expect("bin dir").to_path_buf();
+    repo.path_env =
+        std::env::join_paths([ours.as_path(), Path::new("/usr/local/bin"), Path::new("/usr/bin"), Path::new("/bin")]).expect("PATH");
+    assert!(!repo.out("sh", &["-c", "command -v lefthook"]).status.success(), "lefthook must not be on PATH here");
+    repo.write("lefthook.yml", LEFTHOOK_TEAM);
+    repo.ok("git", &["add", "lefthook.yml"]);
+    repo.ok("git", &["commit", "-q", "-m", "lefthook"]);
+    repo.ok(&lefthook, &["install"]);
+    let watched = [".gitattributes", "lefthook.yml", "lefthook-local.yml", ".git/hooks/pre-commit", ".git/hooks/post-commit"];
+    let before = repo.snapshot(&watched);
+    let install = repo.sync(&["install"]);
+    assert!(install.status.success(), "{}", String::from_utf8_lossy(&install.stderr));
+    assert!(!String::from_utf8_lossy(&install.stderr).contains("not on PATH"), "{}", String::from_utf8_lossy(&install.stderr));
+    let (code, text) = repo.check_exit();
+    assert_eq!(code, Some(0), "{text}");
+    let s = commit_is_notified_once(&repo, "bd-n1", "the first issue commit after install");
+    repo.write(".fail-lint", "");
+    assert_blocked(&repo.commit_issue(&s.url, "bd-n2"), "lefthook lint job");
+    std::fs::remove_file(repo.path().join(".fail-lint")).expect("rm");
+    repo.ok("git", &["reset", "-q", "--hard", "HEAD"]);
+    let uninstall = repo.sync(&["uninstall"]);
+    assert!(uninstall.status.success(), "uninstall exited {:?}:\n{}", uninstall.status.code(), String::from_utf8_lossy(&uninstall.stderr));
+    assert_eq!(repo.snapshot(&watched), before, "uninstall leaves lefthook's config and hooks as they were");
+    for hook in ["post-merge", "post-rewrite", "post-checkout"] {
+        assert!(repo.read(&format!(".git/hooks/{hook}")).is_none(), "{hook}: lefthook's stub for our job is gone");
+    }
+}
+
 #[test]
 fn our_install_then_lefthook_install_then_ours_again() {
     if let Some(l) = lefthook() {
