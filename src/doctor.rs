@@ -12,8 +12,10 @@ use crate::check::{check_file, CheckReport, Finding, FindingKind};
 pub struct CheckOptions {
     /// The issues file.
     pub file: std::path::PathBuf,
-    /// Where our binaries live (the hooks and driver must point there); `None` skips the
-    /// installation checks.
+    /// Where our binaries live (the hooks and driver must point there); `None` checks the file
+    /// alone, as the CI gate does (`check --ci`): no installation findings and no merge-log
+    /// notes, which are about one clone (a CI checkout has the committed `merge=beads` attribute
+    /// and, rightly, no driver).
     pub bin_dir: Option<std::path::PathBuf>,
 }
 
@@ -64,7 +66,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         if crate::git::git_dir(dir).is_some() {
             findings.extend(crate::install::health(dir, bin_dir)?);
         }
+        findings.extend(unreviewed_overrides(dir));
     }
-    findings.extend(unreviewed_overrides(dir));
     Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

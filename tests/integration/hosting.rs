@@ -90,6 +90,10 @@ impl Scenario {
             std::fs::write(dir.join("src.txt"), src).expect("write");
         };
         write(&seed, &base, "line 1\nline 2\nline 3\n");
+        // The team committed what `bd-sync install` wrote, as the README tells them to: every CI
+        // checkout has `merge=beads` and no driver.
+        let attributes: String = beads_git::install::ATTRIBUTE_LINES.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(seed.join(".gitattributes"), attributes).expect("write");
         git(&seed, &["add", "-A"]);
         git(&seed, &["commit", "-q", "-m", "seed"]);
         git(&seed, &["push", "-q", "origin", "main"]);

@@ -16,6 +16,10 @@ pub(crate) struct Args {
     /// Exit 1 on warnings too (dangling dependencies, duplicate ids, unknown statuses, ...).
     #[arg(long)]
     strict: bool,
+    /// The CI gate: check the file alone (markers, ids on several lines, schema, stale derived
+    /// fields, what the trackers refuse) and skip this clone's installation and merge-log findings.
+    #[arg(long)]
+    ci: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
@@ -23,7 +27,8 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         Some(f) => f,
         None => global.paths(None)?.file,
     };
-    let report = doctor::check(&doctor::CheckOptions { file, bin_dir: Some(install::own_bin_dir()?) })?;
+    let bin_dir = if args.ci { None } else { Some(install::own_bin_dir()?) };
+    let report = doctor::check(&doctor::CheckOptions { file, bin_dir })?;
     if global.json {
         Global::print_json(&report)?;
     } else {
