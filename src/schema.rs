@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 pub const JSON_VERSION: u32 = 2;
 
 /// The commands that have a schema, in the order `bd-sync schema` prints them.
-pub const COMMANDS: &[&str] = &["ready", "blocked", "show", "status", "check", "import", "export", "install", "uninstall", "diff", "log"];
+pub const COMMANDS: &[&str] =
+    &["ready", "blocked", "show", "status", "check", "import", "export", "install", "uninstall", "diff", "log", "error"];
 
 fn ids() -> Value {
     json!({"type": "array", "items": {"type": "string"}})
@@ -103,6 +104,11 @@ pub fn schema(command: &str) -> Option<Value> {
             "commit": {"type": "string"}, "author": {"type": "string"}, "email": {"type": "string"},
             "date": {"type": "string"}, "subject": {"type": "string"}, "change": change()}}})
         }
+        // What every `--json` command writes on stdout when it fails (the exit code unchanged).
+        "error" => json!({"type": "object", "required": ["error"], "properties": {
+            "error": {"type": "object", "required": ["kind", "message", "fix"], "properties": {
+                "kind": {"enum": ["error", "not-found", "ambiguous"]}, "message": {"type": "string"},
+                "fix": {"type": ["string", "null"]}}}}}),
         _ => return None,
     };
     let mut out = json!({

@@ -304,6 +304,29 @@ fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSu
     Ok(out)
 }
 
+/// What the default `ready` list left out that `--all-types` would list, counted by issue type
+/// (pinned, ephemeral and deferred issues of a working type count under `pinned, ephemeral or
+/// deferred`), largest first. Empty when `options` already lists everything.
+pub fn left_out_of_ready(cache: &Cache, options: &ListOptions) -> Result<Vec<(String, usize)>> {
+    if options.all_types || options.issue_type.is_some() {
+        return Ok(Vec::new());
+    }
+    let shown: std::collections::HashSet<String> =
+        ready(cache, &ListOptions { limit: None, ..options.clone() })?.into_iter().map(|i| i.id).collect();
+    let every = ready(cache, &ListOptions { limit: None, all_types: true, ..options.clone() })?;
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for issue in every.into_iter().filter(|i| !shown.contains(&i.id)) {
+        let kind = match issue.issue_type.as_deref() {
+            Some(t) if NOT_WORK_TYPES.contains(&t) => t.to_owned(),
+            _ => "pinned, ephemeral or deferred".to_owned(),
+        };
+        *counts.entry(kind).or_default() += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
 /// Open issues with no open blocker, by priority, then creation time, then id; by default without
 /// the types, pinned, ephemeral and deferred issues bd leaves out.
 pub fn ready(cache: &Cache, options: &ListOptions) -> Result<Vec<IssueSummary>> {

@@ -277,6 +277,24 @@ fn schema_describes_every_json_output() {
         violations(&one, &value, command, &mut errors);
         assert!(errors.is_empty(), "{args:?} against its schema:\n{}", errors.join("\n"));
     }
+    // A failing --json command writes the error object on stdout, exit code unchanged.
+    let error: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["schema", "error"]).stdout).expect("json");
+    for (args, code, kind) in [
+        (&["show", "bd-nope", "--json"][..], 1, "not-found"),
+        (&["show", "bd-", "--json"], 1, "ambiguous"),
+        (&["--db", ".beads/issues.jsonl/cache.db", "ready", "--json"], 2, "error"),
+    ] {
+        let out = tool(repo.path(), "bd-sync", args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", text(&out.stderr));
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON: {e}"));
+        assert_eq!(value["error"]["kind"], kind, "{args:?}: {value}");
+        let mut errors = Vec::new();
+        violations(&error, &value, "error", &mut errors);
+        assert!(errors.is_empty(), "{args:?} against the error schema:\n{}", errors.join("\n"));
+    }
+    let not_found = tool(repo.path(), "bd-sync", &["show", "bd-nope", "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&not_found.stdout).expect("json");
+    assert_eq!(value["error"]["fix"], "bd-sync ready", "the fix is a command to run: {value}");
     let unknown = tool(repo.path(), "bd-sync", &["schema", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
 }

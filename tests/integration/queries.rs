@@ -57,6 +57,20 @@ fn ready_leaves_out_what_bd_leaves_out_unless_asked() {
         ["agent-1", "convoy-1", "eph-1", "later-1", "mol-1", "past-1", "pin-1", "task-1"]
     );
     assert_eq!(ids(&ws, &["ready", "--json", "--type", "agent"]), ["agent-1"], "--type shows a type left out by default");
+    // It says what it left out, and how to see it (an agent comparing with another tracker's
+    // count otherwise cannot tell why they differ).
+    let out = ws.sync(&["ready"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("leaves out 6 issue(s)")
+            && said.contains("pinned, ephemeral or deferred 3")
+            && said.contains("agent 1")
+            && said.contains("molecule 1")
+            && said.contains("--all-types"),
+        "{said}"
+    );
+    let all = ws.sync(&["ready", "--all-types"]);
+    assert!(!String::from_utf8_lossy(&all.stderr).contains("leaves out"), "nothing left out to name");
 }
 
 #[test]

@@ -16,7 +16,7 @@ pub(crate) struct Args {
     files: Vec<PathBuf>,
     /// Typed JSON on stdout (shapes in the README).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
     #[arg(long)]
     exit_code: bool,

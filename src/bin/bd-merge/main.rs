@@ -70,6 +70,12 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = Cli::parse();
+    let json = match &cli.command {
+        Some(Command::Diff(a)) => a.json,
+        Some(Command::Review(a)) => a.json,
+        Some(Command::UpdateBranch(a)) => a.json,
+        _ => false,
+    };
     let result = match cli.command {
         None => return driver::run(cli.merge),
         Some(Command::Diff(args)) => diff::run(args),
@@ -82,6 +88,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            if json {
+                common::print_json_error("error", &format!("{e:#}"));
+            }
             eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
             ExitCode::from(2)
         }

@@ -19,7 +19,7 @@ pub(crate) struct Args {
     id: Option<String>,
     /// Typed JSON on stdout, an array of log entries (shape in the README).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Put entry N's dropped value back into the working issues file, as a new edit to commit.
     #[arg(long, value_name = "N", conflicts_with_all = ["last", "since", "id", "json"])]
     restore: Option<u64>,

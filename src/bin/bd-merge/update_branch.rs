@@ -18,7 +18,7 @@ pub(crate) struct Args {
     branch: Option<String>,
     /// The outcome as JSON on stdout (`outcome`: up-to-date, merged or conflicts).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {

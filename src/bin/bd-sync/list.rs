@@ -68,6 +68,16 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
         Which::Ready => query::ready(&cache, &options)?,
         Which::Blocked => query::blocked(&cache, &options)?,
     };
+    if matches!(which, Which::Ready) {
+        let left_out = query::left_out_of_ready(&cache, &options)?;
+        if !left_out.is_empty() {
+            let total: usize = left_out.iter().map(|(_, n)| n).sum();
+            let kinds = left_out.iter().map(|(k, n)| format!("{} {n}", escaped(k))).collect::<Vec<_>>().join(", ");
+            eprintln!(
+                "bd-sync: ready leaves out {total} issue(s) that are not work items ({kinds}): `bd-sync ready --all-types` lists them"
+            );
+        }
+    }
     if global.json {
         // Full issue objects, as `bd ready --json` prints them (docs/json.md).
         Global::print_json(&query::full_issues(&cache, &list)?)?;

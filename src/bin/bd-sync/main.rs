@@ -111,6 +111,9 @@ fn main() -> ExitCode {
     match run(&cli.global, cli.command) {
         Ok(code) => code,
         Err(e) => {
+            if cli.global.json {
+                common::print_json_error("error", &format!("{e:#}"));
+            }
             eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
             ExitCode::from(2)
         }

@@ -22,15 +22,11 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     for id in &args.ids {
         let full = match query::resolve_id(&cache, id)? {
             query::IdMatch::One(full) => full,
-            query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(id, &candidates)),
-            query::IdMatch::None => {
-                eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
-                return Ok(ExitCode::from(1));
-            }
+            query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(global, id, &candidates)),
+            query::IdMatch::None => return Ok(not_found(global, id, &cache)),
         };
         let Some(shown) = query::show(&cache, &full)? else {
-            eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{full:?}")), escaped_path(&cache.paths.file));
-            return Ok(ExitCode::from(1));
+            return Ok(not_found(global, &full, &cache));
         };
         all.push(shown);
     }
@@ -49,8 +45,23 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reports a partial id that several issues match (exit 1), listing them.
-pub(crate) fn ambiguous(id: &str, candidates: &[String]) -> ExitCode {
+/// Reports an id no issue has (exit 1); under `--json` as an error object on stdout too.
+pub(crate) fn not_found(global: &Global, id: &str, cache: &beads_git::cache::Cache) -> ExitCode {
+    let message = format!("no issue {id:?} in {}: run `bd-sync ready` or `bd-sync blocked` to list ids", cache.paths.file.display());
+    if global.json {
+        crate::common::print_json_error("not-found", &message);
+    }
+    eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
+    ExitCode::from(1)
+}
+
+/// Reports a partial id that several issues match (exit 1), listing them; under `--json` as an
+/// error object on stdout too.
+pub(crate) fn ambiguous(global: &Global, id: &str, candidates: &[String]) -> ExitCode {
+    let listed = candidates.iter().take(20).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if global.json {
+        crate::common::print_json_error("ambiguous", &format!("{id:?} matches {} issues: {listed}; give more of the id", candidates.len()));
+    }
     eprintln!(
         "bd-sync: {} matches {} issues: {}; give more of the id",
         escaped(&format!("{id:?}")),

@@ -9,6 +9,23 @@
 pub mod complete;
 pub mod generate;
 
+/// Writes the error object every `--json` command prints on stdout when it fails (the exit code
+/// is unchanged): `{"error": {"kind", "message", "fix"}}`, as `bd-sync schema error` describes.
+/// `fix` is the command the message names to fix it (the first `` `...` `` after "run"), when it
+/// names one. A program reading stdout always has something to parse.
+pub fn print_json_error(kind: &str, message: &str) {
+    let fix = fix_in(message);
+    let value = serde_json::json!({"error": {"kind": kind, "message": message, "fix": fix}});
+    println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
+}
+
+/// The first command quoted in backticks after the word "run" in `message`.
+fn fix_in(message: &str) -> Option<&str> {
+    let at = message.find("run `")? + "run `".len();
+    let rest = &message[at..];
+    rest.find('`').map(|end| &rest[..end])
+}
+
 use beads_git::cache::import::SyncPolicy;
 use beads_git::color::ColorChoice;
 use beads_git::merge::ConflictPolicy;
