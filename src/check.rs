@@ -83,6 +83,9 @@ pub enum FindingKind {
     /// Merges in this clone overrode values in the last day that nobody has listed with
     /// `bd-merge review` yet (a note: nothing is wrong with the file).
     UnreviewedOverrides,
+    /// Where the notifier's URL, workspace and source come from (the environment or git config):
+    /// a note, so a hook run from another shell is no surprise.
+    NotifySettings,
 }
 
 impl FindingKind {
@@ -117,7 +120,7 @@ impl FindingKind {
             | StaleDerivedField
             | HooksDirShared => Severity::Warning,
             // Nothing is wrong; something to look at.
-            UnreviewedOverrides => Severity::Note,
+            UnreviewedOverrides | NotifySettings => Severity::Note,
         }
     }
 
@@ -153,6 +156,7 @@ impl FindingKind {
             HookForeignInterpreter => "hook-foreign-interpreter",
             HookSymlinkOutside => "hook-symlink-outside",
             UnreviewedOverrides => "unreviewed-overrides",
+            NotifySettings => "notify-settings",
         }
     }
 }

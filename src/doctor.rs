@@ -35,6 +35,14 @@ fn unreviewed_overrides(dir: &std::path::Path) -> Option<Finding> {
     ))
 }
 
+/// A note naming where the notifier sends and where each setting comes from, when a URL is set.
+fn notify_settings(dir: &std::path::Path) -> Option<Finding> {
+    let settings = crate::notify::settings(dir);
+    settings.iter().find(|s| s.name == "url")?;
+    let said: Vec<String> = settings.iter().map(|s| format!("{} {} (from {})", s.name, s.value, s.from)).collect();
+    Some(Finding::new(FindingKind::NotifySettings, None, Vec::new(), format!("the notifier's settings: {}", said.join("; "))))
+}
+
 /// Checks the file and, when it is in a git repository, the installation.
 pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let path = &options.file;
@@ -67,6 +75,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
             findings.extend(crate::install::health(dir, bin_dir)?);
         }
         findings.extend(unreviewed_overrides(dir));
+        findings.extend(notify_settings(dir));
     }
     Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

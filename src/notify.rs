@@ -19,6 +19,42 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+/// The notifier's settings that can live in git config as well as in the environment: (name,
+/// environment variable, git config key). The environment wins; git config makes a setting hold
+/// for every shell, cron job and hook of the clone. The token is not among them: it stays in the
+/// environment (`GEMBA_NOTIFY_AUTH`) or a file (`--auth-file`), never in git config.
+pub const SETTINGS: [(&str, &str, &str); 3] = [
+    ("url", "GEMBA_NOTIFY_URL", "beads.notifyUrl"),
+    ("workspace", "GEMBA_NOTIFY_WORKSPACE", "beads.notifyWorkspace"),
+    ("source", "GEMBA_NOTIFY_SOURCE", "beads.notifySource"),
+];
+
+/// One notifier setting and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Setting {
+    /// `url`, `workspace` or `source`.
+    pub name: &'static str,
+    /// Its value.
+    pub value: String,
+    /// The environment variable or `git config` key it was read from.
+    pub from: String,
+}
+
+/// The settings in force for a hook run in `dir`, each from its environment variable when that is
+/// set and not empty, else from git config; unset ones are left out.
+pub fn settings(dir: &std::path::Path) -> Vec<Setting> {
+    SETTINGS
+        .iter()
+        .filter_map(|&(name, var, key)| {
+            if let Some(value) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+                return Some(Setting { name, value, from: var.to_owned() });
+            }
+            let value = crate::git::run(dir, &["config", "--get", key]).ok().filter(|v| !v.is_empty())?;
+            Some(Setting { name, value, from: format!("git config {key}") })
+        })
+        .collect()
+}
+
 /// Where and how to send.
 #[derive(Clone)]
 pub struct Target {

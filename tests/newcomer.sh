@@ -8,7 +8,8 @@
 #
 # What it substitutes, and nothing else:
 #   - in the blocks: `<URL of this repository>` becomes this checkout's path (so git clones its
-#     HEAD: commit what you want tested), and `path/to/your/project` the newcomer's repository;
+#     HEAD: commit what you want tested), and `path/to/your/project` the newcomer's repository
+#     (the cron block's: the teammate's clone, and its `http://localhost:8080` a loopback server);
 #     `$BEADS_GIT` is set to the clone, as the README asks.
 #   - around them: HOME is a new temporary directory. cargo keeps the real CARGO_HOME (its
 #     registry: nothing is downloaded again) and RUSTUP_HOME; only the install root moves
@@ -149,4 +150,81 @@ if grep -q '^<<<<<<<' "$work/teammate/.beads/issues.jsonl"; then
 fi
 [ "$(git -C "$work/teammate" rev-list --count --merges HEAD)" = 1 ] || { echo "newcomer: no merge commit" >&2; exit 1; }
 (cd "$work/teammate" && bd-sync show "$id" && bd-sync check)
-echo "newcomer: the README's install and set-up steps work; the driver merged $id"
+
+echo "== the CI gate on a fresh clone that has the committed .gitattributes and no driver"
+git clone -q "$work/origin.git" "$work/ci"
+grep -q 'merge=beads' "$work/ci/.gitattributes" || { echo "newcomer: the setup did not commit .gitattributes" >&2; exit 1; }
+(cd "$work/ci" && bd-merge resolve --check && bd-merge dedupe --check && bd-sync check --ci) ||
+  { echo "newcomer: the CI gate failed on a healthy repository" >&2; exit 1; }
+printf '<<<<<<< HEAD\n=======\n>>>>>>> topic\n' >>"$work/ci/.beads/issues.jsonl"
+if (cd "$work/ci" && bd-sync check --ci >/dev/null 2>&1); then
+  echo "newcomer: the CI gate passed a file with conflict markers" >&2
+  exit 1
+fi
+
+echo "== a teammate without beads-git edits another issue; the others pull it"
+git clone -q "$work/origin.git" "$work/plain"
+git -C "$work/teammate" push -q origin HEAD:main
+git -C "$work/plain" pull -q --no-rebase --no-edit origin main
+python3 - "$work/plain/.beads/issues.jsonl" <<'EOF2'
+import sys
+path = sys.argv[1]
+with open(path, encoding="utf-8", newline="") as f:
+    lines = f.read().split("\n")
+lines[1] = lines[1].replace('"title":"', '"title":"Plain: ', 1)
+with open(path, "w", encoding="utf-8", newline="") as f:
+    f.write("\n".join(lines))
+EOF2
+git -C "$work/plain" commit -q -am "an edit without beads-git"
+git -C "$work/plain" push -q origin HEAD:main
+git -C "$work/teammate" pull -q --no-rebase --no-edit origin main
+sed -n 2p "$work/teammate/.beads/issues.jsonl" | grep -q '"title":"Plain: ' || { echo "newcomer: the plain teammate's edit is lost" >&2; exit 1; }
+
+echo "== the cron recipe, under cron's environment (env -i PATH=/usr/bin:/bin)"
+port_file="$work/port"
+python3 - "$work/notices" "$port_file" <<'EOF2' &
+import http.server, sys
+log, port_file = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with open(log, "ab") as f:
+            f.write(body + b"\n")
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(port_file, "w").write(str(s.server_address[1]))
+s.timeout = 60
+for _ in range(20):
+    s.handle_request()
+EOF2
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
+url="http://127.0.0.1:$(cat "$port_file")"
+code=$(block cron)
+code=${code//'http://localhost:8080'/$url}
+(cd "$work/teammate" && sh -exc "$(printf '%s\n' "$code" | grep -v '^#')")
+cron_line=$(printf '%s\n' "$code" | sed -n 's/^# \* \* \* \* \* //p')
+cron_line=${cron_line//'path/to/your/project'/$work/teammate}
+[ -n "$cron_line" ] || { echo "newcomer: the cron block has no crontab line" >&2; exit 1; }
+echo "cron: $cron_line"
+env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "$cron_line"
+sed -n 3p "$work/teammate/.beads/issues.jsonl" >/dev/null
+python3 - "$work/teammate/.beads/issues.jsonl" <<'EOF2'
+import sys
+path = sys.argv[1]
+with open(path, encoding="utf-8", newline="") as f:
+    lines = f.read().split("\n")
+lines[2] = lines[2].replace('"title":"', '"title":"Cron: ', 1)
+with open(path, "w", encoding="utf-8", newline="") as f:
+    f.write("\n".join(lines))
+EOF2
+env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "$cron_line"
+third=$(sed -n '3s/^{"id":"\([^"]*\)".*/\1/p' "$work/teammate/.beads/issues.jsonl")
+grep -q "\"work_item_id\": *\"$third\"" "$work/notices" 2>/dev/null ||
+  { echo "newcomer: the cron run did not notify $third"; cat "$work/notices" 2>/dev/null; exit 1; } >&2
+
+echo "newcomer: the README's install and set-up steps work; the driver merged $id; the CI gate, a teammate without beads-git and the cron recipe hold"

@@ -63,16 +63,16 @@ struct Cli {
     /// read at the latest 250 ms after that, however busy the directory.
     #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     debounce: u64,
-    /// Server base URL [env: GEMBA_NOTIFY_URL].
+    /// Server base URL [env: GEMBA_NOTIFY_URL; else git config beads.notifyUrl].
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// Read the bearer token from this file [default: env GEMBA_NOTIFY_AUTH]. Never pass it in argv.
     #[arg(long, value_name = "FILE")]
     auth_file: Option<PathBuf>,
-    /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; default: bd-hook].
+    /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; else git config beads.notifySource; default: bd-hook].
     #[arg(long, value_name = "NAME")]
     source: Option<String>,
-    /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE].
+    /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
     #[arg(long, value_name = "PREFIX")]
     workspace: Option<String>,
     /// Total time allowed for delivery, in seconds, more than 0 and at most 86400 (per batch with --watch).
@@ -143,7 +143,11 @@ fn env(name: &str) -> Option<String> {
 }
 
 fn target(cli: &Cli) -> Result<Option<Target>> {
-    let Some(url) = cli.url.clone().or_else(|| env("GEMBA_NOTIFY_URL")) else {
+    // The environment, else git config (`beads.notifyUrl`, ...), so a hook run from any shell or
+    // cron job of this clone finds the same server.
+    let settings = beads_git::notify::settings(std::path::Path::new("."));
+    let setting = |name: &str| settings.iter().find(|s| s.name == name).map(|s| s.value.clone());
+    let Some(url) = cli.url.clone().or_else(|| setting("url")) else {
         return Ok(None);
     };
     let token = match &cli.auth_file {
@@ -157,8 +161,8 @@ fn target(cli: &Cli) -> Result<Option<Target>> {
     Ok(Some(Target {
         url,
         token: token.filter(|t| !t.is_empty()),
-        source: cli.source.clone().or_else(|| env("GEMBA_NOTIFY_SOURCE")).unwrap_or_else(|| "bd-hook".into()),
-        workspace: cli.workspace.clone().or_else(|| env("GEMBA_NOTIFY_WORKSPACE")),
+        source: cli.source.clone().or_else(|| setting("source")).unwrap_or_else(|| "bd-hook".into()),
+        workspace: cli.workspace.clone().or_else(|| setting("workspace")),
     }))
 }
 
@@ -178,7 +182,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     let target = target(cli)?;
     if target.is_none() && !cli.dry_run {
         if cli.strict {
-            eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL or --url)");
+            eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL, `git config beads.notifyUrl URL`, or --url)");
             return Ok(ExitCode::from(2));
         }
         return Ok(ExitCode::SUCCESS); // silent no-op

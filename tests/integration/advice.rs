@@ -160,13 +160,24 @@ fn install_silently_sets_up_a_repository_without_beads() {
     assert!(err.contains("bd-sync uninstall"), "how to undo: {err}");
 }
 
+/// The first clone to install committed `.gitattributes`; teammates' clones route the issues
+/// file to the driver through it. Issue: uninstall deleted it and said "commit its removal",
+/// which turns the driver off for everyone.
 #[test]
-fn uninstall_deletes_a_committed_gitattributes_without_a_word() {
+fn regression_uninstall_deleted_the_teams_committed_gitattributes() {
     let repo = installed();
+    let committed = std::fs::read(repo.path().join(".gitattributes")).expect("read");
     let out = tool(&repo, "bd-sync", &["uninstall"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(!repo.path().join(".gitattributes").exists());
-    assert!(err.contains(".gitattributes") && err.contains("committed"), "{err}");
+    assert_eq!(std::fs::read(repo.path().join(".gitattributes")).expect("kept"), committed, "kept byte for byte");
+    assert!(err.contains(".gitattributes is committed and kept") && err.contains("everyone"), "what removing it would do: {err}");
+    assert!(err.contains("bd-sync uninstall --team"), "how to remove it anyway: {err}");
+    // This clone's own parts are gone; the team's file is still recorded for --team.
+    assert!(repo.git_output(&["config", "--get", "merge.beads.driver"]).stdout.is_empty());
+    let out = tool(&repo, "bd-sync", &["uninstall", "--team"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!repo.path().join(".gitattributes").exists(), "--team removes what install created");
     assert!(err.contains("git add .gitattributes") && err.contains("commit"), "what to commit: {err}");
 }

@@ -297,6 +297,34 @@ fn install(repo: &std::path::Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// The URL set once in git config reaches every hook, whatever shell (or cron job) made the
+/// commit; `check` says where each setting comes from, and the environment still wins.
+#[test]
+fn the_notify_settings_in_git_config_reach_hooks_run_from_any_shell() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let repo = TestRepo::new();
+    install(repo.path());
+    repo.git(&["config", "beads.notifyUrl", &server.url]);
+    repo.git(&["config", "beads.notifyWorkspace", "team"]);
+    std::fs::create_dir_all(repo.path().join(".beads")).expect("mkdir");
+    std::fs::write(repo.path().join(FILE), b"{\"id\":\"g-1\"}\n").expect("write");
+    repo.git(&["add", FILE]);
+    // No GEMBA_NOTIFY_URL in this environment (hermetic removes it).
+    let out = run(hermetic("git").current_dir(repo.path()).args(["commit", "-q", "-m", "from another shell"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    server.wait_for(1, std::time::Duration::from_secs(5));
+    assert_eq!(server.items(), ["team/g-1"], "git config's URL and workspace were used");
+    let check = run(ours("bd-sync").current_dir(repo.path()).args(["check"]));
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(said.contains("notify-settings") && said.contains("from git config beads.notifyUrl"), "{said}");
+    // The environment wins over git config.
+    let other = CaptureServer::start(|_, _| Reply::Status(200));
+    let out = run(ours("bd-hook").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &other.url).args(["--id", "g-2"]));
+    assert!(out.status.success());
+    other.wait_for(1, std::time::Duration::from_secs(5));
+    assert_eq!(other.items(), ["team/g-2"]);
+}
+
 #[test]
 fn installed_hook_fires_on_commit_and_keeps_the_users_hook_running() {
     let server = CaptureServer::start(|_, _| Reply::Status(200));

@@ -59,7 +59,8 @@ fn pre_commit_types_scenario(pre_commit: &Path, config: &str, expected: &str) {
     repo.ok("git", &["add", CONFIG, ".gitattributes"]);
     commit_is_notified_once(&repo, "bd-t1", "pre-commit with our hook types");
 
-    let out = repo.sync(&["uninstall"]);
+    // The config and attributes are committed: the whole team's uninstall.
+    let out = repo.sync(&["uninstall", "--team"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(repo.read(CONFIG).expect("config"), config.as_bytes(), "the config is restored byte for byte");
     let hooks_after = hooks_listing(&repo);

@@ -184,7 +184,7 @@ fn regression_uninstall_in_a_copied_clone_never_touches_the_original() {
     let copy = tempfile::tempdir().expect("tmp");
     let b_path = copy.path().join("b");
     run(Command::new("cp").arg("-a").arg(a.path()).arg(&b_path));
-    let out = bd_sync(&b_path, &["uninstall"]);
+    let out = bd_sync(&b_path, &["uninstall", "--team"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(a.snapshot(&[".gitattributes", ".git/hooks/post-commit", ".git/beads/install.json"]), before, "A is untouched");
     let b_attrs = std::fs::read_to_string(b_path.join(".gitattributes")).unwrap_or_default();
@@ -479,8 +479,15 @@ fn pre_commit_scenario(pre_commit: &Path, install_first: bool) {
     assert_eq!(code, Some(0), "after pre-commit install: {text}");
     commit_is_notified_once(&repo, "bd-p3", "pre-commit after re-install");
 
-    assert!(repo.sync(&["uninstall"]).status.success());
-    assert_eq!(repo.snapshot(&watched), before, "uninstall restores every file byte for byte");
+    // The team committed the config with our jobs: a plain uninstall keeps it and says why.
+    let config = repo.read(".pre-commit-config.yaml");
+    let out = repo.sync(&["uninstall"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(repo.read(".pre-commit-config.yaml"), config, "the committed config is kept");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("uninstall --team"), "{}", String::from_utf8_lossy(&out.stderr));
+    // --team takes it out too: every file back byte for byte.
+    assert!(repo.sync(&["uninstall", "--team"]).status.success());
+    assert_eq!(repo.snapshot(&watched), before, "uninstall --team restores every file byte for byte");
 }
 
 #[test]

@@ -16,11 +16,15 @@ pub(crate) struct Args {
     /// Show what would change and change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Also take our lines out of committed files teammates rely on (`.gitattributes`, a committed
+    /// hook manager config): this turns beads-git off for everyone who pulls the commit.
+    #[arg(long)]
+    team: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let repo = global.repo_dir(args.repo.as_ref())?;
-    let actions = install::uninstall(&repo, args.dry_run)?;
+    let actions = install::uninstall(&repo, args.dry_run, args.team)?;
     print_actions(global, &actions, args.dry_run, None)?;
     Ok(refusal_exit(&actions))
 }
