@@ -37,7 +37,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     out.extend(driver_findings(driver.as_deref(), &attributed));
     if attributed.len() < 2 {
         for file in crate::jsonl::ISSUES_PATHS.into_iter().filter(|f| !attributed.contains(f)) {
-            out.push(finding(FindingKind::AttributeMissing, format!("{file} is not merged with merge=beads: run `bd-sync install`")));
+            out.push(finding(FindingKind::AttributeMissing, super::attribute_missing_message(repo, file)));
         }
     }
     if !installed {

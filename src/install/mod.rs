@@ -9,6 +9,7 @@
 //! into the original) and undone exactly by uninstall. [`health`] is the same knowledge run
 //! backwards for `bd-sync check`.
 
+mod attr_source;
 pub mod block;
 pub mod managers;
 
@@ -611,7 +612,51 @@ fn install_attributes(
         action.warning = Some(format!("commit {} so teammates' clones merge issues with bd-merge too", attr_path.display()));
     }
     actions.push(action);
+    if !options.dry_run {
+        actions.extend(overridden_attributes(&options.repo, &attr_path)?);
+    }
     Ok(())
+}
+
+/// A refusal for each issues file whose `merge` attribute is still not ours after install wrote
+/// its lines, naming the file and line that outranks them (install does not edit another
+/// attributes file: the line may be there on purpose).
+fn overridden_attributes(repo: &Path, ours: &Path) -> Result<Vec<Action>> {
+    let top = toplevel(repo)?;
+    let git_dir = common_dir(repo)?;
+    let mut out = Vec::new();
+    for rel in crate::jsonl::ISSUES_PATHS {
+        if git(&top, &["check-attr", "merge", "--", rel])?.ends_with(": beads") {
+            continue;
+        }
+        let why = match attr_source::merge_source(&top, &git_dir, rel) {
+            Some(src) => format!(
+                "{}:{} sets {} for {rel}, and outranks our line in {}: remove that line (install does not edit it), then run `bd-sync install` again",
+                src.file.display(),
+                src.line,
+                src.setting,
+                ours.display()
+            ),
+            None => format!("git does not route {rel} to merge=beads although {} says so; see `git check-attr -a -- {rel}`", ours.display()),
+        };
+        out.push(refused("attributes", ours, why));
+    }
+    Ok(out)
+}
+
+/// What a finding says about an issues file that is not routed to the driver: the line that
+/// decides otherwise, when there is one, and the command that fixes it.
+pub(crate) fn attribute_missing_message(top: &Path, rel: &str) -> String {
+    let source = common_dir(top).ok().and_then(|git_dir| attr_source::merge_source(top, &git_dir, rel));
+    match source {
+        Some(src) if src.setting != "merge=beads" => format!(
+            "{rel} is not merged with merge=beads: {}:{} sets {} for it (it outranks the lines install writes); remove that line, then run `bd-sync install`",
+            src.file.display(),
+            src.line,
+            src.setting
+        ),
+        _ => format!("{rel} is not merged with merge=beads: run `bd-sync install`"),
+    }
 }
 
 /// A file we manage, read as the repository may be hostile: never through a symlink, never a

@@ -181,3 +181,26 @@ fn regression_uninstall_deleted_the_teams_committed_gitattributes() {
     assert!(!repo.path().join(".gitattributes").exists(), "--team removes what install created");
     assert!(err.contains("git add .gitattributes") && err.contains("commit"), "what to commit: {err}");
 }
+
+/// A `merge=union` in `.git/info/attributes` outranks every `.gitattributes`. Issue: check said
+/// "run `bd-sync install`", install said "nothing to change", check failed again, and neither
+/// named the line that decides.
+#[test]
+fn regression_advice_looped_on_an_info_attributes_line_that_outranks_ours() {
+    let repo = installed();
+    repo.write(".git/info/attributes", b"# mine\n*.jsonl merge=union\n");
+    let out = tool(&repo, "bd-sync", &["check"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("info/attributes:2 sets merge=union"), "check names the file and line: {said}");
+    let out = tool(&repo, "bd-sync", &["install"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "install refuses, never 'nothing to change' while check fails: {said}");
+    assert!(said.contains("info/attributes:2 sets merge=union") && said.contains("remove that line"), "{said}");
+    // Doing what it says ends it.
+    repo.write(".git/info/attributes", b"# mine\n");
+    let out = tool(&repo, "bd-sync", &["install"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = tool(&repo, "bd-sync", &["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+}
