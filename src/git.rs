@@ -1,11 +1,11 @@
 //! Talking to git: config look-ups, running git, and reading the repository.
 //!
-//! The merge driver only needs git for two things (the line-merge fallback, in `merge::driver`,
-//! and the conflict style), both run as `git` subprocesses because git is by definition present
-//! when it calls a merge driver. Finding the issues file at a revision (for `bd-hook --from-diff`) goes
-//! through gix instead: no process per call, and it honours `GIT_DIR` exactly as git's hooks set it.
-//! Its bytes are then streamed out of `git cat-file` ([`BlobStream`]): git stores a file over
-//! `core.bigFileThreshold` (512 MB) whole and streams it, where gix would inflate it into memory.
+//! Everything goes through git's own plumbing as subprocesses: the merge driver's line-merge
+//! fallback and conflict style, and reading the issues file at a revision ([`Repo`]: `rev-parse`,
+//! `ls-tree`, `cat-file`), which honours `GIT_DIR` exactly as git's hooks set it and keeps git's
+//! refusals. A big file's bytes are streamed out of `git cat-file` ([`BlobStream`]) rather than
+//! held whole. (A git library would save a process per call and cost half the build: a cold
+//! install compiled some 150 crates for it.)
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -90,20 +90,40 @@ pub fn git_dir_checked(dir: &Path) -> Result<Option<std::path::PathBuf>> {
 /// Candidate paths of the issues file inside a tree, newest name first.
 pub const ISSUES_PATHS: &[&str] = &crate::jsonl::ISSUES_PATHS;
 
-/// An open repository for reading objects.
+/// A git object id, as git prints it (40 or 64 hex digits).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectId(String);
+
+impl ObjectId {
+    /// An id from its hex form; `None` for anything that is not 40 or 64 hex digits.
+    pub fn from_hex(hex: &str) -> Option<ObjectId> {
+        (matches!(hex.len(), 40 | 64) && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| ObjectId(hex.to_ascii_lowercase()))
+    }
+
+    /// The hex form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The repository containing a directory, read through git's plumbing (`rev-parse`, `ls-tree`,
+/// `cat-file`): `GIT_DIR` and the rest of git's environment honoured exactly as git's hooks set
+/// them, and git's own refusals (a repository another user owns) kept.
 pub struct Repo {
-    repo: gix::Repository,
+    dir: std::path::PathBuf,
 }
 
 impl Repo {
-    /// Opens the repository containing `dir` as git would (`GIT_DIR` and friends honoured).
+    /// The repository containing `dir`, as git finds it.
     pub fn discover(dir: &Path) -> Result<Repo> {
-        let mut repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
-            .with_context(|| format!("opening the git repository at {}", dir.display()))?
-            .to_thread_local();
-        // Successive versions of the issues file are deltas of each other: keep their bases.
-        repo.object_cache_size_if_unset(64 << 20);
-        Ok(Repo { repo })
+        run(dir, &["rev-parse", "--git-dir"]).with_context(|| format!("opening the git repository at {}", dir.display()))?;
+        Ok(Repo { dir: dir.to_path_buf() })
     }
 
     /// The issues file's bytes at `rev`: empty when the revision is the (missing) parent of a
@@ -112,81 +132,98 @@ impl Repo {
     pub fn issues_at(&self, rev: &str, path: Option<&str>) -> Result<Vec<u8>> {
         match self.issues_blob_at(rev, path)? {
             None => Ok(Vec::new()),
-            Some(id) => self.blob_by_id(id).with_context(|| format!("reading the issues file at {rev}")),
+            Some(id) => self.blob_by_id(&id).with_context(|| format!("reading the issues file at {rev}")),
         }
     }
 
     /// The blob id of the issues file at `rev`, as [`Repo::issues_at`] finds it: `None` when the
     /// revision is the (missing) parent of a root commit or the file does not exist there. A
     /// symbolic link, a submodule or a directory in the file's place is an error naming it.
-    pub fn issues_blob_at(&self, rev: &str, path: Option<&str>) -> Result<Option<gix::ObjectId>> {
+    pub fn issues_blob_at(&self, rev: &str, path: Option<&str>) -> Result<Option<ObjectId>> {
         let Some(commit) = self.commit(rev)? else {
             return Ok(None);
         };
-        let tree = commit.tree().with_context(|| format!("reading the tree of {rev}"))?;
         let candidates: Vec<&str> = match path {
             Some(p) => vec![p],
             None => ISSUES_PATHS.to_vec(),
         };
         for p in candidates {
-            if let Some(entry) = tree.lookup_entry_by_path(p).with_context(|| format!("looking up {p} in {rev}"))? {
-                let mode = entry.mode();
-                if !mode.is_blob() {
-                    // A link's blob is the path it points to, never an issues file: name it, as the
-                    // import names a link in the work tree.
-                    let kind = if mode.is_link() {
-                        "symbolic link"
-                    } else if mode.is_commit() {
-                        "submodule"
-                    } else {
-                        "directory"
-                    };
-                    bail!("{} at {rev} is a {kind}, not a file", crate::record::printable(p, 256));
-                }
-                return Ok(Some(entry.object_id()));
+            let out = self.output(&[
+                OsStr::new("ls-tree"),
+                OsStr::new("-z"),
+                OsStr::new("--full-tree"),
+                OsStr::new(&commit),
+                OsStr::new("--"),
+                OsStr::new(p),
+            ])?;
+            // `<mode> <type> <id>\t<path>\0`, for the entry itself or nothing.
+            let Some(entry) = out.split(|&b| b == 0).find(|e| !e.is_empty()) else { continue };
+            let entry = String::from_utf8_lossy(entry);
+            let (head, _) = entry.split_once('\t').unwrap_or((&entry, ""));
+            let mut fields = head.split(' ');
+            let (mode, id) = (fields.next().unwrap_or(""), fields.nth(1).unwrap_or(""));
+            // A link's blob is the path it points to, never an issues file: name it, as the
+            // import names a link in the work tree.
+            let kind = match mode {
+                "100644" | "100755" => None,
+                "120000" => Some("symbolic link"),
+                "160000" => Some("submodule"),
+                _ => Some("directory"),
+            };
+            if let Some(kind) = kind {
+                bail!("{} at {rev} is a {kind}, not a file", crate::record::printable(p, 256));
             }
+            let id = ObjectId::from_hex(id).with_context(|| format!("git ls-tree gave no object id for {p} at {rev}"))?;
+            return Ok(Some(id));
         }
         Ok(None)
     }
 
     /// A blob's bytes by its full hex id.
     pub fn blob(&self, hex: &str) -> Result<Vec<u8>> {
-        let id = gix::ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("{hex} is not an object id"))?;
-        self.blob_by_id(id)
+        let id = ObjectId::from_hex(hex).with_context(|| format!("{hex} is not an object id"))?;
+        self.blob_by_id(&id)
     }
 
     /// A blob's bytes by its id, held whole.
-    pub fn blob_by_id(&self, id: gix::ObjectId) -> Result<Vec<u8>> {
-        Ok(self.repo.find_object(id).with_context(|| format!("reading blob {id}"))?.detach().data)
+    pub fn blob_by_id(&self, id: &ObjectId) -> Result<Vec<u8>> {
+        self.output(&[OsStr::new("cat-file"), OsStr::new("blob"), OsStr::new(id.as_str())]).with_context(|| format!("reading blob {id}"))
     }
 
-    /// Resolves a revision to a commit. `None` for the parent of a root commit (`X^`, `X~1`,
+    /// git's stdout, whole; a failure names the command and git's error.
+    fn output(&self, args: &[&OsStr]) -> Result<Vec<u8>> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .output()
+            .context("running git (is git installed?)")?;
+        if !out.status.success() {
+            let shown: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            bail!("git {} failed: {}", shown.join(" "), crate::record::printable(String::from_utf8_lossy(&out.stderr).trim(), 4096));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Resolves a revision to a commit id. `None` for the parent of a root commit (`X^`, `X~1`,
     /// `X^1` where X has no parents), so "everything in X was added".
-    fn commit(&self, rev: &str) -> Result<Option<gix::Commit<'_>>> {
-        match self.repo.rev_parse_single(rev) {
-            Ok(id) => {
-                let commit = id
-                    .object()
-                    .with_context(|| format!("reading {rev}"))?
-                    .peel_to_commit()
-                    .with_context(|| format!("{rev} is not a commit"))?;
-                Ok(Some(commit))
-            }
-            Err(err) => {
-                for suffix in ["^1", "~1", "^", "~"] {
-                    if let Some(base) = rev.strip_suffix(suffix) {
-                        let base = if base.is_empty() { "HEAD" } else { base };
-                        if let Ok(id) = self.repo.rev_parse_single(base) {
-                            let commit = id.object()?.peel_to_commit()?;
-                            if commit.parent_ids().next().is_none() {
-                                return Ok(None);
-                            }
-                        }
+    fn commit(&self, rev: &str) -> Result<Option<String>> {
+        let resolve = |r: &str| run(&self.dir, &["rev-parse", "--verify", "--quiet", "--end-of-options", &format!("{r}^{{commit}}")]);
+        if let Ok(id) = resolve(rev) {
+            return Ok(Some(id));
+        }
+        for suffix in ["^1", "~1", "^", "~"] {
+            if let Some(base) = rev.strip_suffix(suffix) {
+                let base = if base.is_empty() { "HEAD" } else { base };
+                if let Ok(id) = resolve(base) {
+                    let parents = run(&self.dir, &["rev-list", "--parents", "-n", "1", &id])?;
+                    if parents.split_whitespace().count() == 1 {
+                        return Ok(None);
                     }
                 }
-                Err(anyhow::Error::new(err).context(format!("resolving revision {rev:?}")))
             }
         }
+        bail!("resolving revision {}: git knows no such commit", crate::record::printable(&format!("{rev:?}"), 256))
     }
 }
 
@@ -208,10 +245,10 @@ pub struct BlobStream {
 
 impl BlobStream {
     /// Starts `git cat-file blob ID` in the repository containing `dir` (`GIT_DIR` honoured).
-    pub fn open(dir: &Path, id: &gix::ObjectId) -> Result<(BlobStream, std::process::ChildStdout)> {
+    pub fn open(dir: &Path, id: &ObjectId) -> Result<(BlobStream, std::process::ChildStdout)> {
         let mut child = Command::new("git")
             .args(["cat-file", "blob"])
-            .arg(id.to_hex().to_string())
+            .arg(id.as_str())
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -2,8 +2,8 @@
 //! working file) and `bd-sync log ID` (the commits that changed one issue, field by field).
 //!
 //! Which commits touched the issues file, and its blob before and after each, is asked of git
-//! (`git log --raw` over both file names: tree diffs only); each distinct blob is read once with
-//! gix, on every core, and the issue's line in it found by its `"id":"..."` text; a commit whose
+//! (`git log --raw` over both file names: tree diffs only); each distinct blob is read once, by
+//! one `git cat-file --batch`, and the issue's line in it found by its `"id":"..."` text; a commit whose
 //! two lines differ is compared field by field with [`crate::issue_diff`]. A rename between `.beads/beads.jsonl` and
 //! `.beads/issues.jsonl` is followed: each revision is read under whichever name it has.
 
@@ -168,34 +168,47 @@ impl Touch {
     }
 }
 
-/// A blob's id and the issue's line in it (`None`: not there).
-type BlobLine = (String, Option<Vec<u8>>);
-
-/// The issue's line in each blob (`None`: not there), reading the blobs on every core.
+/// The issue's line in each blob (`None`: not there), the blobs read by one `git cat-file
+/// --batch` (ids written on a thread of their own, so neither pipe fills while the other waits).
 fn lines_in_blobs(dir: &Path, blobs: &[&str], id: &str) -> Result<std::collections::HashMap<String, Option<Vec<u8>>>> {
-    let threads = std::thread::available_parallelism().map(std::num::NonZero::get).unwrap_or(1).clamp(1, 8);
-    let chunk = blobs.len().div_ceil(threads).max(1);
-    let parts: Vec<Result<Vec<BlobLine>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = blobs
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || -> Result<Vec<BlobLine>> {
-                    let repo = Repo::discover(dir)?;
-                    part.iter()
-                        .map(|hex| {
-                            let content = repo.blob(hex)?;
-                            Ok((hex.to_string(), line_of(&content, id).map(<[u8]>::to_vec)))
-                        })
-                        .collect()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("reading blobs does not panic")).collect()
+    use std::io::{BufRead, Read, Write};
+    let mut child = std::process::Command::new("git")
+        .args(["cat-file", "--batch"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("running git cat-file --batch (is git installed?)")?;
+    let mut stdin = child.stdin.take().context("git cat-file has no input")?;
+    let ids: Vec<String> = blobs.iter().map(|b| (*b).to_owned()).collect();
+    let writer = std::thread::spawn(move || {
+        for hex in ids {
+            if writeln!(stdin, "{hex}").is_err() {
+                break;
+            }
+        }
     });
     let mut out = std::collections::HashMap::with_capacity(blobs.len());
-    for part in parts {
-        out.extend(part?);
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, child.stdout.take().context("git cat-file has no output")?);
+    let mut header = String::new();
+    let mut content = Vec::new();
+    for hex in blobs {
+        header.clear();
+        reader.read_line(&mut header).context("reading git cat-file --batch")?;
+        // `<id> blob <size>`, or `<id> missing`.
+        let size: usize = match header.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "blob", size] => size.parse().context("git cat-file --batch gave no size")?,
+            _ => anyhow::bail!("reading blob {hex}: git cat-file said {}", crate::record::printable(header.trim(), 200)),
+        };
+        content.clear();
+        (&mut reader).take(size as u64 + 1).read_to_end(&mut content).context("reading git cat-file --batch")?;
+        content.truncate(size);
+        out.insert((*hex).to_owned(), line_of(&content, id).map(<[u8]>::to_vec));
     }
+    drop(reader);
+    let _ = writer.join();
+    let _ = child.wait();
     Ok(out)
 }
 

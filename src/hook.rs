@@ -43,8 +43,7 @@ pub fn diff_range(spec: &str) -> (String, String) {
 ///
 /// Each revision is streamed out of git and kept as a [`Digest`] (an id and a hash per record),
 /// so memory follows the number of ids, not the file's size; the same blob on both sides is no
-/// change at all, and is not read. Where `git cat-file` cannot run (no git on `PATH`, or git
-/// refusing a repository another user owns, which gix reads), the blob is read whole with gix.
+/// change at all, and is not read.
 pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
     let (old_rev, new_rev) = diff_range(spec);
     let repo = Repo::discover(dir)?;
@@ -55,7 +54,7 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
     }
     // Inflating and hashing a big file dominates: the two revisions stream on two threads.
     let seed = Digest::random_seed();
-    let digest = |rev: &str, blob: Option<gix::ObjectId>| -> Result<Digest> {
+    let digest = |rev: &str, blob: Option<crate::git::ObjectId>| -> Result<Digest> {
         let Some(blob) = blob else { return Ok(Digest::default()) };
         let name = format!("the issues file at {rev}");
         let streamed = (|| -> Result<Digest> {
@@ -66,15 +65,9 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
         })();
         match streamed {
             Ok(digest) => Ok(digest),
-            // A bad line is the file's: reading it again would find it again.
+            // A bad line is the file's.
             Err(e) if e.downcast_ref::<crate::diff::SnapshotError>().is_some() => Err(e.context(format!("issues file at {rev}"))),
-            Err(streaming) => {
-                let Ok(bytes) = Repo::discover(dir).and_then(|repo| repo.blob_by_id(blob)) else {
-                    return Err(streaming.context(format!("reading the issues file at {rev}")));
-                };
-                Digest::read(LineBlocks::from_reader(Box::new(std::io::Cursor::new(bytes)), Path::new(&name), BLOCK_SIZE), seed)
-                    .with_context(|| format!("issues file at {rev}"))
-            }
+            Err(e) => Err(e.context(format!("reading the issues file at {rev}"))),
         }
     };
     let (old, new) = std::thread::scope(|s| {

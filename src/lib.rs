@@ -16,7 +16,7 @@
 //! - [`check`]: problems in an issues file (duplicates, cycles, markers, ...); [`doctor`] runs
 //!   them with the installation's health for `bd-sync check`.
 //! - [`conventions`]: what br and bd expect of a record they rewrite (key order, array sorts).
-//! - [`git`]: the git subprocesses the driver and the cache need, and gix for reading blobs.
+//! - [`git`]: the git subprocesses the driver, the cache and the history need.
 //! - [`diff`], [`notify`], [`watch`]: which ids changed, and telling a server about them.
 //! - [`install`]: our marked blocks in git hook files.
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
