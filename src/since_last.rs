@@ -45,6 +45,8 @@ pub struct Options {
     pub state: String,
     /// Where the issues come from.
     pub source: Source,
+    /// How long a [`Source::Command`] may run ([`SOURCE_CMD_TIMEOUT`] by default).
+    pub command_timeout: Duration,
 }
 
 /// Checks a state name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
@@ -157,8 +159,8 @@ fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
 }
 
 /// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes, within
-/// [`SOURCE_CMD_TIMEOUT`]); its stderr goes to ours.
-pub fn run_source_command(command: &str, dir: &Path) -> Result<Vec<u8>> {
+/// `timeout`); its stderr goes to ours.
+pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>> {
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -179,13 +181,13 @@ pub fn run_source_command(command: &str, dir: &Path) -> Result<Vec<u8>> {
         if reader.is_finished() {
             stdout_done.get_or_insert_with(Instant::now);
         }
-        if start.elapsed() >= SOURCE_CMD_TIMEOUT || stdout_done.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+        if start.elapsed() >= timeout || stdout_done.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
             let _ = child.kill();
             let _ = child.wait();
             if let Ok(Err(e)) = reader.join() {
                 bail!("reading the output of --source-cmd {command:?}: {e}");
             }
-            bail!("--source-cmd {command:?} did not finish within {} s and was stopped", SOURCE_CMD_TIMEOUT.as_secs());
+            bail!("--source-cmd {command:?} did not finish within {} s and was stopped", timeout.as_secs_f64());
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -227,7 +229,7 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
             };
             (format!("file:{rel}"), file.display().to_string(), content)
         }
-        Source::Command(cmd) => (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top)?),
+        Source::Command(cmd) => (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top, options.command_timeout)?),
     };
     let now = record_hashes(content, &source_name)?;
 

@@ -14,6 +14,7 @@ mod generate;
 mod history;
 mod hook;
 mod hostile;
+mod hostile_log;
 mod hostile_output;
 mod hosting;
 mod import_renames;
