@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -158,44 +158,19 @@ fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes, within
-/// `timeout`); its stderr goes to ours.
+/// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes); its
+/// stderr goes to ours. At `timeout` the command and every process it started in its process
+/// group are stopped and this returns at once (see [`crate::command`]), so the caller's lock is
+/// never held past it.
 pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>> {
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting --source-cmd {command:?}"))?;
-    let stdout = child.stdout.take().context("the command's stdout")?;
-    let reader = std::thread::spawn(move || crate::safe_fs::bounded::read_bounded(stdout, MAX_SNAPSHOT, 1 << 20));
-    let start = Instant::now();
-    let mut stdout_done: Option<Instant> = None;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for --source-cmd")? {
-            break status;
-        }
-        // Its stdout is closed or over the limit: it gets a second to exit, then it is stopped.
-        if reader.is_finished() {
-            stdout_done.get_or_insert_with(Instant::now);
-        }
-        if start.elapsed() >= timeout || stdout_done.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
-            let _ = child.kill();
-            let _ = child.wait();
-            if let Ok(Err(e)) = reader.join() {
-                bail!("reading the output of --source-cmd {command:?}: {e}");
-            }
-            bail!("--source-cmd {command:?} did not finish within {} s and was stopped", timeout.as_secs_f64());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = reader.join().map_err(|_| anyhow::anyhow!("reading the output of --source-cmd"))?;
-    if !status.success() {
-        bail!("--source-cmd {command:?} failed ({status}); nothing was notified and the state is unchanged");
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(dir).stdin(std::process::Stdio::null());
+    let done = crate::command::run_captured(&mut cmd, timeout, MAX_SNAPSHOT)
+        .map_err(|e| anyhow::anyhow!("--source-cmd {command:?}: {e}; nothing was notified and the state is unchanged"))?;
+    if !done.status.success() {
+        bail!("--source-cmd {command:?} failed ({}); nothing was notified and the state is unchanged", done.status);
     }
-    output.with_context(|| format!("reading the output of --source-cmd {command:?}"))
+    Ok(done.stdout)
 }
 
 /// Takes the snapshot, compares it with the state and returns the run (holding the lock).
@@ -312,23 +287,15 @@ pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> 
     Ok(RunOutcome::Changed { ids, report })
 }
 
-/// Takes an exclusive lock on `path` without waiting: `None` when another process holds it.
+/// Takes an exclusive lock on `path` without waiting: `None` when another process holds it. The
+/// lock file is opened without following a link (a link in its place is refused, naming it).
 fn lock(path: &Path) -> Result<Option<std::fs::File>> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("opening the lock {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: flock(2) on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Ok(None);
-        }
+    let file = crate::safe_fs::open_for_update(path).with_context(|| format!("opening the lock {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
     }
-    Ok(Some(file))
 }
 
 #[cfg(test)]
