@@ -10,7 +10,9 @@
 //!
 //! The state advances only for ids the server took (a 2xx or a 404), so a failed delivery is
 //! retried by the next run: at least once, never silently lost. The first run of a state records
-//! a baseline and notifies nothing. Runs of one state are serialized by a lock beside it.
+//! a baseline and notifies nothing. Runs of one state are serialized by a lock beside it, opened
+//! without following a link; a `--source-cmd` is stopped at its timeout (see [`crate::command`]),
+//! so no run holds the lock past it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,8 @@ use crate::diff::{changes, Snapshot};
 /// The most bytes of an issues file or a command's output read.
 pub const MAX_SNAPSHOT: u64 = 4 << 30;
 
-/// How long `--source-cmd` may run before it is killed.
+/// How long `--source-cmd` may run before it is stopped with its process group, unless
+/// `--source-cmd-timeout` says otherwise.
 pub const SOURCE_CMD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where the issues come from.
@@ -204,7 +207,9 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
             };
             (format!("file:{rel}"), file.display().to_string(), content)
         }
-        Source::Command(cmd) => (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top, options.command_timeout)?),
+        Source::Command(cmd) => {
+            (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top, options.command_timeout)?)
+        }
     };
     let now = record_hashes(content, &source_name)?;
 

@@ -159,7 +159,11 @@ fn concurrent_merges_in_several_worktrees_number_their_entries_uniquely_and_in_o
     }
     let in_file_order: Vec<u64> = lines
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("a whole entry per line ({e}): {l:.200}"))["seq"].as_u64().expect("seq"))
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("a whole entry per line ({e}): {l:.200}"))["seq"]
+                .as_u64()
+                .expect("seq")
+        })
         .collect();
     let expected: Vec<u64> = (1..=(RUNS * PER_RUN) as u64).collect();
     if in_file_order != expected {
