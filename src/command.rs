@@ -187,7 +187,7 @@ fn readable(pipe: &std::process::ChildStdout, wait: Duration) -> bool {
     let mut fds = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX).max(1);
     // SAFETY: poll(2) on one valid pollfd that outlives the call.
-    let n = unsafe { libc::poll(&mut fds, 1, ms) };
+    let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
     n > 0
 }
 

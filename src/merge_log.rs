@@ -168,6 +168,8 @@ pub struct Entry {
     pub omitted: u64,
 }
 
+// serde's `skip_serializing_if` hands a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -1249,7 +1251,7 @@ mod tests {
         std::fs::write(&file, "{\"id\":\"bd-1\",\"description\":\"ours xxx\"}\n").expect("write");
         match restore(dir.path(), 1, &file).expect("an outcome") {
             RestoreOutcome::Refused(why) => assert!(why.contains("names 2 entries"), "{why}"),
-            other => panic!("{other:?}"),
+            other @ RestoreOutcome::Restored(_) => panic!("{other:?}"),
         }
     }
 
