@@ -26,6 +26,7 @@
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 //! - [`merge_log`] and [`since_last`]: the values merges dropped, and a notifier's state between
 //!   runs.
+//! - [`command`]: running a command on the user's behalf within a time bound that holds.
 //!
 //! The layers these form, and where new code goes, are in `docs/architecture.md`.
 #![deny(missing_docs)]
@@ -33,6 +34,7 @@
 pub mod cache;
 pub mod check;
 pub mod color;
+pub mod command;
 pub mod conventions;
 pub mod diff;
 pub mod doctor;

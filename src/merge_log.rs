@@ -14,13 +14,27 @@
 //! of an agent merging dozens of branches a day, and stays small enough to read whole on every
 //! `review` and `bd-sync check` in milliseconds; two generations bound the disk use to 8 MiB.
 //!
-//! Entries carry a sequence number, one more than the last one logged, which `review` shows and
-//! `--restore N` takes. Two small files hold the highest number the post-merge hook announced
+//! The bound holds for every append, whatever a merge drops: a value whose JSON text is longer
+//! than [`VALUE_BYTES`] is logged cut to its beginning (the entry names what was cut and its full
+//! size, see [`Cut`]; such an entry cannot be restored), and when one merge drops more than a
+//! generation holds, the entries that fit are logged and one more entry counts the rest
+//! ([`Reason::Omitted`]).
+//!
+//! Entries carry a sequence number, one more than the highest one logged, which `review` shows
+//! and `--restore N` takes. Appends hold a lock (`merge-log.lock`, never opened through a link)
+//! while they read that number and write, so merges running at once in several worktrees never
+//! share a number. The log is read line by line and a line that is not an entry is skipped: a
+//! line cut short by a crash or a full disk costs that line alone, since the next append starts
+//! on a fresh line; a line longer than a whole generation (an older version's huge value) is
+//! skipped without being read into memory.
+//!
+//! Two small files hold the highest number the post-merge hook announced
 //! (`merge-log.announced`) and the highest one a person has listed with `review`
 //! (`merge-log.reviewed`), so the hook speaks only of new overrides and `check` only of unread ones.
 
-use std::io::Write;
+use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -39,8 +53,25 @@ pub const ROTATE_BYTES: u64 = 4 << 20;
 const ANNOUNCED_NAME: &str = "merge-log.announced";
 /// The highest sequence number `bd-merge review` listed.
 const REVIEWED_NAME: &str = "merge-log.reviewed";
-/// Largest log file read back (a rotated log never gets near it; a corrupt one is not read).
-const READ_LIMIT: u64 = 16 * ROTATE_BYTES;
+/// The lock an append holds while it numbers and writes its entries.
+pub const LOCK_NAME: &str = "merge-log.lock";
+/// The longest value (its JSON text) an entry holds whole: a description of a few pages. A longer
+/// one is logged cut (see [`Cut`]).
+pub const VALUE_BYTES: usize = 64 << 10;
+/// When one merge drops so many values that they do not fit one generation at [`VALUE_BYTES`],
+/// values are cut shorter, but never below this.
+const MIN_VALUE_BYTES: usize = 256;
+/// The longest id, field, path, label, command or detail an entry holds whole.
+const TEXT_BYTES: usize = 4 << 10;
+/// The most one append writes: one generation, so no append can push the log past its bound.
+const APPEND_BYTES: usize = ROTATE_BYTES as usize;
+/// What the entry counting the decisions that did not fit may take.
+const SUMMARY_ROOM: usize = 64 << 10;
+/// The longest line read back as an entry; of a longer one (which no append of this version
+/// writes) only the sequence number at its start is read.
+const LINE_BYTES: usize = ROTATE_BYTES as usize;
+/// How long an append waits for another one to finish before it gives up (with a warning).
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// `BD_MERGE_LOG_COMMAND` names the command a driver run works for (set by `update-branch`).
 pub const COMMAND_ENV: &str = "BD_MERGE_LOG_COMMAND";
 
@@ -60,6 +91,9 @@ pub enum Reason {
     Dedupe,
     /// Two issues were created under one id; one moved to a new id.
     Rename,
+    /// Not one decision: the merge dropped more than the log has room for, and this entry counts
+    /// those it could not log ([`Entry::omitted`]).
+    Omitted,
 }
 
 impl std::fmt::Display for Reason {
@@ -71,6 +105,7 @@ impl std::fmt::Display for Reason {
             Reason::DeleteVsModify => "delete-vs-modify",
             Reason::Dedupe => "dedupe",
             Reason::Rename => "rename",
+            Reason::Omitted => "omitted",
         })
     }
 }
@@ -124,6 +159,31 @@ pub struct Entry {
     /// The merge's own words for why (`newer updated_at`, ...).
     #[serde(default)]
     pub detail: String,
+    /// The parts that were too large for the log and are logged cut; such an entry cannot be
+    /// restored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<Cut>,
+    /// For a [`Reason::Omitted`] entry, how many decisions of the merge it stands for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+// serde's `skip_serializing_if` hands a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A part of an entry too large for the log, logged cut to its beginning. For `kept` and
+/// `dropped` the logged value is then a JSON string holding the beginning of the value's JSON
+/// text (whatever its type); other parts hold the beginning of their text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cut {
+    /// Which part: `kept`, `dropped`, `id`, `field`, `path`, `command`, `head`, `labels.ours`,
+    /// `labels.theirs` or `detail`.
+    pub part: String,
+    /// Its full size in bytes (of its JSON text, for `kept` and `dropped`).
+    pub bytes: u64,
 }
 
 /// Where and for what a merge runs: everything an entry has besides the decision itself.
@@ -321,6 +381,8 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
         dropped_from: String::new(),
         reason: Reason::Rename,
         detail: String::new(),
+        cut: Vec::new(),
+        omitted: 0,
     };
     let mut out = Vec::with_capacity(reports.len() + renames.len());
     for report in reports {
@@ -357,36 +419,36 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
     out
 }
 
-/// Appends `entries` to the log, numbering and timing them. Errors are for the caller to print
-/// as one warning; the merge has already succeeded.
-pub fn append(dir: &Path, mut entries: Vec<Entry>) -> Result<()> {
+/// Appends `entries` to the log, numbering and timing them, under the log's lock. One append
+/// never writes more than one generation: long values are cut, and what still does not fit is
+/// counted in one last entry. Errors are for the caller to print as one warning; the merge has
+/// already succeeded.
+pub fn append(dir: &Path, entries: Vec<Entry>) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
     safe_fs::refuse_symlink(dir)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let _lock = lock(dir)?;
     let log = dir.join(LOG_NAME);
     let rotated = dir.join(ROTATED_NAME);
     safe_fs::refuse_non_regular(&log)?;
     safe_fs::refuse_non_regular(&rotated)?;
-    let size = std::fs::symlink_metadata(&log).map(|m| m.len()).unwrap_or(0);
-    let last = match last_seq_in(&log)? {
+    let tail = Tail::of(&log)?;
+    let last = match tail.max_seq {
         Some(seq) => Some(seq),
-        None => last_seq_in(&rotated).ok().flatten(),
+        None => Tail::of(&rotated).ok().and_then(|t| t.max_seq),
     };
     let now = crate::timestamp::merge_now()?;
     let time = crate::timestamp::write_like(now, "2000-01-01T00:00:00Z").unwrap_or_default();
-    let mut bytes = Vec::new();
-    let mut seq = last.unwrap_or(0);
-    for e in &mut entries {
-        seq += 1;
-        e.seq = seq;
-        e.time.clone_from(&time);
-        serde_json::to_writer(&mut bytes, e)?;
-        bytes.push(b'\n');
-    }
-    if size > 0 && size + bytes.len() as u64 > ROTATE_BYTES {
+    let mut bytes = lines_within_bound(entries, last.unwrap_or(0) + 1, &time)?;
+    let fresh_line = u64::from(!tail.ends_in_newline);
+    if tail.len > 0 && tail.len + fresh_line + bytes.len() as u64 > ROTATE_BYTES {
         std::fs::rename(&log, &rotated).with_context(|| format!("rotating {} to {}", log.display(), rotated.display()))?;
+    } else if fresh_line == 1 {
+        // The last line was cut short (a crash, a full disk): it stays one bad line, skipped by
+        // every reader, instead of swallowing the first entry written after it.
+        bytes.insert(0, b'\n');
     }
     let mut options = std::fs::OpenOptions::new();
     options.append(true).create(true);
@@ -398,6 +460,172 @@ pub fn append(dir: &Path, mut entries: Vec<Entry>) -> Result<()> {
     let mut file = options.open(&log).with_context(|| format!("opening {}", log.display()))?;
     file.write_all(&bytes).with_context(|| format!("appending to {}", log.display()))?;
     Ok(())
+}
+
+/// Takes the log's lock, waiting at most [`LOCK_WAIT`] for another append to finish. The lock
+/// file is opened without following a link: a link in its place is refused, naming it.
+fn lock(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(LOCK_NAME);
+    let file = safe_fs::open_for_update(&path).with_context(|| format!("opening the lock {}", path.display()))?;
+    let start = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => std::thread::sleep(Duration::from_millis(5)),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                bail!("another merge held {} for {} s; gave up waiting", path.display(), LOCK_WAIT.as_secs())
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+    }
+}
+
+/// The entries as log lines, numbered from `first`, no more than [`APPEND_BYTES`] in all: every
+/// part cut to its bound, values cut shorter when a merge dropped very many, and past that the
+/// decisions that do not fit counted in one [`Reason::Omitted`] entry.
+fn lines_within_bound(entries: Vec<Entry>, first: u64, time: &str) -> Result<Vec<u8>> {
+    let render = |value_bytes: usize| -> Result<Vec<Vec<u8>>> {
+        let mut seq = first;
+        entries
+            .iter()
+            .map(|e| {
+                let mut e = bounded(e, value_bytes);
+                e.seq = seq;
+                seq += 1;
+                e.time = time.to_owned();
+                let mut line = serde_json::to_vec(&e)?;
+                line.push(b'\n');
+                Ok(line)
+            })
+            .collect()
+    };
+    let total = |lines: &[Vec<u8>]| lines.iter().map(Vec::len).sum::<usize>();
+    let mut lines = render(VALUE_BYTES)?;
+    if total(&lines) > APPEND_BYTES {
+        let shorter = (APPEND_BYTES / entries.len() / 4).clamp(MIN_VALUE_BYTES, VALUE_BYTES);
+        lines = render(shorter)?;
+    }
+    if total(&lines) <= APPEND_BYTES {
+        return Ok(lines.concat());
+    }
+    let mut out = Vec::new();
+    let mut fitted = 0;
+    for line in &lines {
+        if out.len() + line.len() > APPEND_BYTES - SUMMARY_ROOM {
+            break;
+        }
+        out.extend_from_slice(line);
+        fitted += 1;
+    }
+    let rest = &entries[fitted..];
+    let first_left = &rest[0];
+    let summary = Entry {
+        seq: first + fitted as u64,
+        time: time.to_owned(),
+        id: String::new(),
+        field: "(omitted)".to_owned(),
+        kept: None,
+        kept_from: String::new(),
+        dropped: None,
+        dropped_from: String::new(),
+        reason: Reason::Omitted,
+        detail: format!(
+            "{} more decision(s) of this merge were not logged: one merge logs at most {} MiB; the first of them: {} {}",
+            rest.len(),
+            APPEND_BYTES >> 20,
+            crate::record::printable(&crate::record::key_label(&first_left.id), 200),
+            crate::record::printable(&first_left.field, 200)
+        ),
+        cut: Vec::new(),
+        omitted: rest.len() as u64,
+        ..first_left.clone_context()
+    };
+    serde_json::to_writer(&mut out, &bounded(&summary, MIN_VALUE_BYTES))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+impl Entry {
+    /// Where and for what the entry's merge ran, with no decision (for a summary entry).
+    fn clone_context(&self) -> Entry {
+        Entry {
+            seq: 0,
+            time: String::new(),
+            command: self.command.clone(),
+            path: self.path.clone(),
+            head: self.head.clone(),
+            labels: self.labels.clone(),
+            rebase: self.rebase,
+            id: String::new(),
+            field: String::new(),
+            kept: None,
+            kept_from: String::new(),
+            dropped: None,
+            dropped_from: String::new(),
+            reason: self.reason,
+            detail: String::new(),
+            cut: Vec::new(),
+            omitted: 0,
+        }
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A copy of `e` with `kept` and `dropped` at most `value_bytes` of JSON text and its other texts
+/// at most [`TEXT_BYTES`], each cut part named in [`Entry::cut`].
+fn bounded(e: &Entry, value_bytes: usize) -> Entry {
+    let mut cut = e.cut.clone();
+    let mut value = |part: &str, v: &Option<Box<RawValue>>| -> Option<Box<RawValue>> {
+        let v = v.as_ref()?;
+        let text = v.get();
+        if text.len() <= value_bytes {
+            return Some(v.clone());
+        }
+        cut.push(Cut { part: part.to_owned(), bytes: text.len() as u64 });
+        raw(Some(&crate::record::json_string(prefix(text, value_bytes), false)))
+    };
+    let (kept, dropped) = (value("kept", &e.kept), value("dropped", &e.dropped));
+    let mut text = |part: &str, t: &str| -> String {
+        if t.len() <= TEXT_BYTES {
+            return t.to_owned();
+        }
+        cut.push(Cut { part: part.to_owned(), bytes: t.len() as u64 });
+        prefix(t, TEXT_BYTES).to_owned()
+    };
+    let id = text("id", &e.id);
+    let field = text("field", &e.field);
+    let path = text("path", &e.path);
+    let command = text("command", &e.command);
+    let head = e.head.as_deref().map(|h| text("head", h));
+    let labels = Labels { ours: text("labels.ours", &e.labels.ours), theirs: text("labels.theirs", &e.labels.theirs) };
+    let detail = text("detail", &e.detail);
+    Entry {
+        seq: e.seq,
+        time: e.time.clone(),
+        command,
+        path,
+        head,
+        labels,
+        rebase: e.rebase,
+        id,
+        field,
+        kept,
+        kept_from: e.kept_from.clone(),
+        dropped,
+        dropped_from: e.dropped_from.clone(),
+        reason: e.reason,
+        detail,
+        cut,
+        omitted: e.omitted,
+    }
 }
 
 /// Logs what one merge dropped; `Some(warning)` when the log could not be written (the merge
@@ -422,37 +650,123 @@ pub fn record_import(file: &Path, conflicts: &[Report], policy: crate::merge::Co
     record(&ctx, conflicts, &[], Some(policy))
 }
 
-fn last_seq(bytes: &[u8]) -> Option<u64> {
-    bytes.split(|&b| b == b'\n').rev().filter(|l| !l.is_empty()).find_map(|l| serde_json::from_slice::<Entry>(l).ok()).map(|e| e.seq)
+/// The sequence number of a log line: read from its start (`{"seq":N,`, how every entry is
+/// written, so a line cut short or too long to read still says which number it took), else from
+/// the whole line when it is an entry.
+fn seq_of(line: &[u8], whole: bool) -> Option<u64> {
+    if let Some(rest) = line.strip_prefix(b"{\"seq\":") {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 && rest.get(digits).is_some_and(|b| matches!(b, b',' | b'}')) {
+            if let Some(n) = std::str::from_utf8(&rest[..digits]).ok().and_then(|d| d.parse().ok()) {
+                return Some(n);
+            }
+        }
+    }
+    if whole {
+        return serde_json::from_slice::<Entry>(line).ok().map(|e| e.seq);
+    }
+    None
 }
 
-/// The sequence number of the last entry of a log file, reading its last megabyte (or, when no
-/// whole entry is there, all of it); `None` when it is missing or holds no entry.
-fn last_seq_in(path: &Path) -> Result<Option<u64>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let Some(mut file) = safe_fs::open_regular(path)? else { return Ok(None) };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(1 << 20);
-    let mut tail = Vec::new();
-    file.seek(SeekFrom::Start(start))
-        .and_then(|_| file.take(1 << 20).read_to_end(&mut tail))
-        .with_context(|| format!("reading {}", path.display()))?;
-    if let Some(seq) = last_seq(&tail) {
-        return Ok(Some(seq));
-    }
-    if start == 0 {
-        return Ok(None);
-    }
-    Ok(safe_fs::read_regular(path, READ_LIMIT)?.and_then(|b| last_seq(&b)))
+/// What an append needs to know of a log file.
+struct Tail {
+    /// Its size (0 when missing).
+    len: u64,
+    /// It is empty or its last line is whole.
+    ends_in_newline: bool,
+    /// The highest sequence number in it.
+    max_seq: Option<u64>,
 }
 
-/// Every entry in the log (both generations), oldest first; lines that are not entries are
-/// skipped. A missing log is empty.
+impl Tail {
+    /// Reads the last megabyte of the log at `path`, and the whole file (streamed, line by line)
+    /// only when no line there has a number.
+    fn of(path: &Path) -> Result<Tail> {
+        let Some(mut file) = safe_fs::open_regular(path)? else {
+            return Ok(Tail { len: 0, ends_in_newline: true, max_seq: None });
+        };
+        let len = file.metadata().map(|m| m.len()).with_context(|| format!("reading {}", path.display()))?;
+        let start = len.saturating_sub(1 << 20);
+        let mut tail = Vec::new();
+        file.seek(std::io::SeekFrom::Start(start))
+            .and_then(|_| (&mut file).take(1 << 20).read_to_end(&mut tail))
+            .with_context(|| format!("reading {}", path.display()))?;
+        let ends_in_newline = tail.last().is_none_or(|b| *b == b'\n');
+        // The window's first line starts before it (unless the window is the whole file).
+        let whole_lines = if start == 0 { &tail[..] } else { memchr::memchr(b'\n', &tail).map(|i| &tail[i + 1..]).unwrap_or_default() };
+        let mut max_seq = whole_lines.split(|&b| b == b'\n').filter_map(|l| seq_of(l, true)).max();
+        if max_seq.is_none() && start > 0 {
+            file.rewind().with_context(|| format!("reading {}", path.display()))?;
+            for_each_line(file, |line, whole| {
+                max_seq = max_seq.max(seq_of(line, whole));
+            })
+            .with_context(|| format!("reading {}", path.display()))?;
+        }
+        Ok(Tail { len, ends_in_newline, max_seq })
+    }
+}
+
+/// Calls `f` with each line of `file` (without its newline; the last one even when it has none)
+/// and whether it is whole: a line longer than [`LINE_BYTES`] comes as its first bytes only, so
+/// a damaged log costs no more memory than a healthy one.
+fn for_each_line(mut file: std::fs::File, mut f: impl FnMut(&[u8], bool)) -> std::io::Result<()> {
+    const HEAD: usize = 64;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut line = Vec::new();
+    let mut overlong = false;
+    let mut pending = false;
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = &chunk[..n];
+        while !rest.is_empty() {
+            let (piece, end) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (&rest[..i], Some(i + 1)),
+                None => (rest, None),
+            };
+            if !overlong {
+                line.extend_from_slice(piece);
+                if line.len() > LINE_BYTES {
+                    line.truncate(HEAD);
+                    overlong = true;
+                }
+            }
+            pending = true;
+            match end {
+                Some(i) => {
+                    f(&line, !overlong);
+                    line.clear();
+                    overlong = false;
+                    pending = false;
+                    rest = &rest[i..];
+                }
+                None => rest = &[],
+            }
+        }
+    }
+    if pending {
+        f(&line, !overlong);
+    }
+    Ok(())
+}
+
+/// Every entry in the log (both generations), oldest first; lines that are not entries (cut
+/// short, too long, foreign) are skipped. A missing log is empty.
 pub fn read_all(dir: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for name in [ROTATED_NAME, LOG_NAME] {
-        let bytes = safe_fs::read_regular(&dir.join(name), READ_LIMIT)?.unwrap_or_default();
-        out.extend(bytes.split(|&b| b == b'\n').filter_map(|l| serde_json::from_slice::<Entry>(l).ok()));
+        let path = dir.join(name);
+        let Some(file) = safe_fs::open_regular(&path)? else { continue };
+        for_each_line(file, |line, whole| {
+            if whole {
+                out.extend(serde_json::from_slice::<Entry>(line).ok());
+            }
+        })
+        .with_context(|| format!("reading {}", path.display()))?;
     }
     Ok(out)
 }
@@ -480,8 +794,15 @@ pub fn announce(dir: &Path) -> Result<Option<String>> {
     let new: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
     let Some(top) = new.iter().map(|e| e.seq).max() else { return Ok(None) };
     write_mark(dir, ANNOUNCED_NAME, top)?;
-    let values = new.iter().filter(|e| e.reason != Reason::Rename).count();
-    let renamed = new.len() - values;
+    let values: u64 = new
+        .iter()
+        .map(|e| match e.reason {
+            Reason::Rename => 0,
+            Reason::Omitted => e.omitted,
+            _ => 1,
+        })
+        .sum();
+    let renamed = new.iter().filter(|e| e.reason == Reason::Rename).count();
     let mut parts = Vec::new();
     if values > 0 {
         parts.push(format!("{values} value(s) overridden"));
@@ -575,6 +896,13 @@ fn shown(value: Option<&RawValue>, width: usize) -> String {
     }
 }
 
+/// `kept` or `dropped` of `e` for a person: a cut value as its beginning and its full size.
+fn shown_part(e: &Entry, part: &str, value: Option<&RawValue>, width: usize) -> String {
+    let Some(cut) = e.cut.iter().find(|c| c.part == part) else { return shown(value, width) };
+    let begins = value.and_then(|v| serde_json::from_str::<String>(v.get()).ok()).unwrap_or_default();
+    format!("{}... (cut: the value is {} bytes)", crate::record::printable(&begins, width), cut.bytes)
+}
+
 /// The human listing of `entries` (already selected and ordered), control characters escaped.
 pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
@@ -584,6 +912,10 @@ pub fn render(entries: &[Entry]) -> String {
     }
     for e in entries {
         let p = |s: &str| crate::record::printable(s, 200);
+        if e.reason == Reason::Omitted {
+            out.push_str(&format!("#{} {} {}: {}\n  {}\n", e.seq, p(&e.time), p(&e.command), p(&e.path), p(&e.detail)));
+            continue;
+        }
         let side = |word: &str| side_name(&e.labels, e.rebase, if word == "ours" { Side::Ours } else { Side::Theirs });
         let head = e.head.as_deref().map(|h| format!(", HEAD {}", p(&h.chars().take(12).collect::<String>()))).unwrap_or_default();
         let during = if e.rebase { " during a rebase" } else { "" };
@@ -599,10 +931,16 @@ pub fn render(entries: &[Entry]) -> String {
                 shown(e.dropped.as_deref(), 200)
             ));
         } else {
-            out.push_str(&format!("  kept    {}  from {}\n", shown(e.kept.as_deref(), 200), p(&side(&e.kept_from))));
-            out.push_str(&format!("  dropped {}  from {}\n", shown(e.dropped.as_deref(), 200), p(&side(&e.dropped_from))));
-            if not_restorable(e).is_none() {
-                out.push_str(&format!("  put it back: bd-merge review --restore {}\n", e.seq));
+            out.push_str(&format!("  kept    {}  from {}\n", shown_part(e, "kept", e.kept.as_deref(), 200), p(&side(&e.kept_from))));
+            out.push_str(&format!(
+                "  dropped {}  from {}\n",
+                shown_part(e, "dropped", e.dropped.as_deref(), 200),
+                p(&side(&e.dropped_from))
+            ));
+            match not_restorable(e) {
+                None => out.push_str(&format!("  put it back: bd-merge review --restore {}\n", e.seq)),
+                Some(why) if !e.cut.is_empty() => out.push_str(&format!("  not restorable: {why}\n")),
+                Some(_) => {}
             }
         }
     }
@@ -614,11 +952,26 @@ fn not_restorable(e: &Entry) -> Option<String> {
     if e.reason == Reason::Rename || e.field == "id" {
         return Some(format!("#{} is a rename, not a dropped value: both issues are in the file", e.seq));
     }
+    if e.reason == Reason::Omitted {
+        return Some(format!("#{} counts {} decision(s) the merge log had no room for; it holds no value to restore", e.seq, e.omitted));
+    }
     if e.field == "(record)" {
         return Some(format!(
             "#{} is a whole record ({}); edit the issue with your tracker instead",
             e.seq,
             crate::record::printable(&e.detail, 200)
+        ));
+    }
+    // A value, id or field logged cut could only be restored wrong.
+    let cut = ["dropped", "kept", "id", "field"].iter().find_map(|part| e.cut.iter().find(|c| c.part == *part));
+    if let Some(cut) = cut {
+        let part = if matches!(cut.part.as_str(), "dropped" | "kept") { format!("{} value", cut.part) } else { cut.part.clone() };
+        let side = side_name(&e.labels, e.rebase, if e.dropped_from == "ours" { Side::Ours } else { Side::Theirs });
+        return Some(format!(
+            "#{}'s {part} was logged cut ({} bytes, past the merge log's bound), so it cannot be restored; take the value from {} side of that merge",
+            e.seq,
+            cut.bytes,
+            crate::record::printable(&possessive(&side), 200)
         ));
     }
     None
@@ -705,7 +1058,15 @@ fn group_of(record: &str) -> Option<String> {
 /// value the merge kept (it changed again since), or when the entry is not a value.
 pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
     let refuse = |why: String| Ok(RestoreOutcome::Refused(why));
-    let Some(entry) = read_all(dir)?.into_iter().find(|e| e.seq == seq) else {
+    let mut found: Vec<Entry> = read_all(dir)?.into_iter().filter(|e| e.seq == seq).collect();
+    if found.len() > 1 {
+        return refuse(format!(
+            "#{seq} names {} entries in the merge log (merges that ran at once before entries were numbered under a lock); \
+             restore cannot tell which one you mean: see them with `bd-merge review` and edit the issue by hand",
+            found.len()
+        ));
+    }
+    let Some(entry) = found.pop() else {
         return refuse(format!("no entry #{seq} in the merge log ({}); list them with `bd-merge review`", dir.join(LOG_NAME).display()));
     };
     if let Some(why) = not_restorable(&entry) {
@@ -796,6 +1157,102 @@ mod tests {
         let out = render(&[entry]);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out}");
         assert!(out.contains(&format!("HEAD a{}\n", "é".repeat(11))), "{out}");
+    }
+
+    fn decision(id: &str, value_len: usize) -> Entry {
+        let value = |side: &str| raw(Some(&crate::record::json_string(&format!("{side} {}", "x".repeat(value_len)), false)));
+        Entry {
+            kept: value("ours"),
+            kept_from: "ours".into(),
+            dropped: value("theirs"),
+            dropped_from: "theirs".into(),
+            id: id.into(),
+            field: "description".into(),
+            reason: Reason::Newest,
+            command: "bd-merge".into(),
+            path: ".beads/issues.jsonl".into(),
+            ..blank()
+        }
+    }
+
+    fn blank() -> Entry {
+        Entry {
+            seq: 0,
+            time: String::new(),
+            command: String::new(),
+            path: String::new(),
+            head: None,
+            labels: Labels::default(),
+            rebase: false,
+            id: String::new(),
+            field: String::new(),
+            kept: None,
+            kept_from: String::new(),
+            dropped: None,
+            dropped_from: String::new(),
+            reason: Reason::Newest,
+            detail: String::new(),
+            cut: Vec::new(),
+            omitted: 0,
+        }
+    }
+
+    #[test]
+    fn a_merge_dropping_more_than_a_generation_holds_logs_what_fits_and_counts_the_rest() {
+        let entries: Vec<Entry> = (0..20_000).map(|i| decision(&format!("bd-{i}"), 1000)).collect();
+        let bytes = lines_within_bound(entries, 7, "2026-01-05T10:00:00Z").expect("serialized");
+        assert!(bytes.len() <= APPEND_BYTES, "{} bytes", bytes.len());
+        let lines: Vec<Entry> =
+            bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).expect("entry")).collect();
+        let last = lines.last().expect("entries");
+        assert_eq!(last.reason, Reason::Omitted);
+        assert_eq!(last.omitted as usize + lines.len() - 1, 20_000, "every decision logged or counted");
+        assert!(lines.iter().enumerate().all(|(i, e)| e.seq == 7 + i as u64), "numbered in order");
+        assert!(lines[0].cut.iter().any(|c| c.part == "dropped" && c.bytes == 1009), "{:?}", lines[0].cut);
+        assert!(not_restorable(&lines[0]).is_some_and(|why| why.contains("logged cut")));
+        assert!(render(&lines[lines.len() - 1..]).contains("more decision(s) of this merge were not logged"));
+    }
+
+    #[test]
+    fn a_few_decisions_are_logged_whole_and_long_texts_cut() {
+        let mut long_id = decision(&"i".repeat(10_000), 10);
+        long_id.detail = "d".repeat(5000);
+        let bytes = lines_within_bound(vec![decision("bd-1", 10), long_id], 1, "t").expect("serialized");
+        let lines: Vec<Entry> =
+            bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).expect("entry")).collect();
+        assert!(lines[0].cut.is_empty() && not_restorable(&lines[0]).is_none());
+        let parts: Vec<&str> = lines[1].cut.iter().map(|c| c.part.as_str()).collect();
+        assert_eq!(parts, ["id", "detail"]);
+        assert_eq!(lines[1].id.len(), TEXT_BYTES);
+    }
+
+    #[test]
+    fn lines_are_read_whole_or_by_their_head_and_a_cut_last_line_still_comes() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("log");
+        let long = format!("{{\"seq\":41,\"x\":\"{}\"}}", "y".repeat(LINE_BYTES + 10));
+        std::fs::write(&path, format!("a\n{long}\n\nb\n{{\"seq\":42,\"ti")).expect("write");
+        let mut seen = Vec::new();
+        for_each_line(std::fs::File::open(&path).expect("open"), |line, whole| seen.push((line.len().min(80), whole))).expect("read");
+        assert_eq!(seen, [(1, true), (64, false), (0, true), (1, true), (13, true)]);
+        let tail = Tail::of(&path).expect("tail");
+        assert_eq!((tail.max_seq, tail.ends_in_newline), (Some(42), false), "a cut line's number still counts");
+        assert_eq!(seq_of(b"{\"seq\":12,\"time\"", false), Some(12));
+        assert_eq!(seq_of(b"{\"seq\":12", false), None, "digits cut short are no number");
+    }
+
+    #[test]
+    fn restore_refuses_a_number_that_older_concurrent_merges_gave_twice() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut one = serde_json::to_string(&Entry { seq: 1, ..decision("bd-1", 3) }).expect("json");
+        one.push('\n');
+        std::fs::write(dir.path().join(LOG_NAME), one.repeat(2)).expect("write");
+        let file = dir.path().join("issues.jsonl");
+        std::fs::write(&file, "{\"id\":\"bd-1\",\"description\":\"ours xxx\"}\n").expect("write");
+        match restore(dir.path(), 1, &file).expect("an outcome") {
+            RestoreOutcome::Refused(why) => assert!(why.contains("names 2 entries"), "{why}"),
+            other @ RestoreOutcome::Restored(_) => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -10,11 +10,13 @@
 //!
 //! The state advances only for ids the server took (a 2xx or a 404), so a failed delivery is
 //! retried by the next run: at least once, never silently lost. The first run of a state records
-//! a baseline and notifies nothing. Runs of one state are serialized by a lock beside it.
+//! a baseline and notifies nothing. Runs of one state are serialized by a lock beside it, opened
+//! without following a link; a `--source-cmd` is stopped at its timeout (see [`crate::command`]),
+//! so no run holds the lock past it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -24,7 +26,8 @@ use crate::diff::{changes, Snapshot};
 /// The most bytes of an issues file or a command's output read.
 pub const MAX_SNAPSHOT: u64 = 4 << 30;
 
-/// How long `--source-cmd` may run before it is killed.
+/// How long `--source-cmd` may run before it is stopped with its process group, unless
+/// `--source-cmd-timeout` says otherwise.
 pub const SOURCE_CMD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where the issues come from.
@@ -45,6 +48,8 @@ pub struct Options {
     pub state: String,
     /// Where the issues come from.
     pub source: Source,
+    /// How long a [`Source::Command`] may run ([`SOURCE_CMD_TIMEOUT`] by default).
+    pub command_timeout: Duration,
 }
 
 /// Checks a state name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
@@ -156,44 +161,19 @@ fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes, within
-/// [`SOURCE_CMD_TIMEOUT`]); its stderr goes to ours.
-pub fn run_source_command(command: &str, dir: &Path) -> Result<Vec<u8>> {
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting --source-cmd {command:?}"))?;
-    let stdout = child.stdout.take().context("the command's stdout")?;
-    let reader = std::thread::spawn(move || crate::safe_fs::bounded::read_bounded(stdout, MAX_SNAPSHOT, 1 << 20));
-    let start = Instant::now();
-    let mut stdout_done: Option<Instant> = None;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for --source-cmd")? {
-            break status;
-        }
-        // Its stdout is closed or over the limit: it gets a second to exit, then it is stopped.
-        if reader.is_finished() {
-            stdout_done.get_or_insert_with(Instant::now);
-        }
-        if start.elapsed() >= SOURCE_CMD_TIMEOUT || stdout_done.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
-            let _ = child.kill();
-            let _ = child.wait();
-            if let Ok(Err(e)) = reader.join() {
-                bail!("reading the output of --source-cmd {command:?}: {e}");
-            }
-            bail!("--source-cmd {command:?} did not finish within {} s and was stopped", SOURCE_CMD_TIMEOUT.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = reader.join().map_err(|_| anyhow::anyhow!("reading the output of --source-cmd"))?;
-    if !status.success() {
-        bail!("--source-cmd {command:?} failed ({status}); nothing was notified and the state is unchanged");
+/// Runs `sh -c command` in `dir` and returns its stdout (at most [`MAX_SNAPSHOT`] bytes); its
+/// stderr goes to ours. At `timeout` the command and every process it started in its process
+/// group are stopped and this returns at once (see [`crate::command`]), so the caller's lock is
+/// never held past it.
+pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>> {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(dir).stdin(std::process::Stdio::null());
+    let done = crate::command::run_captured(&mut cmd, timeout, MAX_SNAPSHOT)
+        .map_err(|e| anyhow::anyhow!("--source-cmd {command:?}: {e}; nothing was notified and the state is unchanged"))?;
+    if !done.status.success() {
+        bail!("--source-cmd {command:?} failed ({}); nothing was notified and the state is unchanged", done.status);
     }
-    output.with_context(|| format!("reading the output of --source-cmd {command:?}"))
+    Ok(done.stdout)
 }
 
 /// Takes the snapshot, compares it with the state and returns the run (holding the lock).
@@ -227,7 +207,9 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
             };
             (format!("file:{rel}"), file.display().to_string(), content)
         }
-        Source::Command(cmd) => (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top)?),
+        Source::Command(cmd) => {
+            (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top, options.command_timeout)?)
+        }
     };
     let now = record_hashes(content, &source_name)?;
 
@@ -310,23 +292,15 @@ pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> 
     Ok(RunOutcome::Changed { ids, report })
 }
 
-/// Takes an exclusive lock on `path` without waiting: `None` when another process holds it.
+/// Takes an exclusive lock on `path` without waiting: `None` when another process holds it. The
+/// lock file is opened without following a link (a link in its place is refused, naming it).
 fn lock(path: &Path) -> Result<Option<std::fs::File>> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("opening the lock {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: flock(2) on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Ok(None);
-        }
+    let file = crate::safe_fs::open_for_update(path).with_context(|| format!("opening the lock {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
     }
-    Ok(Some(file))
 }
 
 #[cfg(test)]

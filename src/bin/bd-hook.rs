@@ -50,6 +50,10 @@ struct Cli {
     /// snapshot's hashes are kept in the git dir).
     #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
     source_cmd: Option<String>,
+    /// How long --source-cmd may run, in seconds (more than 0, at most 86400): then the command
+    /// and every process it started are stopped, and nothing is notified.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_timeout, requires = "source_cmd")]
+    source_cmd_timeout: f64,
     /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
     #[arg(long, value_name = "PATH")]
     path: Option<String>,
@@ -229,7 +233,8 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         };
         let dir = std::env::current_dir().context("finding the current directory")?;
         let dry = cli.dry_run || notifier.is_none();
-        let options = since_last::Options { dir, state: name.clone(), source };
+        let command_timeout = Duration::try_from_secs_f64(cli.source_cmd_timeout).unwrap_or(since_last::SOURCE_CMD_TIMEOUT);
+        let options = since_last::Options { dir, state: name.clone(), source, command_timeout };
         // A dry run prints and sends nothing, so the state stays where it is.
         let outcome = since_last::notify(&options, dry, |ids| {
             if dry {

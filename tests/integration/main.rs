@@ -15,6 +15,7 @@ mod history;
 mod hook;
 mod hostile;
 mod hostile_completion;
+mod hostile_log;
 mod hostile_output;
 mod hosting;
 mod import_renames;

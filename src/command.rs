@@ -1,0 +1,230 @@
+//! Running a command on the user's behalf (`bd-hook --source-cmd`, a tracker's own export) with a
+//! time bound that holds whatever the command does.
+//!
+//! A shell command can leave a background process behind that keeps its stdout open
+//! (`tracker export; tracker daemon &`): waiting for the output to end then waits for that
+//! process, and killing the shell at the timeout kills only the shell. A cron job that waits so
+//! holds its lock for as long, and every later run finds it busy. So the command runs in its own
+//! process group, its output is read here without blocking, and at the timeout the whole group is
+//! stopped (SIGTERM, then SIGKILL a moment later for whatever ignored it) and reading stops: the
+//! caller gets its error at the deadline, never later, and drops its locks.
+
+use std::io::Read as _;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the group has between SIGTERM and SIGKILL.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+
+/// Why [`run_captured`] returned no output.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command could not be started.
+    #[error("could not start it: {0}")]
+    Start(#[source] std::io::Error),
+    /// The deadline passed: the command and its process group were stopped.
+    #[error("{}", timed_out(*.after, *.exited))]
+    TimedOut {
+        /// The timeout.
+        after: Duration,
+        /// The command itself had exited (with this status) but something it started still held
+        /// its stdout.
+        exited: Option<ExitStatus>,
+    },
+    /// It wrote more than the limit to stdout: it was stopped with its process group.
+    #[error("it wrote more than {} MiB to stdout and was stopped", .0 >> 20)]
+    TooLarge(u64),
+    /// Reading its output or waiting for it failed.
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
+}
+
+fn timed_out(after: Duration, exited: Option<ExitStatus>) -> String {
+    let secs = after.as_secs_f64();
+    match exited {
+        Some(_) => format!(
+            "did not finish within {secs} s: it exited, but a process it started in the background still held its stdout; \
+             that process and the rest of its process group were stopped (redirect a background process's output, e.g. `>/dev/null`)"
+        ),
+        None => format!("did not finish within {secs} s; it was stopped with every process it started"),
+    }
+}
+
+/// What a finished command left.
+#[derive(Debug)]
+pub struct Captured {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// All it wrote to stdout.
+    pub stdout: Vec<u8>,
+}
+
+/// Runs `command` (its stdin and stderr as the caller set them) in a new process group, and
+/// returns its stdout once the command has exited and its stdout has closed. At `timeout`, or
+/// when stdout passes `limit` bytes, the whole group is stopped and an error returned at once.
+pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Result<Captured, CommandError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        command.process_group(0);
+    }
+    let deadline = Instant::now() + timeout;
+    let mut child = command.stdout(Stdio::piped()).spawn().map_err(CommandError::Start)?;
+    let mut group = Group { child: &mut child, stopped: false };
+    let mut stdout = group.child.stdout.take().ok_or_else(|| CommandError::Io(std::io::Error::other("no stdout pipe")))?;
+    set_nonblocking(&stdout).map_err(|e| group.fail(CommandError::Io(e)))?;
+    let mut out = Vec::new();
+    let mut open = true;
+    let mut status = None;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        if status.is_none() {
+            status = group.child.try_wait().map_err(|e| group.fail(CommandError::Io(e)))?;
+        }
+        if !open && status.is_some() {
+            break;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(group.fail(CommandError::TimedOut { after: timeout, exited: status }));
+        }
+        let wait = (deadline - now).min(Duration::from_millis(20));
+        if !open {
+            std::thread::sleep(wait);
+            continue;
+        }
+        if !readable(&stdout, wait) {
+            continue;
+        }
+        // Drain what is there; the pipe is non-blocking, so this never waits.
+        loop {
+            match stdout.read(&mut chunk) {
+                Ok(0) => {
+                    open = false;
+                    break;
+                }
+                Ok(n) => {
+                    if (out.len() + n) as u64 > limit {
+                        return Err(group.fail(CommandError::TooLarge(limit)));
+                    }
+                    out.extend_from_slice(&chunk[..n]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(group.fail(CommandError::Io(e))),
+            }
+        }
+    }
+    let status = status.expect("the loop ends only once the command exited");
+    Ok(Captured { status, stdout: out })
+}
+
+/// The command's process group, stopped (and the command reaped) when a run fails.
+struct Group<'a> {
+    child: &'a mut Child,
+    stopped: bool,
+}
+
+impl Group<'_> {
+    /// Stops the whole group, reaps the command, and hands back `error`.
+    fn fail(&mut self, error: CommandError) -> CommandError {
+        self.stop();
+        error
+    }
+
+    fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        #[cfg(unix)]
+        {
+            let Ok(pgid) = libc::pid_t::try_from(self.child.id()) else {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            };
+            // SAFETY: kill(2) on the process group the command leads (`process_group(0)` made its
+            // pid the group id); the command is not reaped yet, so the id cannot have been reused.
+            unsafe { libc::kill(-pgid, libc::SIGTERM) };
+            let until = Instant::now() + TERM_GRACE;
+            while Instant::now() < until && !matches!(self.child.try_wait(), Ok(Some(_))) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // Whatever ignored SIGTERM, a background process above all, goes now. The group id
+            // stays reserved while any member lives, so this reaches only the command's own.
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+        #[cfg(not(unix))]
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(unix)]
+fn set_nonblocking(pipe: &std::process::ChildStdout) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd as _;
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl(2) on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_nonblocking(_pipe: &std::process::ChildStdout) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Waits at most `wait` for the pipe to have data (or be closed).
+#[cfg(unix)]
+fn readable(pipe: &std::process::ChildStdout, wait: Duration) -> bool {
+    use std::os::unix::io::AsRawFd as _;
+    let mut fds = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX).max(1);
+    // SAFETY: poll(2) on one valid pollfd that outlives the call.
+    let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
+    n > 0
+}
+
+#[cfg(not(unix))]
+fn readable(_pipe: &std::process::ChildStdout, wait: Duration) -> bool {
+    std::thread::sleep(wait);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(script).stdin(Stdio::null());
+        c
+    }
+
+    #[test]
+    fn output_of_a_command_that_ends_is_returned_whole() {
+        let got = run_captured(&mut sh("printf 'a\\nb\\n'; exit 3"), Duration::from_secs(10), 100).expect("runs");
+        assert_eq!(got.stdout, b"a\nb\n");
+        assert_eq!(got.status.code(), Some(3));
+    }
+
+    #[test]
+    fn more_output_than_the_limit_stops_the_command() {
+        let err = run_captured(&mut sh("yes"), Duration::from_secs(10), 1 << 20).expect_err("too large");
+        assert!(matches!(err, CommandError::TooLarge(_)), "{err}");
+    }
+
+    #[test]
+    fn a_command_past_its_timeout_is_stopped_at_the_deadline() {
+        let start = Instant::now();
+        let err = run_captured(&mut sh("sleep 30"), Duration::from_millis(300), 100).expect_err("timed out");
+        assert!(matches!(err, CommandError::TimedOut { exited: None, .. }), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    }
+}
