@@ -505,6 +505,16 @@ pub(crate) fn corner_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u8
     })
 }
 
+/// A record without its comments' ids and its `updated_at` (what renumbering changes).
+fn without_comment_ids(v: &Value) -> Value {
+    let mut v = v.clone();
+    for c in v.get_mut("comments").and_then(Value::as_array_mut).into_iter().flatten() {
+        c.as_object_mut().map(|c| c.remove("id"));
+    }
+    v.as_object_mut().map(|o| o.remove("updated_at"));
+    v
+}
+
 /// Each line of a file, parsed, with its bytes.
 fn parsed_lines(bytes: &[u8]) -> Vec<(String, Value, String)> {
     String::from_utf8_lossy(bytes)
@@ -535,8 +545,13 @@ proptest! {
         let (b, o, t) = (parsed_lines(&base), parsed_lines(&ours), parsed_lines(&theirs));
         let count = |lines: &[(String, Value, String)], id: &str| lines.iter().filter(|(i, _, _)| i == id).count();
         for (id, value, bytes) in parsed_lines(&merged) {
+            // The lines of a duplicated id are written as they were; only a comment id another
+            // record also holds may be renumbered (a collision the trackers see), and then the
+            // line is an input line but for its comment ids, stamped.
             if [&b, &o, &t].iter().any(|f| count(f, &id) > 1) {
-                prop_assert!([&b, &o, &t].iter().any(|f| f.iter().any(|(_, _, l)| *l == bytes)), "{} line in no input: {}", id, bytes);
+                let exact = [&b, &o, &t].iter().any(|f| f.iter().any(|(_, _, l)| *l == bytes));
+                let renumbered = [&b, &o, &t].iter().any(|f| f.iter().any(|(i, v, _)| *i == id && without_comment_ids(v) == without_comment_ids(&value)));
+                prop_assert!(exact || renumbered, "{} line in no input: {}", id, bytes);
             }
             let ours_equal: Vec<&String> = o.iter().filter(|(i, v, _)| *i == id && *v == value).map(|(_, _, l)| l).collect();
             if !ours_equal.is_empty() {
