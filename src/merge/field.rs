@@ -328,7 +328,7 @@ fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec
     let b: Vec<Cow<'_, str>> = base.iter().map(|r| decoded(r)).collect();
     let o: Vec<Cow<'_, str>> = ours.iter().map(|r| decoded(r)).collect();
     let t: Vec<Cow<'_, str>> = theirs.iter().map(|r| decoded(r)).collect();
-    let set = |v: &[Cow<'_, str>]| -> rustc_hash::FxHashSet<String> { v.iter().map(|s| s.to_string()).collect() };
+    let set = |v: &[Cow<'_, str>]| -> rustc_hash::FxHashSet<String> { v.iter().map(std::string::ToString::to_string).collect() };
     let (bs, os, ts) = (set(&b), set(&o), set(&t));
     let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
     let mut out: Vec<(Cow<'_, str>, &String)> = Vec::new();
