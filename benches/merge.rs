@@ -8,6 +8,13 @@
 //! Missing triples are generated with gen.py (through `benches/gen_scale.py`, linear at 1M);
 //! `<size>-tiny` is a triple of records that hold only an id (about 20 bytes a line), each side
 //! deleting, adding or changing 1%: what a merge costs per record rather than per byte.
+//!
+//! `cargo bench --bench merge -- --shapes 100k` instead times the worst shapes a stranger's file
+//! can have (README "Linear work") at that size and at a quarter of it, in this process: many
+//! collisions under one parent, comment ids both sides added under the same numbers, comment ids
+//! shared across the file, many copies of one id (driver and dedupe), one huge multi-line value
+//! edited on both sides (merge and diff), derived counts. Each line gives the ratio of the two
+//! times (about 4 for linear work, 16 for quadratic). CI's smoke run calls it at `1k`.
 
 mod common;
 
@@ -18,19 +25,22 @@ use beads_git::index::IdIndex;
 use common::{measure, median_ms, median_of, Measured};
 
 struct Args {
+    /// `--shapes SIZE`: time the worst shapes at SIZE instead of the triples.
+    shapes: Option<usize>,
     sizes: Vec<String>,
     runs: usize,
     data: PathBuf,
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { sizes: vec!["10k".into(), "100k".into()], runs: 5, data: PathBuf::from("target/bench-data") };
+    let mut args = Args { shapes: None, sizes: vec!["10k".into(), "100k".into()], runs: 5, data: PathBuf::from("target/bench-data") };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--sizes" => args.sizes = it.next().expect("--sizes needs a value").split(',').map(str::to_owned).collect(),
             "--runs" => args.runs = it.next().expect("--runs needs a value").parse().expect("--runs is a number"),
             "--data" => args.data = PathBuf::from(it.next().expect("--data needs a value")),
+            "--shapes" => args.shapes = Some(common::issues_in(&it.next().expect("--shapes needs a size (1k, 100k)"))),
             _ => {} // cargo passes --bench
         }
     }
@@ -113,8 +123,146 @@ fn deleted_but_changed(base: &Path, ours: &Path, theirs: &Path, expected: &serde
     kept
 }
 
+fn line(v: &serde_json::Value) -> String {
+    format!("{v}\n")
+}
+
+fn stamp(k: usize) -> String {
+    format!("2025-11-02T{:02}:{:02}:{:02}Z", (k / 3600) % 24, (k / 60) % 60, k % 60)
+}
+
+/// One worst shape at size `n`: a name and what to run.
+type Shape = (&'static str, Box<dyn Fn(usize) -> usize>);
+
+/// The worst shapes (README "Linear work"), each a function of its size that does the work and
+/// returns a count to check it did.
+fn shapes() -> Vec<Shape> {
+    use beads_git::merge::{merge, repair, MergeOptions};
+    use serde_json::json;
+    let fixed = || MergeOptions { now: beads_git::timestamp::parse("2025-11-05T00:00:00Z"), ..MergeOptions::default() };
+    let merged_len =
+        move |b: &str, o: &str, t: &str| merge(b.as_bytes(), o.as_bytes(), t.as_bytes(), &fixed()).expect("merge").to_vec().len();
+    vec![
+        (
+            "collisions under one parent",
+            Box::new(move |n| {
+                let epic = line(&json!({"id": "bd-ep", "created_at": stamp(0), "updated_at": stamp(0)}));
+                let side = |offset: usize| -> String {
+                    let mut ids: Vec<String> = (1..=n).map(|k| format!("bd-ep.{k}")).collect();
+                    ids.sort();
+                    let mut out = epic.clone();
+                    for id in ids {
+                        let k: usize = id[6..].parse().expect("number");
+                        out.push_str(&line(&json!({"id": id, "created_at": stamp(2 * k + offset), "updated_at": stamp(2 * k + offset),
+                        "dependencies": [{"issue_id": id, "depends_on_id": format!("bd-ep.{}", k / 2 + 1), "type": "blocks"}]})));
+                    }
+                    out
+                };
+                merged_len(&epic, &side(0), &side(1))
+            }),
+        ),
+        (
+            "comments added under one id",
+            Box::new(move |n| {
+                let rec =
+                    |k: usize, c: serde_json::Value| line(&json!({"id": format!("bd-{k:08}"), "updated_at": stamp(0), "comments": c}));
+                let base: String = (0..n).map(|k| rec(k, json!([]))).collect();
+                let side = |tag: &str| -> String {
+                    (0..n).map(|k| rec(k, json!([{"id": k + 1, "author": tag, "text": tag, "created_at": stamp(k)}]))).collect()
+                };
+                merged_len(&base, &side("ours"), &side("theirs"))
+            }),
+        ),
+        (
+            "comment ids shared file-wide",
+            Box::new(move |n| {
+                let base: String = (0..n)
+                .map(|k| line(&json!({"id": format!("bd-{k:08}"), "title": "t", "comments": [{"id": k / 2 + 1, "text": format!("c{k}"), "created_at": stamp(k)}]})))
+                .collect();
+                let theirs = base.replacen("\"title\":\"t\"", "\"title\":\"u\"", 1);
+                merged_len(&base, &base, &theirs)
+            }),
+        ),
+        (
+            "copies of one id (driver)",
+            Box::new(move |n| {
+                let copies: String = (0..n).map(|k| line(&json!({"id": "bd-x", "title": format!("copy {k}")}))).collect();
+                let theirs = format!("{copies}{}", line(&json!({"id": "bd-y"})));
+                merged_len(&copies, &copies, &theirs)
+            }),
+        ),
+        (
+            "copies of one child id (dedupe)",
+            Box::new(move |n| {
+                let copies: String = (0..n)
+                    .map(|k| line(&json!({"id": "bd-ep.1", "title": format!("copy {k}"), "created_at": stamp(k), "updated_at": stamp(k)})))
+                    .collect();
+                repair::dedupe(copies.as_bytes(), &fixed()).0.len()
+            }),
+        ),
+        (
+            "one huge description, both sides",
+            Box::new(move |n| {
+                let text = |f: &dyn Fn(usize) -> String| -> String { (0..n).map(|k| f(k) + "\n").collect() };
+                let rec = |d: String, at: &str| line(&json!({"id": "bd-1", "description": d, "updated_at": at}));
+                let base = rec(text(&|k| format!("line {k}")), "2025-11-01T00:00:00Z");
+                let ours = rec(text(&|k| if k % 2 == 0 { format!("ours {k}") } else { format!("line {k}") }), "2025-11-02T00:00:00Z");
+                let theirs = rec(text(&|k| if k % 2 == 1 { format!("theirs {k}") } else { format!("line {k}") }), "2025-11-03T00:00:00Z");
+                merged_len(&base, &ours, &theirs)
+            }),
+        ),
+        (
+            "one huge description, diff",
+            Box::new(move |n| {
+                let text = |word: &str| -> String { (0..n).map(|k| format!("{word} {k}\n")).collect() };
+                let rec = |d: String| line(&json!({"id": "bd-1", "description": d}));
+                beads_git::issue_diff::diff_files(rec(text("old")).into_bytes(), rec(text("new")).into_bytes()).expect("diff").len()
+            }),
+        ),
+        (
+            "derived counts, one target",
+            Box::new(move |n| {
+                let rec = |k: usize, title: &str| {
+                    line(
+                        &json!({"id": format!("bd-{k:08}"), "title": title, "dependencies": [{"depends_on_id": "bd-00000000", "type": "blocks"}],
+                    "dependency_count": 1, "dependent_count": if k == 0 { n } else { 0 }, "comment_count": 0}),
+                    )
+                };
+                let base: String = (0..n).map(|k| rec(k, "t")).collect();
+                let theirs: String = (0..n).map(|k| rec(k, if k == n / 2 { "u" } else { "t" })).collect();
+                merged_len(&base, &base, &theirs)
+            }),
+        ),
+    ]
+}
+
+/// `--shapes SIZE`: each worst shape at a quarter of SIZE and at SIZE, the median of `runs`.
+fn run_shapes(size: usize, runs: usize) {
+    println!("{:<36} {:>10} {:>12} {:>10} {:>12} {:>7}", "shape", "n/4", "ms", "n", "ms", "ratio");
+    for (name, run) in shapes() {
+        let time = |n: usize| {
+            median_ms(
+                (0..runs)
+                    .map(|_| {
+                        let start = std::time::Instant::now();
+                        assert!(run(n) > 0, "{name}: no output");
+                        start.elapsed()
+                    })
+                    .collect(),
+            )
+        };
+        let quarter = (size / 4).max(1);
+        let (small, large) = (time(quarter), time(size));
+        println!("{name:<36} {quarter:>10} {small:>12.1} {size:>10} {large:>12.1} {:>7.1}", large / small.max(1e-3));
+    }
+    println!("ratio: the time at n over the time at n/4 (linear work: about 4, quadratic: 16)");
+}
+
 fn main() {
     let args = parse_args();
+    if let Some(size) = args.shapes {
+        return run_shapes(size, args.runs);
+    }
     let bd_merge = env!("CARGO_BIN_EXE_bd-merge");
     println!(
         "{:<8} {:>9} {:>12} {:>10} {:>14} {:>11} {:>9} {:>9} {:>9} {:>8}",

@@ -90,6 +90,10 @@ pub enum FieldChange {
         field: String,
         /// The changed lines, with a little context.
         lines: Vec<TextLine>,
+        /// The values were too large to diff by lines within the bound (README "Linear work"):
+        /// `lines` are the whole old value removed and the whole new one added.
+        #[serde(skip)]
+        whole: bool,
     },
 }
 
@@ -100,6 +104,22 @@ pub struct TextLine {
     pub op: char,
     /// The line, without its newline.
     pub text: String,
+}
+
+/// The multi-line values that were too large to diff by lines and are shown whole, as
+/// `(id, field)`, for the binaries to name on stderr.
+pub fn shown_whole(changes: &[IssueChange]) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    for change in changes {
+        if let IssueChange::Changed { id, fields, .. } = change {
+            for f in fields {
+                if let FieldChange::Text { field, whole: true, .. } = f {
+                    out.push((id.as_str(), field.as_str()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Fields compared as sets of elements.
@@ -161,8 +181,12 @@ fn field_change(field: &str, old: Option<&Value>, new: Option<&Value>) -> Option
     };
     if SET_FIELDS.contains(&field) {
         if let (Some(a), Some(b)) = (elements(o), elements(n)) {
-            let added: Vec<Value> = b.iter().filter(|x| !a.contains(x)).cloned().collect();
-            let removed: Vec<Value> = a.iter().filter(|x| !b.contains(x)).cloned().collect();
+            // Compared as compact JSON text (serde_json sorts object keys): one set each, not a
+            // scan of one array per element of the other.
+            let texts = |v: &[Value]| -> std::collections::HashSet<String> { v.iter().map(Value::to_string).collect() };
+            let (a_texts, b_texts) = (texts(&a), texts(&b));
+            let added: Vec<Value> = b.iter().filter(|x| !a_texts.contains(&x.to_string())).cloned().collect();
+            let removed: Vec<Value> = a.iter().filter(|x| !b_texts.contains(&x.to_string())).cloned().collect();
             if !added.is_empty() || !removed.is_empty() {
                 return Some(FieldChange::Set { field: field.to_owned(), added, removed });
             }
@@ -172,6 +196,12 @@ fn field_change(field: &str, old: Option<&Value>, new: Option<&Value>) -> Option
     let multiline = |v: &Value| v.as_str().is_some_and(|s| s.contains('\n'));
     if (multiline(o) || multiline(n)) && (o.is_string() || o.is_null()) && (n.is_string() || n.is_null()) {
         let (a, b) = (o.as_str().unwrap_or(""), n.as_str().unwrap_or(""));
+        let (a_lines, b_lines): (Vec<&str>, Vec<&str>) = (a.split_inclusive('\n').collect(), b.split_inclusive('\n').collect());
+        if !crate::merge::text::line_diff_fits(&a_lines, &b_lines) {
+            let line = |op: char| move |l: &&str| TextLine { op, text: l.trim_end_matches('\n').to_owned() };
+            let lines = a_lines.iter().map(line('-')).chain(b_lines.iter().map(line('+'))).collect();
+            return Some(FieldChange::Text { field: field.to_owned(), lines, whole: true });
+        }
         let diff = similar::TextDiff::from_lines(a, b);
         let mut lines = Vec::new();
         for group in diff.grouped_ops(1) {
@@ -186,7 +216,7 @@ fn field_change(field: &str, old: Option<&Value>, new: Option<&Value>) -> Option
                 }
             }
         }
-        return Some(FieldChange::Text { field: field.to_owned(), lines });
+        return Some(FieldChange::Text { field: field.to_owned(), lines, whole: false });
     }
     Some(FieldChange::Scalar { field: field.to_owned(), old: o.clone(), new: n.clone() })
 }

@@ -1081,7 +1081,15 @@ fn two_issues(
         rows.collect::<rusqlite::Result<_>>()?
     };
     let highest = file_children(parent).max(merge::rename::highest_child(parent, in_cache.iter().map(String::as_str)));
-    let to = format!("{parent}.{}", highest + 1);
+    // Checked: a child number at the top of u64 is refused, never wrapped onto one in use.
+    let next = highest.checked_add(1).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: two issues under this id, and no child number above {highest} under {} is free",
+            crate::record::key_label(id),
+            crate::record::key_label(parent)
+        )
+    })?;
+    let to = format!("{parent}.{next}");
     // The one that moves: a new issue of the cache, to be exported.
     let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
     let renamed =
@@ -1095,7 +1103,7 @@ fn two_issues(
         // The cache's issue keeps the id, stamped past both, so a clone that holds the file's
         // issue under it takes the replacement.
         let sides_stamps = [merge::stamp_of(sides.ours.1), merge::stamp_of(sides.theirs.1)];
-        if let Some(next) = timestamp::merge_stamp(sides_stamps.iter().flatten().map(String::as_str), options.now) {
+        if let Some(next) = merge::writer::merge_stamp(&sides_stamps, options.now) {
             tx.execute("UPDATE issues SET updated_at = ?2 WHERE id = ?1", params![id, next])?;
         }
         tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;

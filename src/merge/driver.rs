@@ -153,6 +153,13 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     };
     let report = match structural {
         Ok(merged) => {
+            if let Some(id) = merged.written_twice.first() {
+                bail!(
+                    "the merge would write id {} on more than one line ({} such ids); nothing was written",
+                    crate::record::key_label(id),
+                    merged.written_twice.len()
+                );
+            }
             if !(merged.is_ours_unchanged() && options.destination == Destination::ReplaceOurs) {
                 write_result(options, |w| merged.write_to(w))?;
             }

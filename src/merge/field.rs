@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::text::merge_text;
+use super::text::{merge_text_bounded, TextMerge};
 use super::{Resolution, Side};
 use crate::conventions::{array_order, identity, order_keys};
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
@@ -41,6 +41,15 @@ pub(crate) struct FieldCtx<'r> {
 impl FieldCtx<'_> {
     fn pick(&mut self, field: &str, ours: Option<&str>, theirs: Option<&str>) -> Side {
         self.pick_whole(field, ours, theirs, (ours.map(str::to_owned), theirs.map(str::to_owned)))
+    }
+
+    /// Like `pick`, with its own reason (a value too large to merge by lines).
+    fn pick_because(&mut self, field: &str, ours: Option<&str>, theirs: Option<&str>, reason: String) -> Side {
+        let side = self.pick(field, ours, theirs);
+        if let Some(last) = self.resolutions.last_mut() {
+            last.reason = reason;
+        }
+        side
     }
 
     /// Like `pick`, with the whole values (ours, theirs) to log when they are more than the shown ones.
@@ -75,6 +84,11 @@ fn find<'e, 'a>(entries: &'e [Entry<'a>], key: &str) -> Option<&'e Entry<'a>> {
     entries.iter().rfind(|e| e.key == key)
 }
 
+/// Where each key's last entry is (as [`find`] reads a repeated key).
+fn last_of<'e>(entries: &'e [Entry<'_>]) -> rustc_hash::FxHashMap<&'e str, usize> {
+    entries.iter().enumerate().map(|(i, e)| (e.key.as_ref(), i)).collect()
+}
+
 fn parse(raw: &str) -> Value {
     serde_json::from_str(raw).expect("raw values are validated when the record is parsed")
 }
@@ -99,21 +113,29 @@ pub(crate) fn merge_entries<'a>(
     top: bool,
 ) -> Vec<Entry<'a>> {
     let mut keys: Vec<&str> = Vec::with_capacity(ours.len() + 2);
+    let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
     for e in ours {
-        if !keys.contains(&e.key.as_ref()) {
+        if seen.insert(e.key.as_ref()) {
             keys.push(e.key.as_ref());
         }
     }
-    let added: Vec<&str> = theirs.iter().map(|e| e.key.as_ref()).filter(|k| !keys.contains(k)).collect();
+    let mut added: Vec<&str> = Vec::new();
+    for e in theirs {
+        if seen.insert(e.key.as_ref()) {
+            added.push(e.key.as_ref());
+        }
+    }
     if top {
         keys = order_keys(&keys, &added);
     } else {
         keys.extend(added);
     }
     let group_side = if top { Some(status_group_side(base, ours, theirs, ctx)) } else { None };
+    // The last entry of each key (as `find` reads it), looked up once per key.
+    let (bi, oi, ti) = (last_of(base), last_of(ours), last_of(theirs));
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
-        let (b, o, t) = (find(base, key), find(ours, key), find(theirs, key));
+        let (b, o, t) = (bi.get(key).map(|&i| &base[i]), oi.get(key).map(|&i| &ours[i]), ti.get(key).map(|&i| &theirs[i]));
         let chosen = match group_side {
             Some(side) if STATUS_GROUP.contains(&key) => match side {
                 Side::Ours => o.cloned(),
@@ -191,9 +213,24 @@ fn merge_value<'a>(
             _ => "",
         };
         if os.contains('\n') || ts.contains('\n') || bs.contains('\n') {
-            if let Some(text) = merge_text(bs, os, ts) {
-                let raw = json_string(&text, string_style(ctx.go_style, [ours, theirs, base]));
-                return Some(rebuilt(o, raw));
+            match merge_text_bounded(bs, os, ts) {
+                TextMerge::Merged(text) => {
+                    let raw = json_string(&text, string_style(ctx.go_style, [ours, theirs, base]));
+                    return Some(rebuilt(o, raw));
+                }
+                TextMerge::Conflict => {}
+                TextMerge::TooLarge { lines: [b, o, t] } => {
+                    // Decided whole, and the report (stderr, the merge log) says why.
+                    let reason = format!(
+                        "too large for a line merge ({b}, {o} and {t} lines in base, ours and theirs), so decided whole: {}",
+                        ctx.winner_reason
+                    );
+                    let (ours_raw, theirs_raw) = (ours.map(|e| e.raw_value.as_ref()), theirs.map(|e| e.raw_value.as_ref()));
+                    return match ctx.pick_because(&path, ours_raw, theirs_raw, reason) {
+                        Side::Ours => ours.cloned(),
+                        Side::Theirs => theirs.cloned(),
+                    };
+                }
             }
         }
     }
@@ -291,14 +328,17 @@ fn merge_string_sets(base: &[String], ours: &[String], theirs: &[String]) -> Vec
     let b: Vec<Cow<'_, str>> = base.iter().map(|r| decoded(r)).collect();
     let o: Vec<Cow<'_, str>> = ours.iter().map(|r| decoded(r)).collect();
     let t: Vec<Cow<'_, str>> = theirs.iter().map(|r| decoded(r)).collect();
+    let set = |v: &[Cow<'_, str>]| -> rustc_hash::FxHashSet<String> { v.iter().map(std::string::ToString::to_string).collect() };
+    let (bs, os, ts) = (set(&b), set(&o), set(&t));
+    let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
     let mut out: Vec<(Cow<'_, str>, &String)> = Vec::new();
     for (s, raw) in o.iter().zip(ours) {
-        if (t.contains(s) || !b.contains(s)) && !out.iter().any(|(x, _)| x == s) {
+        if (ts.contains(s.as_ref()) || !bs.contains(s.as_ref())) && seen.insert(s.as_ref()) {
             out.push((s.clone(), raw));
         }
     }
     for (s, raw) in t.iter().zip(theirs) {
-        if !o.contains(s) && !b.contains(s) && !out.iter().any(|(x, _)| x == s) {
+        if !os.contains(s.as_ref()) && !bs.contains(s.as_ref()) && seen.insert(s.as_ref()) {
             out.push((s.clone(), raw));
         }
     }

@@ -21,6 +21,7 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
 use crate::index::{IdIndex, Slot};
@@ -52,6 +53,24 @@ pub enum Side {
     Ours,
     /// The other branch (`%B`).
     Theirs,
+}
+
+impl Side {
+    /// The other side.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Ours => Side::Theirs,
+            Side::Theirs => Side::Ours,
+        }
+    }
+
+    /// 0 for ours, 1 for theirs.
+    fn index(self) -> usize {
+        match self {
+            Side::Ours => 0,
+            Side::Theirs => 1,
+        }
+    }
 }
 
 impl fmt::Display for Side {
@@ -195,6 +214,9 @@ pub struct Merged<'a> {
     pub warnings: Vec<String>,
     /// Issues created on both sides under one id, the later one moved to a new id.
     pub renames: Vec<Rename>,
+    /// Ids the result holds on more than one line though no input did: the result must not be
+    /// written (README "Renames"). Empty for every sound merge.
+    pub written_twice: Vec<String>,
 }
 
 impl Merged<'_> {
@@ -431,6 +453,7 @@ fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> Option<Merge
         reports: Vec::new(),
         warnings: Vec::new(),
         renames: Vec::new(),
+        written_twice: Vec::new(),
     })
 }
 
@@ -710,6 +733,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             // bd's order: the header, issues by id, memories by key, other kinds.
             items.sort_by(|x, y| key_order(&x.0, &y.0));
         }
+        let written_twice = self.ids_written_twice(&items);
         let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
         let lines = Self::render(items);
         let needs_review = self.mass_deletion && options.policy == ConflictPolicy::Markers;
@@ -723,7 +747,39 @@ impl<'m, 'a> Merger<'m, 'a> {
             reports: self.reports,
             warnings: self.warnings,
             renames: self.renames,
+            written_twice,
         }
+    }
+
+    /// The ids the merge would write on more than one line though no input has them on several
+    /// (README "Renames": the writer refuses such a result). Empty for every sound merge; the
+    /// check is one pass over the keys, and a second over the lines of repeated keys only.
+    fn ids_written_twice(&self, items: &[(Cow<'a, str>, Out<'a>)]) -> Vec<String> {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        seen.reserve(items.len());
+        let mut repeated: FxHashSet<&str> = FxHashSet::default();
+        for (key, out) in items {
+            if matches!(out, Out::Line(_)) && !seen.insert(key.as_ref()) {
+                repeated.insert(key.as_ref());
+            }
+        }
+        repeated.retain(|key| ![self.b, self.o, self.t].iter().any(|f| matches!(f.at(key), Some(At::Many(_)))));
+        if repeated.is_empty() {
+            return Vec::new();
+        }
+        // A line without an id is filed under the key before it: count record lines only.
+        let mut lines: FxHashMap<&str, usize> = FxHashMap::default();
+        for (key, out) in items {
+            let Out::Line(line) = out else { continue };
+            if repeated.contains(key.as_ref())
+                && crate::record::record_key(line).is_ok_and(|k| crate::record::Key::into_string_key(k) == key.as_ref())
+            {
+                *lines.entry(key.as_ref()).or_default() += 1;
+            }
+        }
+        let mut twice: Vec<String> = lines.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k.to_owned()).collect();
+        twice.sort();
+        twice
     }
 
     fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
@@ -886,26 +942,45 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
     }
 
-    /// An id on several lines: merge its lines as a set of exact lines. A line that is not
-    /// UTF-8 is not guessed about (the line fallback) unless all three inputs hold it as it is.
+    /// An id on several lines: merge its lines as a set of exact lines. A line is matched
+    /// across the inputs by its value (a copy another writer only re-formatted is the same line,
+    /// README "Equal"), and what is kept is written in ours' bytes when ours has it, byte-identical
+    /// repeats once. A line that is not UTF-8 is not guessed about (the line fallback) unless all
+    /// three inputs hold it as it is. Hash sets throughout: thousands of copies cost thousands of
+    /// steps, not millions.
     fn merge_duplicates(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
         let (b, o, t) = (self.b.lines_of(id), self.o.lines_of(id), self.t.lines_of(id));
-        let has = |set: &[Line<'a>], l: &Line<'a>| set.iter().any(|x| x.bytes == l.bytes);
+        let bytes_of = |ls: &[Line<'a>]| -> FxHashSet<&'a [u8]> { ls.iter().map(|l| l.bytes).collect() };
+        let (bb, ob, tb) = (bytes_of(&b), bytes_of(&o), bytes_of(&t));
         for (input, lines) in [(Input::Base, &b), (Input::Ours, &o), (Input::Theirs, &t)] {
             for l in lines {
-                if std::str::from_utf8(l.bytes).is_err() && !(has(&b, l) && has(&o, l) && has(&t, l)) {
+                if std::str::from_utf8(l.bytes).is_err() && !(bb.contains(l.bytes) && ob.contains(l.bytes) && tb.contains(l.bytes)) {
                     return Err(Unmergeable { input, line: l.number, problem: LineProblem::InvalidUtf8 });
                 }
             }
         }
+        // A line's value as compact JSON with sorted keys (the raw bytes when it does not parse).
+        let value_of = |l: &Line<'a>| -> Cow<'a, [u8]> {
+            match serde_json::from_slice::<Value>(l.bytes) {
+                Ok(v) => Cow::Owned(v.to_string().into_bytes()),
+                Err(_) => Cow::Borrowed(l.bytes),
+            }
+        };
+        let values = |ls: &[Line<'a>]| -> Vec<Cow<'a, [u8]>> { ls.iter().map(value_of).collect() };
+        let (bv, ov, tv) = (values(&b), values(&o), values(&t));
+        fn set<'v>(vs: &'v [Cow<'_, [u8]>]) -> FxHashSet<&'v [u8]> {
+            vs.iter().map(AsRef::as_ref).collect()
+        }
+        let (bs, os, ts) = (set(&bv), set(&ov), set(&tv));
+        let mut seen: FxHashSet<&'a [u8]> = FxHashSet::default();
         let mut kept: Vec<&'a [u8]> = Vec::new();
-        for l in &o {
-            if (has(&t, l) || !has(&b, l)) && !kept.contains(&l.bytes) {
+        for (l, v) in o.iter().zip(&ov) {
+            if (ts.contains(v.as_ref()) || !bs.contains(v.as_ref())) && seen.insert(l.bytes) {
                 kept.push(l.bytes);
             }
         }
-        for l in &t {
-            if !has(&o, l) && !has(&b, l) && !kept.contains(&l.bytes) {
+        for (l, v) in t.iter().zip(&tv) {
+            if !os.contains(v.as_ref()) && !bs.contains(v.as_ref()) && seen.insert(l.bytes) {
                 kept.push(l.bytes);
             }
         }
@@ -986,52 +1061,50 @@ impl<'m, 'a> Merger<'m, 'a> {
         vec![Out::Line(stamped(kept))]
     }
 
-    /// Gives each later issue of a collision the next free child number under its parent (1 +
-    /// the highest in any input, counting up in id order so the answer does not depend on the
-    /// sides' order), rewrites its own id fields and the references its side wrote to it, and
-    /// reports each rename.
+    /// Gives each later issue of a collision a free child number under its parent (1 + the
+    /// highest in any input, handed out in id order so the answer does not depend on the sides'
+    /// order; checked, never wrapped: [`rename::ChildNumbers`]), rewrites its own id fields, makes
+    /// the references its side wrote to it follow it, and reports each rename. One pass over the
+    /// inputs' ids and one over what is written, however many collisions there are.
     fn apply_renames(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
         if self.collisions.is_empty() {
             return;
         }
         let mut collisions = std::mem::take(&mut self.collisions);
         collisions.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut next: HashMap<String, u64> = HashMap::new();
         let go_style = self.go_style();
+        let mut numbers = rename::ChildNumbers::new(collisions.iter().filter_map(|c| rename::child_number(&c.id).map(|(p, _)| p)));
+        for file in [self.b, self.o, self.t] {
+            for key in file.keys() {
+                numbers.note(&key);
+            }
+        }
+        // The two issues of each collision are written whole from one side each: item -> side.
+        let mut whole_from: FxHashMap<usize, Side> = FxHashMap::default();
+        // Per side (ours, theirs): the ids that moved on that side, and where to.
+        let mut moved: [FxHashMap<String, String>; 2] = [FxHashMap::default(), FxHashMap::default()];
         for c in &collisions {
             let Some((parent, _)) = rename::child_number(&c.id) else { continue };
-            let counter = next
-                .entry(parent.to_owned())
-                .or_insert_with(|| [self.b, self.o, self.t].iter().map(|f| rename::highest_child(parent, f.keys())).max().unwrap_or(0));
-            *counter += 1;
-            let to = format!("{parent}.{counter}");
             let Some(index) = c.item else { continue };
+            let Some(n) = numbers.next_free(parent) else {
+                self.warnings.push(format!(
+                    "{}: two different issues were created under this id and no child number under {} is free to move one to",
+                    key_label(&c.id),
+                    key_label(parent)
+                ));
+                continue;
+            };
+            let to = format!("{parent}.{n}");
             let (key, Out::Line(line)) = &mut items[index] else { continue };
             let Some(renamed) = rename::rename_record(line, &c.id, &to, go_style) else { continue };
             *line = Cow::Owned(renamed.into_bytes());
             *key = Cow::Owned(to.clone());
-            // References to the issue that its side wrote, in records that side added or changed.
-            let (side, other) = if c.later == Side::Ours { (self.o, self.t) } else { (self.t, self.o) };
-            let quoted = format!("\"{}\"", c.id);
-            let finder = memchr::memmem::Finder::new(quoted.as_bytes());
-            for (i, (id, out)) in items.iter_mut().enumerate() {
-                if i == index || id.as_ref() == c.id {
-                    continue;
-                }
-                let Out::Line(line) = out else { continue };
-                let Some(side_line) = side.single(id).map(|l| l.bytes) else { continue };
-                if finder.find(side_line).is_none() || self.b.single(id).is_some_and(|l| l.bytes == side_line) {
-                    continue;
-                }
-                let other_line = other.single(id).map(|l| l.bytes);
-                let side_stamps = self.side_stamps(id);
-                if let Some(text) =
-                    rename::rewrite_references(line, side_line, other_line, (&c.id, &to), go_style, &side_stamps, self.options.now)
-                {
-                    *line = Cow::Owned(text.into_bytes());
-                }
+            whole_from.insert(index, c.later);
+            if let Some(kept) = index.checked_sub(1) {
+                whole_from.insert(kept, c.later.other());
             }
-            let kept = if c.later == Side::Ours { Side::Theirs } else { Side::Ours };
+            moved[c.later.index()].insert(c.id.clone(), to.clone());
+            let kept = c.later.other();
             self.warnings.push(format!(
                 "{}: two different issues were created under this id; the one from {} (created later) is now {}, with the references {} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs `br sync --merge`)",
                 key_label(&c.id),
@@ -1042,6 +1115,76 @@ impl<'m, 'a> Merger<'m, 'a> {
             ));
             self.renames.push(Rename { from: c.id.clone(), to, side: c.later });
         }
+        if moved.iter().all(FxHashMap::is_empty) {
+            return;
+        }
+        for (i, (id, out)) in items.iter_mut().enumerate() {
+            let Out::Line(line) = out else { continue };
+            let mut deps: FxHashMap<rename::Reference, String> = FxHashMap::default();
+            let mut parent: Option<(String, String)> = None;
+            let mut follow = |side: Side, refs: Vec<rename::Reference>, own_parent: Option<String>, other: Option<&[u8]>| {
+                let moves = &moved[side.index()];
+                // A reference the other side's version of this record holds too points at the
+                // issue that kept the id (the other line is the same issue, never a moving one).
+                let (other_refs, other_parent) = other.map(rename::references).unwrap_or_default();
+                let other_refs: FxHashSet<&rename::Reference> = other_refs.iter().collect();
+                for r in refs {
+                    if let Some(to) = moves.get(&r.0) {
+                        if !other_refs.contains(&r) {
+                            deps.insert(r, to.clone());
+                        }
+                    }
+                }
+                if let Some(p) = own_parent {
+                    if let Some(to) = moves.get(&p).filter(|_| other_parent.as_deref() != Some(p.as_str())) {
+                        parent = Some((p, to.clone()));
+                    }
+                }
+            };
+            match whole_from.get(&i) {
+                // One of a collision's two issues: everything in it is what its side wrote.
+                Some(&side) => {
+                    if moved[side.index()].is_empty() || !rename::mentions_references(line) {
+                        continue;
+                    }
+                    let (refs, own_parent) = rename::references(line);
+                    follow(side, refs, own_parent, None);
+                }
+                // Any other record: the references a side added or changed.
+                None => {
+                    for side in [Side::Ours, Side::Theirs] {
+                        if moved[side.index()].is_empty() {
+                            continue;
+                        }
+                        let (file, other) = if side == Side::Ours { (self.o, self.t) } else { (self.t, self.o) };
+                        let Some(side_line) = file.single(id).map(|l| l.bytes) else { continue };
+                        if !rename::mentions_references(side_line) || self.b.single(id).is_some_and(|l| l.bytes == side_line) {
+                            continue;
+                        }
+                        let (refs, own_parent) = rename::references(side_line);
+                        follow(side, refs, own_parent, other.single(id).map(|l| l.bytes));
+                    }
+                }
+            }
+            if deps.is_empty() && parent.is_none() {
+                continue;
+            }
+            let stamps = self.stamps_for(id, line);
+            let parent = parent.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+            if let Some(text) = rename::follow_references(line, &deps, parent, go_style, &stamps, self.options.now) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// The stamps a change to the written record `id` is ticked past: both sides' `updated_at`,
+    /// or, for a record this merge renamed (no side has its id), its own.
+    fn stamps_for(&self, id: &str, line: &[u8]) -> Vec<Option<String>> {
+        let stamps = self.side_stamps(id);
+        if !stamps.is_empty() {
+            return stamps;
+        }
+        vec![RawObject::parse(line).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))]
     }
 
     /// Makes the derived counts of the records the merge wrote true (README "Derived fields"): those of every
@@ -1088,15 +1231,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         }
         for (index, mine) in by_line {
             let (id, Out::Line(line)) = &mut items[index] else { continue };
-            let mut side_stamps = self.side_stamps(id);
-            if side_stamps.is_empty() {
-                // A record renamed by this merge: its own stamp.
-                side_stamps.push(
-                    RawObject::parse(line)
-                        .ok()
-                        .and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned)),
-                );
-            }
+            let side_stamps = self.stamps_for(id, line);
             if let Some(text) = writer::apply_renumbering(line, &mine, &side_stamps, self.options.now) {
                 *line = Cow::Owned(text.into_bytes());
             }

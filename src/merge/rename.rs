@@ -5,12 +5,15 @@
 //! issues, not one issue edited twice: merging them field by field would silently drop one. An id
 //! added on both sides with different `created_at` is therefore kept twice: the earlier creation
 //! (by `created_at`, then content) keeps the id, the later one moves to the next free child number
-//! under `P`, and every reference the later side wrote to it follows. This module holds the pieces
-//! that decide and rewrite; the merge (and `dedupe`) call them.
+//! under `P`, and every reference the later side wrote to it follows, also from issues that are
+//! themselves moving (two clones that split one epic the same way). Child numbers are handed out
+//! with checked arithmetic ([`ChildNumbers`]): never a wrapped number, never one in use. This
+//! module holds the pieces that decide and rewrite; the merge (and `dedupe`) call them.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
@@ -87,66 +90,75 @@ pub fn rename_record(line: &[u8], from: &str, to: &str, go_style: bool) -> Optio
     Some(render_entries(&entries, &colon, &comma))
 }
 
-/// Rewrites references to `from` in another record's merged `line`: dependencies whose
-/// `depends_on_id` is `from` and a `parent` of `from`, but only those the renamed issue's side
-/// wrote (`side_line` has them and `other_line`, the other side's version of this record, does
-/// not: a reference both sides hold points at the issue that kept the id). The record then gets
-/// the merge stamp of `side_stamps`. `None` when nothing was rewritten.
-pub fn rewrite_references(
+/// Whether a record line may hold a reference to another issue (a fast textual pre-check).
+pub fn mentions_references(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"depends_on_id\"").is_some() || memchr::memmem::find(line, b"\"parent\"").is_some()
+}
+
+/// A dependency as a reference: its target and its `type` (as JSON text; empty when absent).
+pub type Reference = (String, String);
+
+/// The references a record line holds: its dependencies' `(depends_on_id, type)` and its
+/// `parent`. Empty when the line is not a record.
+pub fn references(line: &[u8]) -> (Vec<Reference>, Option<String>) {
+    let Ok(obj) = RawObject::parse(line) else { return (Vec::new(), None) };
+    let deps: Vec<Value> = obj.get("dependencies").and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+    let refs = deps
+        .iter()
+        .filter_map(|d| Some((d.get("depends_on_id")?.as_str()?.to_owned(), d.get("type").map(Value::to_string).unwrap_or_default())))
+        .collect();
+    (refs, obj.get("parent").and_then(parse_json_str).map(Cow::into_owned))
+}
+
+/// Rewrites, in a merged record `line`, each dependency whose `(depends_on_id, type)` is a key of
+/// `deps` to point at the id it maps to, and a `parent` equal to `parent.0` to `parent.1`; the
+/// record then gets the merge stamp of `side_stamps`. `None` when nothing was rewritten. One pass
+/// over the record, however many of its references follow a rename.
+pub fn follow_references(
     line: &[u8],
-    side_line: &[u8],
-    other_line: Option<&[u8]>,
-    (from, to): (&str, &str),
+    deps: &FxHashMap<Reference, String>,
+    parent: Option<(&str, &str)>,
     go_style: bool,
     side_stamps: &[Option<String>],
     now: Option<timestamp::Instant>,
 ) -> Option<String> {
-    let refs = |bytes: &[u8]| -> (Vec<String>, bool) {
-        let Ok(obj) = RawObject::parse(bytes) else { return (Vec::new(), false) };
-        let deps: Vec<Value> = obj.get("dependencies").and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
-        let kinds = deps
-            .iter()
-            .filter(|d| d.get("depends_on_id").and_then(Value::as_str) == Some(from))
-            .map(|d| d.get("type").map(Value::to_string).unwrap_or_default())
-            .collect();
-        (kinds, obj.get("parent").and_then(parse_json_str).as_deref() == Some(from))
-    };
-    let (side_kinds, side_parent) = refs(side_line);
-    let (other_kinds, other_parent) = other_line.map(refs).unwrap_or_default();
-    let kinds: Vec<&String> = side_kinds.iter().filter(|k| !other_kinds.contains(k)).collect();
-    let parent = side_parent && !other_parent;
-    if kinds.is_empty() && !parent {
-        return None;
-    }
     let obj = RawObject::parse(line).ok()?;
     let (colon, comma) = (obj.colon.to_owned(), obj.comma.to_owned());
     let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
     let mut changed = false;
-    if !kinds.is_empty() {
+    if !deps.is_empty() {
         if let Some(entry) = entries.iter_mut().rfind(|e| e.key == "dependencies") {
             if let Some(elements) = split_array(&entry.raw_value) {
                 let mut rendered = Vec::with_capacity(elements.len());
+                let mut any = false;
                 for raw in elements {
                     let value: Value = serde_json::from_str(raw).ok()?;
+                    let target = value.get("depends_on_id").and_then(Value::as_str).map(str::to_owned);
                     let kind = value.get("type").map(Value::to_string).unwrap_or_default();
-                    if value.get("depends_on_id").and_then(Value::as_str) == Some(from) && kinds.contains(&&kind) {
-                        let mut element = RawObject::parse_str(raw).ok()?;
-                        let target = element.entries.iter_mut().rfind(|e| e.key == "depends_on_id")?;
-                        target.raw_value = Cow::Owned(json_string(to, go_style));
-                        rendered.push(element.render());
-                        changed = true;
-                    } else {
-                        rendered.push(raw.to_owned());
+                    match target.and_then(|t| deps.get(&(t, kind))) {
+                        Some(to) => {
+                            let mut element = RawObject::parse_str(raw).ok()?;
+                            let at = element.entries.iter_mut().rfind(|e| e.key == "depends_on_id")?;
+                            at.raw_value = Cow::Owned(json_string(to, go_style));
+                            rendered.push(element.render());
+                            any = true;
+                        }
+                        None => rendered.push(raw.to_owned()),
                     }
                 }
-                entry.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
+                if any {
+                    entry.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
+                    changed = true;
+                }
             }
         }
     }
-    if parent {
+    if let Some((from, to)) = parent {
         if let Some(entry) = entries.iter_mut().rfind(|e| e.key == "parent") {
-            entry.raw_value = Cow::Owned(json_string(to, go_style));
-            changed = true;
+            if parse_json_str(&entry.raw_value).as_deref() == Some(from) {
+                entry.raw_value = Cow::Owned(json_string(to, go_style));
+                changed = true;
+            }
         }
     }
     if !changed {
@@ -154,6 +166,72 @@ pub fn rewrite_references(
     }
     super::writer::bump_updated_at(&mut entries, side_stamps, now);
     Some(render_entries(&entries, &colon, &comma))
+}
+
+/// The child numbers in use under the parents a merge must move an issue under, handing out free
+/// ones: 1 + the highest in use, and once that would pass `u64::MAX`, the lowest number not in
+/// use (never a wrapped one). Built from one pass over every id, so a thousand collisions under a
+/// thousand parents cost one pass, not a thousand.
+#[derive(Debug, Default)]
+pub struct ChildNumbers {
+    parents: FxHashMap<String, Numbers>,
+}
+
+#[derive(Debug, Default)]
+struct Numbers {
+    highest: u64,
+    used: FxHashSet<u64>,
+    /// Below it every number is in use (the search for a free one once `highest` is `u64::MAX`).
+    low: u64,
+}
+
+impl ChildNumbers {
+    /// Tracks the children of `parents`.
+    pub fn new<S: AsRef<str>>(parents: impl IntoIterator<Item = S>) -> Self {
+        ChildNumbers { parents: parents.into_iter().map(|p| (p.as_ref().to_owned(), Numbers::default())).collect() }
+    }
+
+    /// Whether the children of `parent` are tracked.
+    pub fn tracks(&self, parent: &str) -> bool {
+        self.parents.contains_key(parent)
+    }
+
+    /// Tracks the children of `parent` too (note its ids next).
+    pub fn track(&mut self, parent: &str) {
+        self.parents.entry(parent.to_owned()).or_default();
+    }
+
+    /// Notes an id in use (ignored unless it is a child of a tracked parent).
+    pub fn note(&mut self, id: &str) {
+        if let Some((parent, n)) = child_number(id) {
+            if let Some(numbers) = self.parents.get_mut(parent) {
+                numbers.highest = numbers.highest.max(n);
+                numbers.used.insert(n);
+            }
+        }
+    }
+
+    /// A child number under `parent` that no id holds and none handed out before; `None` when
+    /// every number is taken (or the parent is not tracked).
+    pub fn next_free(&mut self, parent: &str) -> Option<u64> {
+        let numbers = self.parents.get_mut(parent)?;
+        let n = match numbers.highest.checked_add(1) {
+            Some(n) => {
+                numbers.highest = n;
+                n
+            }
+            None => {
+                let mut n = numbers.low.max(1);
+                while numbers.used.contains(&n) {
+                    n = n.checked_add(1)?;
+                }
+                numbers.low = n;
+                n
+            }
+        };
+        numbers.used.insert(n);
+        Some(n)
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +247,19 @@ mod tests {
         assert_eq!(child_number("bd-a1b.x"), None);
         assert_eq!(child_number(".3"), None);
         assert_eq!(highest_child("p", ["p.1", "p.7", "p.7.9", "q.8", "p"].into_iter()), 7);
+    }
+
+    #[test]
+    fn child_numbers_never_wrap_and_never_repeat() {
+        let mut numbers = ChildNumbers::new(["p", "q"]);
+        for id in ["p.3", "p.1", "q.18446744073709551615", "q.1", "q.3", "r.9"] {
+            numbers.note(id);
+        }
+        assert_eq!(numbers.next_free("p"), Some(4));
+        assert_eq!(numbers.next_free("p"), Some(5));
+        assert_eq!(numbers.next_free("q"), Some(2), "past u64::MAX: the lowest free number");
+        assert_eq!(numbers.next_free("q"), Some(4));
+        assert_eq!(numbers.next_free("r"), None, "an untracked parent");
     }
 
     #[test]

@@ -242,7 +242,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
             groups.entry(k.as_str()).or_default().push(i);
         }
     }
-    let mut next_child: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    let mut next_child = rename::ChildNumbers::default();
     let ctx = DedupeCtx { file: &file, keys: &keys, options: &options, go_style: crate::record::uses_go_escapes(content) };
     let mut replace: std::collections::HashMap<usize, Vec<Vec<u8>>> = std::collections::HashMap::new();
     let mut done = Vec::new();
@@ -301,13 +301,16 @@ impl DedupeCtx<'_> {
         &self,
         id: &str,
         indexes: &[usize],
-        next_child: &mut std::collections::HashMap<String, u64>,
+        next_child: &mut rename::ChildNumbers,
         warnings: &mut Vec<String>,
     ) -> Option<(Vec<Vec<u8>>, Deduped)> {
         let file = self.file;
+        // Each distinct copy once, with the line it first stands on.
+        let mut first_line: rustc_hash::FxHashMap<&[u8], usize> = rustc_hash::FxHashMap::default();
         let mut distinct: Vec<&[u8]> = Vec::new();
         for &i in indexes {
-            if !distinct.contains(&file.lines[i].bytes) {
+            if let std::collections::hash_map::Entry::Vacant(v) = first_line.entry(file.lines[i].bytes) {
+                v.insert(file.lines[i].number);
                 distinct.push(file.lines[i].bytes);
             }
         }
@@ -320,7 +323,7 @@ impl DedupeCtx<'_> {
         };
         let mut merged_lines = Vec::with_capacity(issues.len());
         let mut overridden = Vec::new();
-        let line_of = |copy: &[u8]| indexes.iter().find(|&&i| file.lines[i].bytes == copy).map(|&i| file.lines[i].number).unwrap_or(0);
+        let line_of = |copy: &[u8]| first_line.get(copy).copied().unwrap_or(0);
         for copies in &issues {
             let numbers: Vec<usize> = copies.iter().map(|c| line_of(c)).collect();
             match merge_copies(copies, self.options, &numbers, &mut overridden) {
@@ -349,7 +352,7 @@ impl DedupeCtx<'_> {
         distinct: &[&[u8]],
         merged_lines: &mut [Vec<u8>],
         first_lines: &[usize],
-        next_child: &mut std::collections::HashMap<String, u64>,
+        next_child: &mut rename::ChildNumbers,
         warnings: &mut Vec<String>,
     ) -> Vec<(super::Rename, crate::merge_log::Labels)> {
         let stamps: Vec<Option<String>> = distinct.iter().map(|l| stamp_of(l)).collect();
@@ -361,12 +364,22 @@ impl DedupeCtx<'_> {
         }
         let (parent, _) = rename::child_number(id).expect("only child ids are split");
         let mut renamed = Vec::new();
+        if !next_child.tracks(parent) {
+            // One pass over the file's ids per parent (the first split under it), checked numbers.
+            next_child.track(parent);
+            for key in self.keys.iter().flatten() {
+                next_child.note(key);
+            }
+        }
         for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
-            let counter = next_child
-                .entry(parent.to_owned())
-                .or_insert_with(|| rename::highest_child(parent, self.keys.iter().flatten().map(String::as_str)));
-            *counter += 1;
-            let to = format!("{parent}.{counter}");
+            let Some(n) = next_child.next_free(parent) else {
+                warnings.push(format!(
+                    "{label}: its copies are different issues, but no child number under {} is free; left as they are",
+                    crate::record::key_label(parent)
+                ));
+                continue;
+            };
+            let to = format!("{parent}.{n}");
             if let Some(text) = rename::rename_record(line, id, &to, self.go_style) {
                 *line = text.into_bytes();
             }
@@ -421,10 +434,44 @@ fn issues_among<'c>(id: &str, copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>>
         return Some(vec![copies.to_vec()]);
     }
     let values: Vec<serde_json::Value> = copies.iter().map(|c| serde_json::from_slice(c).ok()).collect::<Option<_>>()?;
+    // Two copies are one issue when their creation is the same instant (the same text, when one
+    // does not parse); a copy without `created_at` belongs to the first issue. Grouped through a
+    // map of creations, not by comparing each copy with every issue found so far.
+    #[derive(PartialEq, Eq, Hash)]
+    enum Created {
+        At(i64, u32),
+        Text(String),
+    }
+    let created = |v: &serde_json::Value| -> Option<Created> {
+        let text = v.get("created_at")?.as_str()?;
+        Some(crate::timestamp::parse(text).map_or_else(|| Created::Text(text.to_owned()), |t| Created::At(t.seconds, t.nanos)))
+    };
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in 0..copies.len() {
-        match groups.iter_mut().find(|g| rename::concurrent_creation(&values[g[0]], &values[i]).is_none()) {
-            Some(g) => g.push(i),
+    let mut by_creation: rustc_hash::FxHashMap<Created, usize> = rustc_hash::FxHashMap::default();
+    let mut first_has_none = false;
+    for (i, value) in values.iter().enumerate() {
+        let key = created(value);
+        if groups.is_empty() {
+            first_has_none = key.is_none();
+            if let Some(key) = key {
+                by_creation.insert(key, 0);
+            }
+            groups.push(vec![i]);
+            continue;
+        }
+        let group = match key {
+            _ if first_has_none => Some(0),
+            None => Some(0),
+            Some(key) => match by_creation.get(&key) {
+                Some(&g) => Some(g),
+                None => {
+                    by_creation.insert(key, groups.len());
+                    None
+                }
+            },
+        };
+        match group {
+            Some(g) => groups[g].push(i),
             None => groups.push(vec![i]),
         }
     }

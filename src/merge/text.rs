@@ -4,8 +4,81 @@
 //! edits that touch the same or adjacent lines are a real conflict. This is a small diff3 built on
 //! the `similar` crate: diff base->ours and base->theirs, group hunks that overlap or touch, and
 //! take a group's text when only one side changed it or both changed it identically.
+//!
+//! A line diff costs O((N+M)·D) for N and M lines and D edits, and a stranger's file can make D
+//! as large as N (README "Linear work"): each diff is first measured against a bound on its steps
+//! ([`line_diff_fits`]), and past it the value is not merged by lines at all
+//! ([`TextMerge::TooLarge`]): the caller decides it whole and says so.
 
+use rustc_hash::FxHashMap;
 use similar::{capture_diff_slices, Algorithm, DiffOp};
+
+/// The most steps one line diff may take (a step: one diagonal of the search, or one line of a
+/// common run followed along it). A few edits in a long text stay far below it; a value edited on
+/// every line (a 16,000-line description rewritten on both sides) would otherwise cost seconds,
+/// and an 8 MB one an hour. A count, not a clock: the answer is the same on every machine.
+pub const LINE_DIFF_BUDGET: u64 = 4_000_000;
+
+/// Whether a line diff of `a` against `b` fits in [`LINE_DIFF_BUDGET`]: the forward pass of
+/// Myers' algorithm over the lines between the common prefix and suffix, counting its steps and
+/// stopping past the budget. Linear in the input, plus at most the budget.
+pub fn line_diff_fits<T: PartialEq>(a: &[T], b: &[T]) -> bool {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[prefix..], &b[prefix..]);
+    let suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
+    let (n, m) = (a.len(), b.len());
+    if n == 0 || m == 0 {
+        return true;
+    }
+    if n.max(m) as u64 > LINE_DIFF_BUDGET {
+        return false;
+    }
+    // Each round d costs at least d + 1 steps, so d stays below the square root of twice the
+    // budget: that many diagonals either way are all the search can reach.
+    let reach = (n + m).min(2 * LINE_DIFF_BUDGET.isqrt() as usize + 2);
+    let offset = reach as isize + 1;
+    // The furthest x reached on each diagonal k = x - y.
+    let mut v = vec![0usize; 2 * reach + 3];
+    let mut steps: u64 = 0;
+    for d in 0..=reach as isize {
+        let mut k = -d;
+        while k <= d {
+            let at = (k + offset) as usize;
+            let mut x = if k == -d || (k != d && v[at - 1] < v[at + 1]) { v[at + 1] } else { v[at - 1] + 1 };
+            let mut y = (x as isize - k).max(0) as usize;
+            while x < n && y < m && a[x] == b[y] {
+                x += 1;
+                y += 1;
+                steps += 1;
+            }
+            v[at] = x;
+            steps += 1;
+            if x >= n && y >= m {
+                return true;
+            }
+            if steps > LINE_DIFF_BUDGET {
+                return false;
+            }
+            k += 2;
+        }
+    }
+    false
+}
+
+/// Lines as small numbers (equal lines, equal numbers), so the diffs compare numbers, not text.
+fn numbered<'a>(texts: [&[&'a str]; 3]) -> [Vec<u32>; 3] {
+    let mut ids: FxHashMap<&'a str, u32> = FxHashMap::default();
+    texts.map(|lines| {
+        lines
+            .iter()
+            .map(|l| {
+                let next = ids.len() as u32;
+                *ids.entry(l).or_insert(next)
+            })
+            .collect()
+    })
+}
 
 /// A change of one side: base lines `base_start..base_end` become `new` lines of that side.
 #[derive(Debug, Clone, Copy)]
@@ -17,7 +90,7 @@ struct Hunk {
     theirs: bool,
 }
 
-fn hunks(base: &[&str], side: &[&str], theirs: bool) -> Vec<Hunk> {
+fn hunks(base: &[u32], side: &[u32], theirs: bool) -> Vec<Hunk> {
     let mut out: Vec<Hunk> = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, base, side) {
         let (old, new) = match op {
@@ -50,19 +123,46 @@ fn side_text<'a>(base: &[&'a str], side: &[&'a str], hunks: &[&Hunk], start: usi
     out
 }
 
-/// Merges `ours` and `theirs` against `base` line by line. `None` when edits overlap.
+/// What a line merge of one value came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextMerge {
+    /// The edits do not overlap: the merged text.
+    Merged(String),
+    /// Edits overlap or touch: the policy decides.
+    Conflict,
+    /// A diff would pass [`LINE_DIFF_BUDGET`]: the value is decided whole, and the caller says so.
+    TooLarge {
+        /// Lines in base, ours and theirs.
+        lines: [usize; 3],
+    },
+}
+
+/// Merges `ours` and `theirs` against `base` line by line. `None` when edits overlap or the
+/// diffs would pass the bound (see [`merge_text_bounded`] to tell the two apart).
 pub fn merge_text(base: &str, ours: &str, theirs: &str) -> Option<String> {
+    match merge_text_bounded(base, ours, theirs) {
+        TextMerge::Merged(text) => Some(text),
+        TextMerge::Conflict | TextMerge::TooLarge { .. } => None,
+    }
+}
+
+/// Merges `ours` and `theirs` against `base` line by line, within [`LINE_DIFF_BUDGET`].
+pub fn merge_text_bounded(base: &str, ours: &str, theirs: &str) -> TextMerge {
     if ours == theirs || theirs == base {
-        return Some(ours.to_owned());
+        return TextMerge::Merged(ours.to_owned());
     }
     if ours == base {
-        return Some(theirs.to_owned());
+        return TextMerge::Merged(theirs.to_owned());
     }
     let b: Vec<&str> = base.split_inclusive('\n').collect();
     let o: Vec<&str> = ours.split_inclusive('\n').collect();
     let t: Vec<&str> = theirs.split_inclusive('\n').collect();
-    let mut all: Vec<Hunk> = hunks(&b, &o, false);
-    all.extend(hunks(&b, &t, true));
+    let [bn, on, tn] = numbered([&b, &o, &t]);
+    if !line_diff_fits(&bn, &on) || !line_diff_fits(&bn, &tn) {
+        return TextMerge::TooLarge { lines: [b.len(), o.len(), t.len()] };
+    }
+    let mut all: Vec<Hunk> = hunks(&bn, &on, false);
+    all.extend(hunks(&bn, &tn, true));
     all.sort_by_key(|h| (h.base_start, h.base_end, h.theirs));
 
     let mut out = String::with_capacity(ours.len().max(theirs.len()));
@@ -87,7 +187,7 @@ pub fn merge_text(base: &str, ours: &str, theirs: &str) -> Option<String> {
                 let x = side_text(&b, &o, &ours_hunks, start, end);
                 let y = side_text(&b, &t, &theirs_hunks, start, end);
                 if x != y {
-                    return None;
+                    return TextMerge::Conflict;
                 }
                 x
             }
@@ -99,32 +199,5 @@ pub fn merge_text(base: &str, ours: &str, theirs: &str) -> Option<String> {
         i = j;
     }
     b[pos..].iter().for_each(|l| out.push_str(l));
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::merge_text;
-
-    #[test]
-    fn separate_edits_both_survive() {
-        let base = "a\nb\nc\nd\ne\n";
-        let ours = "A\nb\nc\nd\ne\n";
-        let theirs = "a\nb\nc\nd\nE\nf\n";
-        assert_eq!(merge_text(base, ours, theirs).expect("test input is valid"), "A\nb\nc\nd\nE\nf\n");
-        assert_eq!(merge_text(base, theirs, ours).expect("test input is valid"), "A\nb\nc\nd\nE\nf\n");
-    }
-
-    #[test]
-    fn overlapping_or_adjacent_edits_conflict() {
-        assert_eq!(merge_text("a\nb\n", "x\nb\n", "y\nb\n"), None);
-        assert_eq!(merge_text("a\nb\n", "x\nb\n", "a\ny\n"), None);
-        assert_eq!(merge_text("a", "a\nours", "a\ntheirs"), None);
-    }
-
-    #[test]
-    fn identical_edits_merge() {
-        assert_eq!(merge_text("a\nb\nc\n", "a\nX\nc\n", "a\nX\nc\nd\n").expect("test input is valid"), "a\nX\nc\nd\n");
-        assert_eq!(merge_text("a\nb\nc\nd\ne\n", "a\nX\nc\nd\ne\n", "a\nX\nc\nd\nE\n").expect("test input is valid"), "a\nX\nc\nd\nE\n");
-    }
+    TextMerge::Merged(out)
 }

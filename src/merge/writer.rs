@@ -16,14 +16,22 @@ use crate::conventions::identity;
 use crate::record::{render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
 
-/// Sets the `updated_at` entry to the merge stamp (README "Timestamps of merged records"): one tick after the later of
-/// `side_stamps` (the two sides' `updated_at` texts), never before `now`. False when the record
-/// has no timestamp entry or no side has a timestamp.
+/// The merge stamp (README "Timestamps of merged records"): one tick after the later of
+/// `side_stamps` (the sides' `updated_at` texts), never before `now`, the merge's one clock
+/// (`BD_MERGE_NOW` or the system clock, read once per command by its caller). Every path that
+/// stamps a record (field merge, renames, comment renumbering, resolve, dedupe, import) takes its
+/// stamp from here, so a fixed clock fixes every stamp. `None` when no side has a timestamp.
+pub(crate) fn merge_stamp(side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> Option<String> {
+    timestamp::merge_stamp(side_stamps.iter().flatten().map(String::as_str), now)
+}
+
+/// Sets the `updated_at` entry to the [`merge_stamp`] of `side_stamps`. False when the record has
+/// no timestamp entry or no side has a timestamp.
 pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>], side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> bool {
     let Some(entry) = entries.iter_mut().find(|e| e.key == "updated_at") else {
         return false;
     };
-    let Some(next) = timestamp::merge_stamp(side_stamps.iter().flatten().map(String::as_str), now) else {
+    let Some(next) = merge_stamp(side_stamps, now) else {
         return false;
     };
     // A timestamp has nothing to escape, so the new text is the string quoted.
@@ -62,7 +70,7 @@ fn comments_of(line: &[u8]) -> Vec<Value> {
 
 /// The comments `side` has in this record that `base` does not (by identity), with a numeric id.
 pub(crate) fn added_comments(record: &str, base: Option<&[u8]>, side: &[u8]) -> Vec<AddedComment> {
-    let before: Vec<String> = base.map(comments_of).unwrap_or_default().iter().map(|c| identity("comments", c)).collect();
+    let before: rustc_hash::FxHashSet<String> = base.map(comments_of).unwrap_or_default().iter().map(|c| identity("comments", c)).collect();
     comments_of(side)
         .iter()
         .filter_map(|c| {
@@ -122,30 +130,51 @@ pub(crate) struct Renumbering {
 /// one takes the next id above `highest`. Neither the order of the sides nor of the lists
 /// matters.
 pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment], highest: i64) -> Vec<Renumbering> {
-    let mut numbers: Vec<i64> = ours.iter().filter(|o| theirs.iter().any(|t| t.number == o.number)).map(|o| o.number).collect();
-    numbers.sort_unstable();
-    numbers.dedup();
+    let theirs_numbers: rustc_hash::FxHashSet<i64> = theirs.iter().map(|c| c.number).collect();
+    let shared: rustc_hash::FxHashSet<i64> = ours.iter().map(|c| c.number).filter(|n| theirs_numbers.contains(n)).collect();
+    // Every comment under a shared id, grouped by id: one sort, not a scan per id.
+    let mut sharing: Vec<&AddedComment> = ours.iter().chain(theirs).filter(|c| shared.contains(&c.number)).collect();
+    let stamps: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
+        sharing.iter().map(|c| (c.created_at.as_str(), timestamp::parse(&c.created_at))).collect();
+    sharing.sort_by(|a, b| {
+        a.number
+            .cmp(&b.number)
+            .then_with(|| compare_stamps(&a.created_at, &b.created_at, &stamps))
+            .then_with(|| a.identity.cmp(&b.identity))
+            .then_with(|| a.record.cmp(&b.record))
+    });
+    sharing.dedup_by(|a, b| a.number == b.number && a.identity == b.identity && a.record == b.record);
     let mut next = highest;
     let mut out = Vec::new();
-    for number in numbers {
-        let mut sharing: Vec<&AddedComment> = ours.iter().chain(theirs).filter(|c| c.number == number).collect();
-        sharing.sort_by(|a, b| {
-            timestamp::compare(&a.created_at, &b.created_at).then_with(|| a.identity.cmp(&b.identity)).then_with(|| a.record.cmp(&b.record))
-        });
-        sharing.dedup_by(|a, b| a.identity == b.identity && a.record == b.record);
-        for later in sharing.iter().skip(1) {
+    for (k, c) in sharing.iter().enumerate() {
+        if k > 0 && sharing[k - 1].number == c.number {
             next += 1;
-            out.push(Renumbering { record: later.record.clone(), identity: later.identity.clone(), from: number, to: next });
+            out.push(Renumbering { record: c.record.clone(), identity: c.identity.clone(), from: c.number, to: next });
         }
     }
     out
 }
 
+/// [`timestamp::compare`] with the parsed instants looked up, not parsed again per comparison.
+fn compare_stamps(a: &str, b: &str, parsed: &rustc_hash::FxHashMap<&str, Option<timestamp::Instant>>) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (parsed.get(a).copied().flatten(), parsed.get(b).copied().flatten()) {
+        (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+        (Some(_), None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
-/// for every comment, not only those the two sides added): for each shared id, in ascending order, the earliest comment (by
-/// `created_at`, then content, then record) keeps it and each later one takes the next id above
-/// the file's highest. Returns, per line index, the renumberings to apply; empty when every id is
-/// unique (the common case costs one pass that reads only the comments' ids).
+/// for every comment, not only those the two sides added): for each shared id, in ascending
+/// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
+/// later one takes the next id above the file's highest. The copies of an id that stands on
+/// several lines are one record: an id they repeat between them is left alone, so those lines
+/// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
+/// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
+/// every id is unique (the common case costs one pass that reads only the comments' ids). One
+/// sort of the comments involved, however many ids repeat.
 pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
     #[derive(serde::Deserialize)]
     struct IdOnly {
@@ -186,7 +215,7 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
     }
     involved.sort_unstable();
     involved.dedup();
-    repeated.sort_unstable();
+    let repeated: rustc_hash::FxHashSet<i64> = repeated.into_iter().collect();
     // Every comment holding a repeated id: (line, record, number, identity, created_at).
     let mut sites: Vec<(usize, String, i64, String, String)> = Vec::new();
     for &i in &involved {
@@ -194,21 +223,52 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
         let record = obj.get("id").and_then(crate::record::parse_json_str).map(Cow::into_owned).unwrap_or_default();
         for c in comments_of(lines[i]) {
             let Some(number) = c.get("id").and_then(Value::as_i64) else { continue };
-            if repeated.binary_search(&number).is_ok() {
+            if repeated.contains(&number) {
                 let created = c.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned();
                 sites.push((i, record.clone(), number, identity("comments", &c), created));
             }
         }
     }
+    let stamps: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
+        sites.iter().map(|s| (s.4.as_str(), timestamp::parse(&s.4))).collect();
+    let mut order: Vec<usize> = (0..sites.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&sites[a], &sites[b]);
+        a.2.cmp(&b.2)
+            .then_with(|| compare_stamps(&a.4, &b.4, &stamps))
+            .then_with(|| a.3.cmp(&b.3))
+            .then_with(|| a.1.cmp(&b.1))
+            .then(a.0.cmp(&b.0))
+    });
     let mut next = highest;
     let mut out = Vec::new();
-    for number in repeated {
-        let mut sharing: Vec<&(usize, String, i64, String, String)> = sites.iter().filter(|s| s.2 == number).collect();
-        sharing.sort_by(|a, b| timestamp::compare(&a.4, &b.4).then_with(|| a.3.cmp(&b.3)).then_with(|| a.1.cmp(&b.1)).then(a.0.cmp(&b.0)));
-        sharing.dedup_by(|a, b| a.0 == b.0 && a.3 == b.3);
-        for later in sharing.iter().skip(1) {
-            next += 1;
-            out.push((later.0, Renumbering { record: later.1.clone(), identity: later.3.clone(), from: number, to: next }));
+    for group in order.chunk_by(|&a, &b| sites[a].2 == sites[b].2) {
+        // The copies of one id (an id on several lines) may each hold the id: that is the same
+        // record written twice, not two comments a tracker sees under one id. A collision is two
+        // records holding it, or one line holding it for two different comments.
+        let records: rustc_hash::FxHashSet<&str> = group.iter().map(|&k| sites[k].1.as_str()).collect();
+        let mut on_line: rustc_hash::FxHashMap<usize, &str> = rustc_hash::FxHashMap::default();
+        let twice_on_a_line = group.iter().any(|&k| *on_line.entry(sites[k].0).or_insert(sites[k].3.as_str()) != sites[k].3);
+        if records.len() < 2 && !twice_on_a_line {
+            continue;
+        }
+        // The earliest comment keeps the id; each later one (a record and a comment: the same on
+        // every copy of that record) takes the next free id, on every line that holds it.
+        let mut holder: Option<(&str, &str)> = None;
+        let mut to = None;
+        for &k in group {
+            let (line, record, number, identity, _) = &sites[k];
+            let this = (record.as_str(), identity.as_str());
+            if holder != Some(this) {
+                to = holder.map(|_| {
+                    next += 1;
+                    next
+                });
+                holder = Some(this);
+            }
+            if let Some(to) = to {
+                out.push((*line, Renumbering { record: record.clone(), identity: identity.clone(), from: *number, to }));
+            }
         }
     }
     out
@@ -228,13 +288,15 @@ pub(crate) fn apply_renumbering(
     let mut entries: Vec<Entry<'static>> = obj.entries.into_iter().map(Entry::into_owned).collect();
     let comments = entries.iter_mut().find(|e| e.key == "comments")?;
     let elements = split_array(&comments.raw_value)?;
+    let by_comment: rustc_hash::FxHashMap<(i64, &str), &&Renumbering> =
+        changes.iter().map(|c| ((c.from, c.identity.as_str()), c)).collect();
     let mut changed = false;
     let mut rendered = Vec::with_capacity(elements.len());
     for raw in elements {
         let value: Value = serde_json::from_str(raw).ok()?;
         let number = value.get("id").and_then(Value::as_i64);
         let identity = identity("comments", &value);
-        match changes.iter().find(|c| Some(c.from) == number && c.identity == identity) {
+        match number.and_then(|n| by_comment.get(&(n, identity.as_str()))) {
             Some(change) => {
                 let mut element = RawObject::parse_str(raw).ok()?;
                 let id = element.entries.iter_mut().find(|e| e.key == "id")?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use beads_git::issue_diff;
-use beads_git::record::escaped_path;
+use beads_git::record::{escaped, escaped_path};
 
 use crate::common;
 
@@ -35,6 +35,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let changes = issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?)?;
     let differs = !changes.is_empty();
+    for (id, field) in issue_diff::shown_whole(&changes) {
+        eprintln!("bd-merge: {}: {}: too large for a line diff; shown whole", escaped(id), escaped(field));
+    }
     if json {
         let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
         println!("{}", serde_json::to_string_pretty(&report)?);

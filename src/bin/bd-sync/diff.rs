@@ -22,6 +22,9 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let file = global.paths(None)?.file;
     let file = std::path::absolute(&file).unwrap_or(file);
     let report = history::diff(&history::DiffOptions { spec: args.revs, working_file: file })?;
+    for (id, field) in issue_diff::shown_whole(&report.issues) {
+        eprintln!("bd-sync: {}: {}: too large for a line diff; shown whole", escaped(id), escaped(field));
+    }
     if global.json {
         Global::print_json(&report)?;
     } else {

@@ -30,6 +30,11 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         _ => args.id,
     };
     let entries = history::log(&dir, &id, args.range.as_deref())?;
+    for e in &entries {
+        for (id, field) in issue_diff::shown_whole(std::slice::from_ref(&e.change)) {
+            eprintln!("bd-sync: {}: {}: too large for a line diff; shown whole", escaped(id), escaped(field));
+        }
+    }
     if global.json {
         Global::print_json(&entries)?;
         return Ok(ExitCode::SUCCESS);
