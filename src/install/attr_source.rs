@@ -48,7 +48,7 @@ fn last_setting(file: &Path, rel: &str) -> Option<AttrSource> {
     for (i, line) in text.lines().enumerate() {
         let mut words = line.split_whitespace();
         let Some(pattern) = words.next().filter(|p| !p.starts_with('#')) else { continue };
-        let setting = words.filter(|w| is_merge_setting(w)).last();
+        let setting = words.rfind(|w| is_merge_setting(w));
         if let Some(setting) = setting.filter(|_| pattern_matches(pattern, rel)) {
             found = Some(AttrSource { file: file.to_path_buf(), line: i + 1, setting: setting.to_owned() });
         }
