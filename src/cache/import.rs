@@ -182,9 +182,10 @@ pub struct RenamedIssue {
 }
 
 /// The one line to tell the user after an import that found issues of this clone moved to a new
-/// id by a merge (README "Two issues created under one id"), naming `br sync --merge` when br is
-/// the tracker next to `file` (its plain import refuses such a file when the moved issue has
-/// comments). `None` when nothing was moved.
+/// id by a merge (README "Two issues created under one id"). br is named only where its plain
+/// import would refuse the file: br is the tracker next to `file` and a moved issue has comments
+/// (br refuses a comment whose issue id changed); the line then says what `br sync --merge` does
+/// to the file. `None` when nothing was moved.
 pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<String> {
     if report.renamed.is_empty() {
         return None;
@@ -198,11 +199,35 @@ pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<St
         .parent()
         .and_then(|dir| std::fs::read_dir(dir).ok())
         .is_some_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".br-")));
+    let br_refuses = br_here && moved_with_comments(report, file);
     Some(format!(
         "a merge kept two issues created under one id: {}{}",
         moves.join(", "),
-        if br_here { "; br must import this with `br sync --merge` (its plain import refuses it)" } else { "" }
+        if br_refuses {
+            "; br's plain import refuses a moved issue that has comments, so import it with `br sync --merge`. br then writes the \
+             whole issues file again in its own format (`git diff` shows every line): commit that only if `git diff --stat` \
+             shows nothing but re-serialised lines, else `git checkout` the file and import again"
+        } else {
+            ""
+        }
     ))
+}
+
+/// Whether one of the moved issues (by its new id) has a non-empty `comments` array in `file`:
+/// one pass over the file's lines against a set of the moved ids.
+fn moved_with_comments(report: &ImportReport, file: &std::path::Path) -> bool {
+    let moved: std::collections::HashSet<&str> = report.renamed.iter().map(|r| r.to.as_str()).collect();
+    let Ok(content) = crate::jsonl::read(file) else { return false };
+    content.split(|&b| b == b'\n').any(|line| {
+        let Ok(id) = crate::record::record_id(line) else { return false };
+        if !moved.contains(id.as_ref()) {
+            return false;
+        }
+        serde_json::from_slice::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v.get("comments").and_then(|c| c.as_array().map(|a| !a.is_empty())))
+            .unwrap_or(false)
+    })
 }
 
 impl ImportReport {
@@ -1182,6 +1207,22 @@ fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &
 
 #[cfg(test)]
 mod tests {
+
+    /// br's plain import refuses a moved issue only when it has comments: only then is br named.
+    #[test]
+    fn the_br_advice_after_a_rename_is_given_only_where_br_would_refuse() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("issues.jsonl");
+        std::fs::write(dir.path().join(".br-lock"), "").expect("br is the tracker here");
+        let report = ImportReport { renamed: vec![RenamedIssue { from: "p.1".into(), to: "p.2".into() }], ..ImportReport::default() };
+        std::fs::write(&file, "{\"id\":\"p.1\"}\n{\"id\":\"p.2\",\"comments\":[]}\n").expect("write");
+        let said = rename_notice(&report, &file).expect("a notice");
+        assert!(said.contains("p.1 is now p.2") && !said.contains("br sync"), "no comments, no br advice: {said}");
+        std::fs::write(&file, "{\"id\":\"p.1\"}\n{\"id\":\"p.2\",\"comments\":[{\"id\":1,\"text\":\"x\"}]}\n").expect("write");
+        let said = rename_notice(&report, &file).expect("a notice");
+        assert!(said.contains("br sync --merge") && said.contains("commit that only if"), "{said}");
+    }
+
     use super::*;
     use crate::cache::{OpenOptions, Paths};
     use std::time::Duration;
