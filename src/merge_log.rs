@@ -28,9 +28,10 @@
 //! on a fresh line; a line longer than a whole generation (an older version's huge value) is
 //! skipped without being read into memory.
 //!
-//! Two small files hold the highest number the post-merge hook announced
+//! Two small files hold the highest number the post-merge hook has looked at
 //! (`merge-log.announced`) and the highest one a person has listed with `review`
-//! (`merge-log.reviewed`), so the hook speaks only of new overrides and `check` only of unread ones.
+//! (`merge-log.reviewed`), so the hook speaks only of the merge that just ended (see [`announce`])
+//! and `check` only of unread entries.
 
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -256,7 +257,8 @@ impl Context {
     }
 }
 
-fn side_name(labels: &Labels, rebase: bool, side: Side) -> String {
+/// How one side of a merge with these labels is named to a person (see [`Context::side_name`]).
+pub fn side_name(labels: &Labels, rebase: bool, side: Side) -> String {
     match (side, rebase) {
         (Side::Ours, true) => format!("upstream ({})", labels.ours),
         (Side::Theirs, true) => match labels.theirs.split_whitespace().next() {
@@ -786,14 +788,83 @@ fn write_mark(dir: &Path, name: &str, seq: u64) -> Result<()> {
     crate::jsonl::write_atomic(&path, format!("{seq}\n").as_bytes())
 }
 
-/// For the post-merge / post-rewrite hook: the line to print about overrides logged since the
-/// last announcement (none when there are none), and the mark moved past them.
-pub fn announce(dir: &Path) -> Result<Option<String>> {
+/// What git told the post-merge / post-rewrite hook in its first argument, when our block could
+/// pass it on (a hook manager's wrapper may not): which operation just ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// post-merge `0`: a merge or a fast-forward moved HEAD.
+    Merge,
+    /// post-merge `1`: `git merge --squash`, no commit made.
+    Squash,
+    /// post-rewrite `rebase`.
+    Rebase,
+    /// post-rewrite `amend`: nothing was merged.
+    Amend,
+    /// No argument, or one we do not know: the repository's state decides.
+    Unknown,
+}
+
+impl HookEvent {
+    /// The event for the hook's first argument.
+    pub fn from_arg(arg: Option<&str>) -> HookEvent {
+        match arg {
+            Some("0") => HookEvent::Merge,
+            Some("1") => HookEvent::Squash,
+            Some("rebase") => HookEvent::Rebase,
+            Some("amend") => HookEvent::Amend,
+            _ => HookEvent::Unknown,
+        }
+    }
+}
+
+/// Whether `e` is a decision of the operation the hook runs after: only the driver's own entries
+/// count (never `dedupe`'s, `resolve`'s, `import`'s, `review --restore`'s or `update-branch`'s,
+/// which their commands report themselves); a merge's are those logged on `merge_parent`, the
+/// first parent of the merge commit HEAD now is; a rebase's those logged during a rebase on a
+/// commit HEAD now contains (`in_head`). A fast-forward, an amend and a squash made none.
+fn made_by(e: &Entry, event: HookEvent, merge_parent: Option<&str>, in_head: &std::collections::HashSet<&str>) -> bool {
+    if e.command != DRIVER_COMMAND {
+        return false;
+    }
+    let merged = !e.rebase && merge_parent.is_some_and(|p| e.head.as_deref() == Some(p));
+    let rebased = e.rebase && e.head.as_deref().is_some_and(|h| in_head.contains(h));
+    match event {
+        HookEvent::Squash | HookEvent::Amend => false,
+        HookEvent::Merge => merged,
+        HookEvent::Rebase => rebased,
+        HookEvent::Unknown => merged || rebased,
+    }
+}
+
+/// The command name the merge driver logs under.
+pub const DRIVER_COMMAND: &str = "bd-merge";
+
+/// For the post-merge / post-rewrite hook run in the work tree `repo`: the line to print about
+/// the values the merge or rebase that just ended overrode (none when it overrode none, or was a
+/// fast-forward, an amend or a squash), and the mark moved past every entry logged so far, so no
+/// decision is announced twice nor by a later operation.
+pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<String>> {
     let entries = read_all(dir)?;
     let mark = read_mark(dir, ANNOUNCED_NAME);
-    let new: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
-    let Some(top) = new.iter().map(|e| e.seq).max() else { return Ok(None) };
+    let pending: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
+    let Some(top) = pending.iter().map(|e| e.seq).max() else { return Ok(None) };
     write_mark(dir, ANNOUNCED_NAME, top)?;
+    // HEAD is a merge commit: its first parent is where the driver ran.
+    let merge_parent = crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^2"])
+        .ok()
+        .and_then(|_| crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^1"]).ok());
+    let mut in_head = std::collections::HashSet::new();
+    for e in pending.iter().filter(|e| e.rebase && e.command == DRIVER_COMMAND) {
+        if let Some(h) = e.head.as_deref() {
+            if !in_head.contains(h) && crate::git::run(repo, &["merge-base", "--is-ancestor", h, "HEAD"]).is_ok() {
+                in_head.insert(h);
+            }
+        }
+    }
+    let new: Vec<&Entry> = pending.into_iter().filter(|e| made_by(e, event, merge_parent.as_deref(), &in_head)).collect();
+    if new.is_empty() {
+        return Ok(None);
+    }
     let values: u64 = new
         .iter()
         .map(|e| match e.reason {

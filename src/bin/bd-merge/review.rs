@@ -30,10 +30,14 @@ pub(crate) struct Args {
     /// it last printed, nothing otherwise.
     #[arg(long, hide = true, conflicts_with_all = ["last", "since", "id", "json", "restore"])]
     announce: bool,
+    /// With --announce: the hook's first argument (post-merge's squash flag, post-rewrite's
+    /// `amend` or `rebase`), when the hook could pass it on.
+    #[arg(hide = true, requires = "announce", allow_hyphen_values = true)]
+    hook_arg: Option<String>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { last, since, id, json, restore, file, announce } = args;
+    let Args { last, since, id, json, restore, file, announce, hook_arg } = args;
     use beads_git::merge_log;
     let cwd = std::env::current_dir()?;
     let Some(dir) = merge_log::log_dir(&cwd) else {
@@ -43,7 +47,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("not in a git repository: the merge log lives in the repository's git directory");
     };
     if announce {
-        if let Some(line) = merge_log::announce(&dir)? {
+        let event = merge_log::HookEvent::from_arg(hook_arg.as_deref().filter(|a| !a.is_empty()));
+        if let Some(line) = merge_log::announce(&dir, &cwd, event)? {
             eprintln!("{line}");
         }
         return Ok(ExitCode::SUCCESS);
