@@ -15,8 +15,8 @@
 //! parent). An id, field or path holding a space, a quote or a control character is written as a
 //! JSON string, and a value as compact JSON, so no newline ever enters a trailer; a value longer
 //! than [`VALUE_BYTES`] is written cut, with its full size, and cannot be restored from the
-//! trailer. `bd-merge review` reads the trailers of the merge commits among HEAD's last
-//! [`HISTORY_COMMITS`] commits and lists them beside the local log's entries; `--restore
+//! trailer. `bd-merge review` reads the trailers of the last [`HISTORY_COMMITS`] merge commits
+//! in HEAD's history and lists them beside the local log's entries; `--restore
 //! HASH:N` re-applies one.
 
 use std::path::Path;
@@ -36,7 +36,7 @@ pub const OMITTED_KEY: &str = "Beads-Omitted";
 pub const VALUE_BYTES: usize = 200;
 /// The most decisions one merge commit carries as trailers; the rest are counted.
 pub const MAX_TRAILERS: usize = 1000;
-/// How many commits of HEAD's history `review` looks through for merge commits' trailers.
+/// How many of HEAD's merge commits (newest first) `review` reads the trailers of.
 pub const HISTORY_COMMITS: usize = 200;
 /// The command the entries read back from trailers name.
 pub const COMMAND: &str = "bd-merge update-branch";
@@ -228,8 +228,8 @@ fn parse(commit: &Commit<'_>, seq: u64, key: &str, value: &str) -> Option<Entry>
     Some(e)
 }
 
-/// The decisions carried by trailers of the merge commits among HEAD's last
-/// [`HISTORY_COMMITS`] commits of the repository at `repo`, oldest first; none outside a
+/// The decisions carried by trailers of the last [`HISTORY_COMMITS`] merge commits in HEAD's
+/// history of the repository at `repo`, oldest first; none outside a
 /// repository or on an unborn branch.
 pub fn from_history(repo: &Path) -> Result<Vec<Entry>> {
     if crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD"]).is_err() {
@@ -279,7 +279,7 @@ pub fn find<'a>(entries: &'a [Entry], address: &str) -> std::result::Result<&'a 
     match found.as_slice() {
         [one] => Ok(one),
         [] => Err(format!(
-            "no trailer #{shown} in the merge commits of HEAD's last {HISTORY_COMMITS} commits; list them with `bd-merge review`"
+            "no trailer #{shown} in the last {HISTORY_COMMITS} merge commits of HEAD's history; list them with `bd-merge review`"
         )),
         _ => Err(format!("#{shown} names {} entries of different commits; give more of the hash", found.len())),
     }
