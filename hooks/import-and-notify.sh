@@ -8,7 +8,7 @@ if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
     "$beads_git_bin/bd-sync" import --print-changed -z --timeout 60 </dev/null | "$beads_git_bin/bd-hook" --stdin -z --timeout 2 || :
   fi
   if [ -x "$beads_git_bin/bd-merge" ]; then
-    "$beads_git_bin/bd-merge" review --announce </dev/null || :
+    "$beads_git_bin/bd-merge" review --announce "${1-}" </dev/null || :
   fi
   unset beads_git_bin
 fi

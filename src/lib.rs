@@ -47,6 +47,7 @@ pub mod issue_diff;
 pub mod jsonl;
 pub mod merge;
 pub mod merge_log;
+pub mod merge_trailers;
 pub mod notify;
 pub mod record;
 pub mod safe_fs;

@@ -28,9 +28,10 @@
 //! on a fresh line; a line longer than a whole generation (an older version's huge value) is
 //! skipped without being read into memory.
 //!
-//! Two small files hold the highest number the post-merge hook announced
+//! Two small files hold the highest number the post-merge hook has looked at
 //! (`merge-log.announced`) and the highest one a person has listed with `review`
-//! (`merge-log.reviewed`), so the hook speaks only of new overrides and `check` only of unread ones.
+//! (`merge-log.reviewed`), so the hook speaks only of the merge that just ended (see [`announce`])
+//! and `check` only of unread entries.
 
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -166,6 +167,11 @@ pub struct Entry {
     /// For a [`Reason::Omitted`] entry, how many decisions of the merge it stands for.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
+    /// Set when the entry was read from a trailer of this merge commit (`update-branch`'s, see
+    /// [`crate::merge_trailers`]), not from this clone's log; `seq` is then the trailer's
+    /// number within the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 // serde's `skip_serializing_if` hands a reference.
@@ -256,7 +262,8 @@ impl Context {
     }
 }
 
-fn side_name(labels: &Labels, rebase: bool, side: Side) -> String {
+/// How one side of a merge with these labels is named to a person (see [`Context::side_name`]).
+pub fn side_name(labels: &Labels, rebase: bool, side: Side) -> String {
     match (side, rebase) {
         (Side::Ours, true) => format!("upstream ({})", labels.ours),
         (Side::Theirs, true) => match labels.theirs.split_whitespace().next() {
@@ -383,6 +390,7 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
         detail: String::new(),
         cut: Vec::new(),
         omitted: 0,
+        commit: None,
     };
     let mut out = Vec::with_capacity(reports.len() + renames.len());
     for report in reports {
@@ -538,6 +546,7 @@ fn lines_within_bound(entries: Vec<Entry>, first: u64, time: &str) -> Result<Vec
         ),
         cut: Vec::new(),
         omitted: rest.len() as u64,
+        commit: None,
         ..first_left.clone_context()
     };
     serde_json::to_writer(&mut out, &bounded(&summary, MIN_VALUE_BYTES))?;
@@ -566,6 +575,7 @@ impl Entry {
             detail: String::new(),
             cut: Vec::new(),
             omitted: 0,
+            commit: None,
         }
     }
 }
@@ -625,6 +635,7 @@ fn bounded(e: &Entry, value_bytes: usize) -> Entry {
         detail,
         cut,
         omitted: e.omitted,
+        commit: e.commit.clone(),
     }
 }
 
@@ -786,14 +797,83 @@ fn write_mark(dir: &Path, name: &str, seq: u64) -> Result<()> {
     crate::jsonl::write_atomic(&path, format!("{seq}\n").as_bytes())
 }
 
-/// For the post-merge / post-rewrite hook: the line to print about overrides logged since the
-/// last announcement (none when there are none), and the mark moved past them.
-pub fn announce(dir: &Path) -> Result<Option<String>> {
+/// What git told the post-merge / post-rewrite hook in its first argument, when our block could
+/// pass it on (a hook manager's wrapper may not): which operation just ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// post-merge `0`: a merge or a fast-forward moved HEAD.
+    Merge,
+    /// post-merge `1`: `git merge --squash`, no commit made.
+    Squash,
+    /// post-rewrite `rebase`.
+    Rebase,
+    /// post-rewrite `amend`: nothing was merged.
+    Amend,
+    /// No argument, or one we do not know: the repository's state decides.
+    Unknown,
+}
+
+impl HookEvent {
+    /// The event for the hook's first argument.
+    pub fn from_arg(arg: Option<&str>) -> HookEvent {
+        match arg {
+            Some("0") => HookEvent::Merge,
+            Some("1") => HookEvent::Squash,
+            Some("rebase") => HookEvent::Rebase,
+            Some("amend") => HookEvent::Amend,
+            _ => HookEvent::Unknown,
+        }
+    }
+}
+
+/// Whether `e` is a decision of the operation the hook runs after: only the driver's own entries
+/// count (never `dedupe`'s, `resolve`'s, `import`'s, `review --restore`'s or `update-branch`'s,
+/// which their commands report themselves); a merge's are those logged on `merge_parent`, the
+/// first parent of the merge commit HEAD now is; a rebase's those logged during a rebase on a
+/// commit HEAD now contains (`in_head`). A fast-forward, an amend and a squash made none.
+fn made_by(e: &Entry, event: HookEvent, merge_parent: Option<&str>, in_head: &std::collections::HashSet<&str>) -> bool {
+    if e.command != DRIVER_COMMAND {
+        return false;
+    }
+    let merged = !e.rebase && merge_parent.is_some_and(|p| e.head.as_deref() == Some(p));
+    let rebased = e.rebase && e.head.as_deref().is_some_and(|h| in_head.contains(h));
+    match event {
+        HookEvent::Squash | HookEvent::Amend => false,
+        HookEvent::Merge => merged,
+        HookEvent::Rebase => rebased,
+        HookEvent::Unknown => merged || rebased,
+    }
+}
+
+/// The command name the merge driver logs under.
+pub const DRIVER_COMMAND: &str = "bd-merge";
+
+/// For the post-merge / post-rewrite hook run in the work tree `repo`: the line to print about
+/// the values the merge or rebase that just ended overrode (none when it overrode none, or was a
+/// fast-forward, an amend or a squash), and the mark moved past every entry logged so far, so no
+/// decision is announced twice nor by a later operation.
+pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<String>> {
     let entries = read_all(dir)?;
     let mark = read_mark(dir, ANNOUNCED_NAME);
-    let new: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
-    let Some(top) = new.iter().map(|e| e.seq).max() else { return Ok(None) };
+    let pending: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
+    let Some(top) = pending.iter().map(|e| e.seq).max() else { return Ok(None) };
     write_mark(dir, ANNOUNCED_NAME, top)?;
+    // HEAD is a merge commit: its first parent is where the driver ran.
+    let merge_parent = crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^2"])
+        .ok()
+        .and_then(|_| crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^1"]).ok());
+    let mut in_head = std::collections::HashSet::new();
+    for e in pending.iter().filter(|e| e.rebase && e.command == DRIVER_COMMAND) {
+        if let Some(h) = e.head.as_deref() {
+            if !in_head.contains(h) && crate::git::run(repo, &["merge-base", "--is-ancestor", h, "HEAD"]).is_ok() {
+                in_head.insert(h);
+            }
+        }
+    }
+    let new: Vec<&Entry> = pending.into_iter().filter(|e| made_by(e, event, merge_parent.as_deref(), &in_head)).collect();
+    if new.is_empty() {
+        return Ok(None);
+    }
     let values: u64 = new
         .iter()
         .map(|e| match e.reason {
@@ -919,7 +999,11 @@ pub fn render(entries: &[Entry]) -> String {
         let side = |word: &str| side_name(&e.labels, e.rebase, if word == "ours" { Side::Ours } else { Side::Theirs });
         let head = e.head.as_deref().map(|h| format!(", HEAD {}", p(&h.chars().take(12).collect::<String>()))).unwrap_or_default();
         let during = if e.rebase { " during a rebase" } else { "" };
-        out.push_str(&format!("#{} {} {}{during}: {}{head}\n", e.seq, p(&e.time), p(&e.command), p(&e.path)));
+        let head = match &e.commit {
+            Some(c) => format!(", from commit {}", p(&c.chars().take(12).collect::<String>())),
+            None => head,
+        };
+        out.push_str(&format!("{} {} {}{during}: {}{head}\n", printable_address(e), p(&e.time), p(&e.command), p(&e.path)));
         let why = name_sides(&e.detail, &e.labels, e.rebase);
         out.push_str(&format!("  {} {} ({}: {})\n", p(&crate::record::key_label(&e.id)), p(&e.field), e.reason, p(&why)));
         if e.reason == Reason::Rename {
@@ -938,7 +1022,7 @@ pub fn render(entries: &[Entry]) -> String {
                 p(&side(&e.dropped_from))
             ));
             match not_restorable(e) {
-                None => out.push_str(&format!("  put it back: bd-merge review --restore {}\n", e.seq)),
+                None => out.push_str(&format!("  put it back: bd-merge review --restore {}\n", p(&address(e)))),
                 Some(why) if !e.cut.is_empty() => out.push_str(&format!("  not restorable: {why}\n")),
                 Some(_) => {}
             }
@@ -950,31 +1034,61 @@ pub fn render(entries: &[Entry]) -> String {
 /// Why an entry cannot be restored (`None`: it can).
 fn not_restorable(e: &Entry) -> Option<String> {
     if e.reason == Reason::Rename || e.field == "id" {
-        return Some(format!("#{} is a rename, not a dropped value: both issues are in the file", e.seq));
+        return Some(format!("{} is a rename, not a dropped value: both issues are in the file", printable_address(e)));
     }
     if e.reason == Reason::Omitted {
-        return Some(format!("#{} counts {} decision(s) the merge log had no room for; it holds no value to restore", e.seq, e.omitted));
+        return Some(format!(
+            "{} counts {} decision(s) the merge log had no room for; it holds no value to restore",
+            printable_address(e),
+            e.omitted
+        ));
     }
     if e.field == "(record)" {
         return Some(format!(
-            "#{} is a whole record ({}); edit the issue with your tracker instead",
-            e.seq,
+            "{} is a whole record ({}); edit the issue with your tracker instead",
+            printable_address(e),
             crate::record::printable(&e.detail, 200)
         ));
     }
     // A value, id or field logged cut could only be restored wrong.
     let cut = ["dropped", "kept", "id", "field"].iter().find_map(|part| e.cut.iter().find(|c| c.part == *part));
+    if let (Some(cut), Some(commit)) = (cut, &e.commit) {
+        let parent = if e.dropped_from == "ours" { 1 } else { 2 };
+        return Some(format!(
+            "{}'s trailer holds the {} value cut to its first {} bytes (it is {} bytes), so it cannot be restored from there; \
+             take it from the merge's parent: git show {}^{parent}:{}",
+            printable_address(e),
+            cut.part,
+            crate::merge_trailers::VALUE_BYTES,
+            cut.bytes,
+            crate::record::printable(commit, 40),
+            crate::record::printable(&e.path, 200)
+        ));
+    }
     if let Some(cut) = cut {
         let part = if matches!(cut.part.as_str(), "dropped" | "kept") { format!("{} value", cut.part) } else { cut.part.clone() };
         let side = side_name(&e.labels, e.rebase, if e.dropped_from == "ours" { Side::Ours } else { Side::Theirs });
         return Some(format!(
-            "#{}'s {part} was logged cut ({} bytes, past the merge log's bound), so it cannot be restored; take the value from {} side of that merge",
-            e.seq,
+            "{}'s {part} was logged cut ({} bytes, past the merge log's bound), so it cannot be restored; take the value from {} side of that merge",
+            printable_address(e),
             cut.bytes,
             crate::record::printable(&possessive(&side), 200)
         ));
     }
     None
+}
+
+/// How `review` names an entry and `--restore` takes it: `#N` for this clone's log, `#HASH:N`
+/// for the N-th trailer of a merge commit.
+pub fn address(e: &Entry) -> String {
+    match &e.commit {
+        Some(c) => format!("{}:{}", &c[..c.len().min(12)], e.seq),
+        None => e.seq.to_string(),
+    }
+}
+
+fn printable_address(e: &Entry) -> String {
+    format!("#{}", crate::record::printable(&address(e), 60))
 }
 
 /// How `restore` ended: a refusal is an outcome (the file is untouched), not an error.
@@ -1052,6 +1166,22 @@ fn group_of(record: &str) -> Option<String> {
     Some(crate::record::render_entries(&kept, ":", ","))
 }
 
+/// An entry of `field` dropping `dropped` is about the status group (its values are objects of
+/// the group's keys).
+fn is_group(field: &str, dropped: Option<&str>) -> bool {
+    field == "status" && dropped.is_some_and(|d| d.trim_start().starts_with('{'))
+}
+
+/// The value a record (one line's text) holds for an entry's `field` (dotted), as JSON; for a
+/// grouped status entry (see `dropped`), the group's keys as an object. `None` when absent.
+pub fn value_in_record(record: &str, field: &str, dropped: Option<&str>) -> Option<String> {
+    if is_group(field, dropped) {
+        group_of(record)
+    } else {
+        value_at(record, &field.split('.').collect::<Vec<_>>())
+    }
+}
+
 /// `bd-merge review --restore N`: puts entry `seq`'s dropped value back into the issues file at
 /// `file`, as a new edit (its `updated_at` ticked past the current one and never earlier than the
 /// clock), every other record byte for byte. Refuses when the record's field no longer holds the
@@ -1069,6 +1199,13 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
     let Some(entry) = found.pop() else {
         return refuse(format!("no entry #{seq} in the merge log ({}); list them with `bd-merge review`", dir.join(LOG_NAME).display()));
     };
+    restore_entry(entry, file)
+}
+
+/// Puts `entry`'s dropped value back into the issues file at `file` (see [`restore`]); the
+/// entry's `kept` is what the field must still hold.
+pub fn restore_entry(entry: Entry, file: &Path) -> Result<RestoreOutcome> {
+    let refuse = |why: String| Ok(RestoreOutcome::Refused(why));
     if let Some(why) = not_restorable(&entry) {
         return refuse(why);
     }
@@ -1093,9 +1230,9 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
     crate::record::RawObject::parse_str(line).map_err(|e| anyhow::anyhow!("{}, line {}: {e}", file.display(), split.lines[at].number))?;
     let go_style = crate::record::uses_go_escapes(&content);
     let (kept, dropped) = (entry.kept.as_deref().map(RawValue::get), entry.dropped.as_deref().map(RawValue::get));
-    let group = entry.field == "status" && dropped.is_some_and(|d| d.trim_start().starts_with('{'));
+    let group = is_group(&entry.field, dropped);
     let path: Vec<&str> = entry.field.split('.').collect();
-    let current = if group { group_of(line) } else { value_at(line, &path) };
+    let current = value_in_record(line, &entry.field, dropped);
     if same_json(current.as_deref(), dropped) {
         return refuse(format!("{}: {label}: {field} already has the dropped value; nothing to restore", file.display()));
     }
@@ -1194,6 +1331,7 @@ mod tests {
             detail: String::new(),
             cut: Vec::new(),
             omitted: 0,
+            commit: None,
         }
     }
 

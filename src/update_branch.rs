@@ -13,7 +13,9 @@
 //! checkout is usually shallow and holds only the pull request's branch, so the base is fetched
 //! from the branch's remote when missing, and the history deepened step by step until the two
 //! branches' merge base is found. The result is a merge commit whose message lists the issues
-//! merged field by field and every value the driver overrode; after it, the service's own merge
+//! merged field by field and every value the driver overrode, each decision also as a trailer
+//! (see [`crate::merge_trailers`]) so that `bd-merge review` in any clone can list and restore
+//! it; after it, the service's own merge
 //! of the pull request is a fast line merge with no conflict in the issues file.
 
 use std::ffi::OsString;
@@ -82,6 +84,14 @@ impl UpdateOutcome {
     }
 }
 
+/// The command name update-branch's driver runs log under (and its trailers are read back as).
+const UPDATE_COMMAND: &str = crate::merge_trailers::COMMAND;
+
+/// The highest sequence number in the merge log at `dir` (0 when empty or unreadable).
+fn last_seq(dir: &Path) -> u64 {
+    crate::merge_log::read_all(dir).ok().and_then(|all| all.iter().map(|e| e.seq).max()).unwrap_or(0)
+}
+
 /// How many times a shallow clone is deepened (doubling each time from 64 commits) before the
 /// whole history is fetched.
 const DEEPEN_STEPS: u32 = 8;
@@ -108,6 +118,8 @@ pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
     }
     let merge_base = git(repo, &["merge-base", "HEAD", &base])?;
     let issues = issues_changed_on_both_sides(repo, &merge_base, &base)?;
+    let log_dir = crate::merge_log::log_dir(repo);
+    let logged_before = log_dir.as_deref().map(last_seq).unwrap_or(0);
     let (clean, overridden) = merge(repo, options, &base)?;
     if !clean {
         let files = git(repo, &["diff", "--name-only", "--diff-filter=U"])?.lines().map(str::to_owned).collect();
@@ -123,7 +135,24 @@ pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
             problems.join("\n  ")
         );
     }
-    let message = commit_message(options, &branch, &issues, &overridden);
+    // This merge's decisions, from the log its driver runs appended to: the log of a CI clone is
+    // thrown away with it, so the merge commit carries them as trailers.
+    let decisions: Vec<crate::merge_log::Entry> = match &log_dir {
+        Some(dir) => crate::merge_log::read_all(dir)?
+            .into_iter()
+            .filter(|e| e.seq > logged_before && e.command == UPDATE_COMMAND && e.head.as_deref() == Some(head.as_str()))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut message = commit_message(options, &branch, &issues, &overridden);
+    let trailers = crate::merge_trailers::trailers(&decisions);
+    if !trailers.is_empty() {
+        message.push('\n');
+        for t in trailers {
+            message.push_str(&t);
+            message.push('\n');
+        }
+    }
     commit(repo, &message)?;
     let commit = git(repo, &["rev-parse", "HEAD"])?;
     if options.push {
@@ -285,7 +314,7 @@ fn merge(repo: &Path, options: &UpdateOptions, base: &str) -> Result<(bool, Vec<
     }
     cmd.args(["merge", "--no-ff", "--no-commit", "--no-verify", "--quiet", "--end-of-options", base])
         .current_dir(repo)
-        .env(crate::merge_log::COMMAND_ENV, "bd-merge update-branch")
+        .env(crate::merge_log::COMMAND_ENV, UPDATE_COMMAND)
         .stdin(Stdio::null());
     let out = cmd.output().context("running git merge (is git installed?)")?;
     let stderr = String::from_utf8_lossy(&out.stderr);

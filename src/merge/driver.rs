@@ -181,6 +181,7 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             if !report.reports.is_empty() || !report.renames.is_empty() {
                 log(options, &merge_options, &mut report);
             }
+            name_renamed_sides(&mut report);
             report
         }
         Err(reason) => {
@@ -237,6 +238,19 @@ fn log(options: &DriverOptions, merge_options: &MergeOptions, report: &mut Drive
     if options.log.is_some() {
         if let Some(warning) = crate::merge_log::record(&ctx, &report.reports, &report.renames, Some(merge_options.policy)) {
             report.warnings.push(warning);
+        }
+    }
+}
+
+/// The engine's rename warnings name the sides `ours` / `theirs`; the driver's report names them
+/// as its title lines do ([`crate::merge_log::describe`]): git's labels, and in a rebase
+/// upstream and your commit.
+fn name_renamed_sides(report: &mut DriverReport) {
+    for rename in &report.renames {
+        let plain = rename.warning(&rename.side.to_string(), &rename.side.other().to_string());
+        let name = |side| crate::record::printable(&crate::merge_log::side_name(&report.labels, report.rebase, side), 200);
+        if let Some(w) = report.warnings.iter_mut().find(|w| **w == plain) {
+            *w = rename.warning(&name(rename.side), &name(rename.side.other()));
         }
     }
 }

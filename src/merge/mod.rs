@@ -191,6 +191,20 @@ pub struct Rename {
     pub side: Side,
 }
 
+impl Rename {
+    /// The warning a merge gives about this rename, naming the renamed side `moved` and the side
+    /// that kept the id `kept`: the engine says `theirs` / `ours`, the driver the names git gave
+    /// the sides (in a rebase, upstream and your commit), as its other report lines do.
+    pub fn warning(&self, moved: &str, kept: &str) -> String {
+        format!(
+            "{}: two different issues were created under this id; the one from {moved} (created later) is now {}, with the references {moved} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs `br sync --merge`)",
+            key_label(&self.from),
+            key_label(&self.to),
+            key_label(&self.from),
+        )
+    }
+}
+
 /// A finished structural merge: the merged lines (borrowing the inputs where unchanged), ready to
 /// be written.
 #[derive(Debug, Clone)]
@@ -1104,16 +1118,9 @@ impl<'m, 'a> Merger<'m, 'a> {
                 whole_from.insert(kept, c.later.other());
             }
             moved[c.later.index()].insert(c.id.clone(), to.clone());
-            let kept = c.later.other();
-            self.warnings.push(format!(
-                "{}: two different issues were created under this id; the one from {} (created later) is now {}, with the references {} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs `br sync --merge`)",
-                key_label(&c.id),
-                c.later,
-                key_label(&to),
-                c.later,
-                key_label(&c.id),
-            ));
-            self.renames.push(Rename { from: c.id.clone(), to, side: c.later });
+            let rename = Rename { from: c.id.clone(), to, side: c.later };
+            self.warnings.push(rename.warning(&c.later.to_string(), &c.later.other().to_string()));
+            self.renames.push(rename);
         }
         if moved.iter().all(FxHashMap::is_empty) {
             return;

@@ -454,3 +454,48 @@ fn regression_update_branch_pushed_an_issues_file_with_an_id_on_two_lines() {
     assert_eq!(git(&pr, &["rev-parse", "HEAD"]), head, "nothing was committed");
     assert_eq!(git(&pr, &["status", "--porcelain"]), "", "the work tree is as it was");
 }
+
+/// Retitles bd-5 on `branch` of the scenario's remote, stamped `at`.
+fn retitle_five(s: &Scenario, branch: &str, title: &str, at: &str) {
+    let now = git(&s.remote(), &["show", &format!("{branch}:{FILE}")]);
+    let five = hosted("bd-5").title("Five").updated("2025-11-01T10:00:00Z").line();
+    assert!(now.contains(&five), "{now}");
+    let retitled = format!("{}\n", now.replace(&five, &hosted("bd-5").title(title).updated(at).line()));
+    push_commit(s, branch, &[(FILE, &retitled)], &format!("retitle bd-5 on {branch}"));
+}
+
+#[test]
+fn regression_update_branch_kept_its_overrides_only_in_the_ci_clones_log() {
+    let s = Scenario::new(false);
+    retitle_five(&s, "topic", "Five on topic", "2025-11-04T10:00:00Z");
+    retitle_five(&s, "main", "Five on main", "2025-11-05T10:00:00Z");
+    let ci = s.shallow_clone("ci", "topic");
+    let out = run(hermetic(bin("bd-merge")).current_dir(&ci).args(["update-branch", "main", "--push"]));
+    assert!(out.status.success(), "update-branch:\n{}", text(&out));
+
+    // The merge commit carries each decision as a trailer git itself parses.
+    let fresh = s.root.path().join("fresh");
+    git(s.root.path(), &["clone", "-q", "--branch", "topic", &s.url(), fresh.to_str().expect("utf8")]);
+    let message = fresh.join("message.txt");
+    std::fs::write(&message, git(&fresh, &["log", "-1", "--format=%B"])).expect("write");
+    let trailers = git(&fresh, &["interpret-trailers", "--parse", message.to_str().expect("utf8")]);
+    assert!(trailers.lines().any(|l| l == r#"Beads-Overridden: bd-5 title kept=theirs dropped="Five on topic""#), "{trailers}");
+
+    // A clone that never ran the merge reviews it from the commit and restores the value.
+    let commit = git(&fresh, &["rev-parse", "HEAD"]);
+    let review = run(hermetic(bin("bd-merge")).current_dir(&fresh).arg("review"));
+    let listed = String::from_utf8_lossy(&review.stdout).into_owned();
+    assert!(review.status.success(), "review: {}", text(&review));
+    assert!(listed.contains(&format!("from commit {}", &commit[..12])) && listed.contains("\"Five on topic\""), "{listed}");
+    let restore = listed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("put it back: bd-merge review --restore "))
+        .unwrap_or_else(|| panic!("a restorable entry: {listed}"))
+        .to_owned();
+    let out = run(hermetic(bin("bd-merge")).current_dir(&fresh).args(["review", "--restore", &restore]));
+    assert!(out.status.success(), "restore {restore}: {}", text(&out));
+    let file = std::fs::read_to_string(fresh.join(FILE)).expect("read");
+    let five = &records(&file)["bd-5"];
+    assert_eq!(five["title"], "Five on topic");
+    assert_eq!(five["updated_at"], "2025-11-05T10:00:01Z", "ticked past the merged stamp");
+}

@@ -504,3 +504,88 @@ fn dedupe_of_two_children_created_under_one_id_logs_the_rename() {
     assert_eq!((e["labels"]["ours"].as_str(), e["labels"]["theirs"].as_str()), (Some("the copy on line 2"), Some("the copy on line 3")));
     assert!(text(&repo.read(FILE)).contains(r#""id":"bd-1.2","title":"Later subtask""#));
 }
+
+/// A repository with `bd-sync install`'s hooks and committed attributes, where a plain union
+/// merge left two copies of bd-1 that `bd-merge dedupe` then merged (one title dropped, logged)
+/// and the result was committed.
+fn installed_and_deduped() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
+    let out = bd_sync(repo.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "install"]);
+    repo.commit_file(
+        FILE,
+        &jsonl(&[
+            titled("bd-1", "Copy one").updated("2025-11-02T10:00:00Z").line(),
+            titled("bd-1", "Copy two").updated("2025-11-03T10:00:00Z").line(),
+        ]),
+        "left by merge=union",
+    );
+    let out = bd_merge(repo.path(), &["dedupe"]);
+    assert!(out.status.success(), "dedupe: {}", text(&out.stderr));
+    repo.git(&["commit", "-q", "-am", "dedupe"]);
+    assert_eq!(log_entries(repo.path()).len(), 1, "dedupe logged the title it dropped");
+    repo
+}
+
+#[test]
+fn regression_a_fast_forward_after_dedupe_announced_the_dedupes_overrides() {
+    let repo = installed_and_deduped();
+    repo.git(&["checkout", "-q", "-b", "ahead"]);
+    repo.commit_file("README", b"notes\n", "readme");
+    repo.git(&["checkout", "-q", "main"]);
+    let ff = repo.git_output(&["merge", "--ff-only", "ahead"]);
+    assert!(ff.status.success(), "{}", text(&ff.stderr));
+    assert!(!text(&ff.stderr).contains("chose for you"), "a fast-forward merged nothing: {}", text(&ff.stderr));
+    // An amend rewrites a commit but merges nothing either.
+    let amend = repo.git_output(&["commit", "-q", "--amend", "-m", "readme, amended"]);
+    assert!(amend.status.success(), "{}", text(&amend.stderr));
+    assert!(!text(&amend.stderr).contains("chose for you"), "{}", text(&amend.stderr));
+}
+
+#[test]
+fn regression_a_merge_after_dedupe_counted_the_dedupes_overrides_as_its_own() {
+    let repo = installed_and_deduped();
+    let now = text(&repo.read(FILE));
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, now.replace("Copy two", "Side title").replace("2025-11-03T10", "2025-11-04T10").as_bytes(), "side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, now.replace("Copy two", "Main title").replace("2025-11-03T10", "2025-11-05T10").as_bytes(), "main");
+    let merged = repo.git_output(&["merge", "--no-edit", "side"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let stderr = text(&merged.stderr);
+    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(stderr.matches("chose for you").count(), 1, "{stderr}");
+    assert!(stderr.contains(announced), "only this merge's override: {stderr}");
+}
+
+#[test]
+fn regression_the_rename_warning_of_a_rebase_called_your_commit_theirs() {
+    let upstream = TestRepo::new();
+    upstream.register_merge_driver("");
+    let epic = titled("bd-1", "Epic").updated("2025-11-01T10:00:00Z").line();
+    upstream.commit_file(FILE, &jsonl(std::slice::from_ref(&epic)), "base");
+    let clone = TestRepo { dir: tempfile::tempdir().expect("temp dir") };
+    run(hermetic("git").args(["clone", "-q"]).arg(upstream.path()).arg(clone.path()));
+    clone.register_merge_driver_config();
+    let child = |title: &str, created: &str| {
+        titled("bd-1.1", title)
+            .updated(created)
+            .line()
+            .replace("\"created_at\":\"2025-11-01T10:00:00Z\"", &format!("\"created_at\":\"{created}\""))
+    };
+    clone.commit_file(FILE, &jsonl(&[epic.clone(), child("My subtask", "2025-11-02T10:00:00Z")]), "my subtask");
+    upstream.commit_file(FILE, &jsonl(&[epic, child("Upstream subtask", "2025-11-02T09:00:00Z")]), "upstream subtask");
+    let out = clone.git_output(&["pull", "--rebase", "-q"]);
+    assert!(out.status.success(), "pull --rebase: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let warning =
+        stderr.lines().find(|l| l.contains("two different issues were created under this id")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        warning.contains("the one from your commit ") && warning.contains("stays the one from upstream (origin/main)"),
+        "the rename names the sides as the title line does: {warning}"
+    );
+    assert!(!warning.contains("theirs") && !warning.contains("ours"), "{warning}");
+}

@@ -153,6 +153,6 @@ fn options(cli: &Args) -> anyhow::Result<DriverOptions> {
         detect_conflict_style: true,
         merge: MergeOptions { policy: cli.conflict.into(), markers, ..MergeOptions::default() },
         append_only: cli.append,
-        log: Some("bd-merge".to_owned()),
+        log: Some(beads_git::merge_log::DRIVER_COMMAND.to_owned()),
     })
 }

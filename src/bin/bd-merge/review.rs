@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use beads_git::merge_log;
+
 use crate::default_issues_file;
 
 #[derive(clap::Args, Debug)]
@@ -20,9 +22,10 @@ pub(crate) struct Args {
     /// Typed JSON on stdout, an array of log entries (shape in the README).
     #[arg(long)]
     pub(crate) json: bool,
-    /// Put entry N's dropped value back into the working issues file, as a new edit to commit.
+    /// Put entry N's dropped value back into the working issues file, as a new edit to commit;
+    /// HASH:N for the N-th decision a merge commit carries as a trailer (update-branch's).
     #[arg(long, value_name = "N", conflicts_with_all = ["last", "since", "id", "json"])]
-    restore: Option<u64>,
+    restore: Option<String>,
     /// The issues file --restore edits [default: the repository's .beads/issues.jsonl].
     #[arg(long, value_name = "PATH", requires = "restore")]
     file: Option<PathBuf>,
@@ -30,11 +33,14 @@ pub(crate) struct Args {
     /// it last printed, nothing otherwise.
     #[arg(long, hide = true, conflicts_with_all = ["last", "since", "id", "json", "restore"])]
     announce: bool,
+    /// With --announce: the hook's first argument (post-merge's squash flag, post-rewrite's
+    /// `amend` or `rebase`), when the hook could pass it on.
+    #[arg(hide = true, requires = "announce", allow_hyphen_values = true)]
+    hook_arg: Option<String>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { last, since, id, json, restore, file, announce } = args;
-    use beads_git::merge_log;
+    let Args { last, since, id, json, restore, file, announce, hook_arg } = args;
     let cwd = std::env::current_dir()?;
     let Some(dir) = merge_log::log_dir(&cwd) else {
         if announce {
@@ -43,20 +49,30 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("not in a git repository: the merge log lives in the repository's git directory");
     };
     if announce {
-        if let Some(line) = merge_log::announce(&dir)? {
+        let event = merge_log::HookEvent::from_arg(hook_arg.as_deref().filter(|a| !a.is_empty()));
+        if let Some(line) = merge_log::announce(&dir, &cwd, event)? {
             eprintln!("{line}");
         }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(n) = restore {
         let file = default_issues_file(file.as_ref())?;
-        return Ok(match merge_log::restore(&dir, n, &file)? {
+        let outcome = match n.parse::<u64>() {
+            Ok(seq) => merge_log::restore(&dir, seq, &file)?,
+            Err(_) => restore_from_commit(&cwd, &n, &file)?,
+        };
+        return Ok(match outcome {
             merge_log::RestoreOutcome::Restored(done) => {
                 eprintln!(
-                    "bd-merge: {}: {}: {} restored from the merge log (#{n}){}; commit it like any edit",
+                    "bd-merge: {}: {}: {} restored from {}{}; commit it like any edit",
                     beads_git::record::printable(&done.path, 400),
                     beads_git::record::printable(&done.id, 200),
                     beads_git::record::printable(&done.field, 200),
+                    if n.parse::<u64>().is_ok() {
+                        format!("the merge log (#{n})")
+                    } else {
+                        format!("a merge commit's trailer (#{})", beads_git::record::printable(&n, 80))
+                    },
                     done.updated_at.map(|u| format!(", updated_at {u}")).unwrap_or_default()
                 );
                 ExitCode::SUCCESS
@@ -70,15 +86,56 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let now = beads_git::timestamp::merge_now()?;
     let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
     let all = merge_log::read_all(&dir)?;
-    let shown = merge_log::select(all.clone(), &merge_log::Filter { last, since, id });
+    let listed = with_commit_trailers(&cwd, all.clone());
+    let shown = merge_log::select(listed, &merge_log::Filter { last, since, id });
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         print!("{}", merge_log::render(&shown));
     }
     // Listing them is reviewing them: `bd-sync check` stops mentioning what was shown.
-    if let Err(e) = merge_log::mark_reviewed(&dir, &all, &shown) {
+    let shown_here: Vec<merge_log::Entry> = shown.into_iter().filter(|e| e.commit.is_none()).collect();
+    if let Err(e) = merge_log::mark_reviewed(&dir, &all, &shown_here) {
         eprintln!("bd-merge: warning: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The local log's entries (oldest first) with the decisions that `update-branch` merge commits
+/// in HEAD's history carry as trailers, in time order; a trailer this clone's own log already
+/// holds (update-branch ran here) is listed once. A history that cannot be read costs the
+/// trailers alone, with a warning.
+fn with_commit_trailers(cwd: &std::path::Path, local: Vec<beads_git::merge_log::Entry>) -> Vec<beads_git::merge_log::Entry> {
+    let from_commits = match beads_git::merge_trailers::from_history(cwd) {
+        Ok(entries) => entries,
+        Err(e) => {
+            eprintln!("bd-merge: warning: {}", beads_git::record::printable_lines(&format!("{e:#}")));
+            return local;
+        }
+    };
+    let here = |t: &beads_git::merge_log::Entry| {
+        local.iter().any(|e| e.command == t.command && e.head == t.head && e.id == t.id && e.field == t.field)
+    };
+    let fresh: Vec<_> = from_commits.into_iter().filter(|t| !here(t)).collect();
+    if fresh.is_empty() {
+        return local;
+    }
+    let mut all = local;
+    all.extend(fresh);
+    let at = |e: &beads_git::merge_log::Entry| beads_git::timestamp::parse(&e.time).map(|t| (t.seconds, t.nanos));
+    all.sort_by_key(at);
+    all
+}
+
+/// `--restore HASH:N`: the N-th trailer decision of a merge commit in HEAD's history, restored
+/// as the local log's entries are (the field must still hold what the merge commit holds).
+fn restore_from_commit(cwd: &std::path::Path, address: &str, file: &std::path::Path) -> anyhow::Result<merge_log::RestoreOutcome> {
+    let entries = beads_git::merge_trailers::from_history(cwd)?;
+    let mut entry = match beads_git::merge_trailers::find(&entries, address) {
+        Ok(e) => e.clone(),
+        Err(why) => return Ok(merge_log::RestoreOutcome::Refused(why)),
+    };
+    let kept = beads_git::merge_trailers::kept_at_commit(cwd, &entry)?;
+    entry.kept = kept.and_then(|k| serde_json::value::RawValue::from_string(k).ok());
+    merge_log::restore_entry(entry, file)
 }
