@@ -208,7 +208,7 @@ code=$(block cron)
 code=${code//'http://localhost:8080'/$url}
 (cd "$work/teammate" && sh -exc "$(printf '%s\n' "$code" | grep -v '^#')")
 cron_line=$(printf '%s\n' "$code" | sed -n 's/^# \* \* \* \* \* //p')
-cron_line=${cron_line//'path/to/your/project'/$work/teammate}
+cron_line=${cron_line//'/path/to/your/project'/$work/teammate}
 [ -n "$cron_line" ] || { echo "newcomer: the cron block has no crontab line" >&2; exit 1; }
 echo "cron: $cron_line"
 env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "$cron_line"
