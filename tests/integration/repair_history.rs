@@ -158,8 +158,12 @@ fn without_history_dedupe_and_resolve_say_so_and_log_every_field_they_decided() 
     let stderr = text(&out.stderr);
     assert!(stderr.contains(FALLBACK) && stderr.contains("empty base"), "{stderr}");
     let entries = review_json(fresh.path());
-    let fields: Vec<(&str, &str)> = entries.iter().map(|e| (e["command"].as_str().unwrap_or(""), e["field"].as_str().unwrap_or(""))).collect();
+    let fields: Vec<(&str, &str)> =
+        entries.iter().map(|e| (e["command"].as_str().unwrap_or(""), e["field"].as_str().unwrap_or(""))).collect();
     assert!(fields.contains(&("bd-merge dedupe", "status")), "review lists the decided status: {fields:?}");
+    // The claim's assignee was kept by a field rule (one copy lacks it), not the policy: still a
+    // decision, listed so the other copy's value can be restored.
+    assert!(fields.contains(&("bd-merge dedupe", "assignee")), "review lists every field decided: {fields:?}");
     assert!(text(&bd_merge(fresh.path(), &["review"]).stdout).contains("status"));
 
     let with_markers = markers_committed().read(FILE);
@@ -226,7 +230,7 @@ fn dedupe_with_history_takes_linear_time() {
         assert_eq!((last["status"].as_str(), last["priority"].as_u64()), (Some("in_progress"), Some(0)));
         took
     };
-    let small = timed(2_000);
-    let large = timed(8_000);
+    let small = timed(500);
+    let large = timed(2_000);
     assert!(large < small * 8, "4x the issues took {large:?} against {small:?}");
 }
