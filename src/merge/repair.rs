@@ -236,11 +236,62 @@ fn resolve_sides(
         append_only: false,
         log: Some("bd-merge resolve".to_owned()),
     };
-    let report = driver::run(&driver_options)?;
+    let mut report = driver::run(&driver_options)?;
+    if matches!(history, History::Missing(_)) && report.exit_code() == 0 {
+        log_rule_decisions(options, &[&base, &ours, &theirs], &mut report);
+    }
     if options.stage && report.exit_code() == 0 {
         git(top, &["add", "--", rel])?;
     }
     Ok(Resolution::Merged { sides, report: Some(report), history })
+}
+
+/// Without history, a record both sides hold and the base lacks (a plain hunk's) was merged
+/// against an empty base: every field on which a side differs from the result was decided, by the
+/// policy (already logged by the driver) or by a field rule (a value one side lacks kept, sets
+/// joined). The latter are logged here too, so `review` lists every field decided.
+fn log_rule_decisions(options: &ResolveOptions, [base, ours, theirs]: &[&Vec<u8>; 3], report: &mut DriverReport) {
+    let Ok(result) = crate::jsonl::read(&options.path) else { return };
+    let lines_by_key = |content: &[u8]| -> std::collections::HashMap<String, Vec<u8>> {
+        Jsonl::split(content)
+            .lines
+            .iter()
+            .filter_map(|l| Some((Key::into_string_key(record_key(l.bytes).ok()?).into_owned(), l.bytes.to_vec())))
+            .collect()
+    };
+    let (base, ours, theirs, result) = (lines_by_key(base), lines_by_key(ours), lines_by_key(theirs), lines_by_key(&result));
+    let mut extra = Vec::new();
+    for (key, o) in &ours {
+        let (Some(t), Some(merged)) = (theirs.get(key), result.get(key)) else { continue };
+        if base.contains_key(key) || o == t {
+            continue;
+        }
+        let reported: Vec<(super::Report, merge_log::Labels)> =
+            report.reports.iter().filter(|r| &r.id == key).map(|r| (r.clone(), report.labels.clone())).collect();
+        // Each side's values the result does not hold: the kept value is the other side's (or
+        // both sides' joined).
+        for (side, copy) in [(super::Side::Ours, o), (super::Side::Theirs, t)] {
+            let mut found = reported.clone();
+            log_every_difference(&[copy], merged, &[0], &mut found);
+            extra.extend(found.into_iter().skip(reported.len()).map(|(mut r, _)| {
+                r.resolution.kept = side.other();
+                r.resolution.reason = "no base: both sides were merged field by field against an empty base".to_owned();
+                r
+            }));
+        }
+    }
+    if extra.is_empty() {
+        return;
+    }
+    let Some(ctx) = merge_log::Context::detect(Path::new("."), "bd-merge resolve", &display_path(options), None, None) else { return };
+    let ctx = merge_log::Context { labels: report.labels.clone(), ..ctx };
+    if let Some(w) = merge_log::record(&ctx, &extra, &[], Some(options.merge.policy)) {
+        report.warnings.push(w);
+    }
+}
+
+fn display_path(options: &ResolveOptions) -> String {
+    options.path.display().to_string()
 }
 
 /// The merge options with the sides labelled as git labels them, when the caller gave no labels:

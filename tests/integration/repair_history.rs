@@ -174,10 +174,12 @@ fn without_history_dedupe_and_resolve_say_so_and_log_every_field_they_decided() 
     let stderr = text(&out.stderr);
     assert!(stderr.contains(FALLBACK) && stderr.contains("empty base"), "{stderr}");
     let entries = review_json(fresh.path());
-    assert!(
-        entries.iter().any(|e| e["command"].as_str() == Some("bd-merge resolve") && e["field"].as_str() == Some("status")),
-        "{entries:?}"
-    );
+    for field in ["status", "assignee"] {
+        assert!(
+            entries.iter().any(|e| e["command"].as_str() == Some("bd-merge resolve") && e["field"].as_str() == Some(field)),
+            "review lists {field}: {entries:?}"
+        );
+    }
 }
 
 #[test]
