@@ -63,6 +63,7 @@ impl History {
 
 /// What `resolve` found (and, unless checking, did).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per `resolve` run, returned once
 pub enum Resolution {
     /// No index stages and no conflict markers: nothing to resolve.
     NothingToDo,
