@@ -10,6 +10,7 @@
 pub mod derived;
 pub mod driver;
 pub mod field;
+pub mod producing;
 pub mod rename;
 pub mod repair;
 mod sorted;

@@ -6,12 +6,19 @@
 //! the file (diff3/zdiff3 markers carry the base; plain markers are merged against an empty base
 //! for their hunks; lines outside hunks are common to all three), and merges them exactly as the
 //! driver would have. `dedupe` turns an id left on several lines into one record.
+//!
+//! Markers and copies in a committed file have lost their base, so both repairs first look for
+//! the merge commit that produced the file ([`super::producing`]) and, when the working file is
+//! still that commit's, redo its merge from the parents and their merge base, exactly as the
+//! driver would have merged them. Only without such history do they merge against an empty base,
+//! and then they say why ([`History::Missing`]) and log every value they dropped.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use super::driver::{self, Destination, DriverOptions, DriverReport};
+use super::producing::{self, Made, NoHistory};
 use super::{merge, rename, MergeOptions};
 use crate::git::run as git;
 use crate::jsonl::{self, Jsonl};
@@ -25,10 +32,38 @@ pub enum Sides {
     IndexStages,
     /// The conflict markers in the file.
     ConflictMarkers,
+    /// The parents of the merge commit that committed the markers, and their merge base.
+    MergeCommit,
+}
+
+/// Whether a repair found the history that produced the file, and what came of it.
+#[derive(Debug, Clone)]
+pub enum History {
+    /// Not looked for: git's index stages are the real sides, `--check` only reports, or there was
+    /// nothing to repair.
+    NotNeeded,
+    /// The producing merge was redone from its parents and their merge base.
+    Used {
+        /// The merge commit, abbreviated.
+        commit: String,
+        /// The parents' merge base, abbreviated.
+        merge_base: String,
+        /// The parents' names.
+        labels: merge_log::Labels,
+    },
+    /// No usable history: the repair merged against an empty base, for this reason.
+    Missing(NoHistory),
+}
+
+impl History {
+    fn used(found: &producing::MergeHistory) -> History {
+        History::Used { commit: found.commit.clone(), merge_base: found.merge_base.clone(), labels: found.labels.clone() }
+    }
 }
 
 /// What `resolve` found (and, unless checking, did).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per `resolve` run, returned once
 pub enum Resolution {
     /// No index stages and no conflict markers: nothing to resolve.
     NothingToDo,
@@ -38,6 +73,8 @@ pub enum Resolution {
         sides: Sides,
         /// The merge's report (`None` under `check`).
         report: Option<DriverReport>,
+        /// For sides from conflict markers: whether the merge that committed them was redone.
+        history: History,
     },
 }
 
@@ -141,22 +178,47 @@ pub fn sides_from_markers(content: &[u8]) -> Result<Option<[Vec<u8>; 3]>> {
     Ok(Some([join(&sides[0]), join(&sides[1]), join(&sides[2])]))
 }
 
-/// `bd-merge resolve`.
+/// `bd-merge resolve`. Without index stages, the merge commit that committed the markers is
+/// redone from its parents and their merge base when the repository has it and the file is still
+/// that commit's; otherwise the sides come from the markers ([`History::Missing`] says why).
+/// `check` reads no history and changes nothing.
 pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
     let (top, rel) = in_repository(&options.path)?;
-    let (sides, [base, ours, theirs]) = match index_stages(&top, &rel)? {
-        Some([b, o, t]) => (Sides::IndexStages, [b.unwrap_or_default(), o.unwrap_or_default(), t.unwrap_or_default()]),
+    let (sides, three, history) = match index_stages(&top, &rel)? {
+        Some([b, o, t]) => (Sides::IndexStages, [b.unwrap_or_default(), o.unwrap_or_default(), t.unwrap_or_default()], History::NotNeeded),
         None => {
             let content = crate::jsonl::read(&options.path)?;
-            match sides_from_markers(&content).with_context(|| format!("{}", options.path.display()))? {
-                Some(sides) => (Sides::ConflictMarkers, sides),
-                None => return Ok(Resolution::NothingToDo),
+            let Some(from_markers) = sides_from_markers(&content).with_context(|| format!("{}", options.path.display()))? else {
+                return Ok(Resolution::NothingToDo);
+            };
+            if options.check {
+                return Ok(Resolution::Merged { sides: Sides::ConflictMarkers, report: None, history: History::NotNeeded });
+            }
+            match producing::find(&top, &rel, Made::ConflictMarkers, &content) {
+                Ok(found) => {
+                    let history = History::used(&found);
+                    (Sides::MergeCommit, [found.base, found.ours, found.theirs], history)
+                }
+                Err(why) => (Sides::ConflictMarkers, from_markers, History::Missing(why)),
             }
         }
     };
     if options.check {
-        return Ok(Resolution::Merged { sides, report: None });
+        return Ok(Resolution::Merged { sides, report: None, history });
     }
+    resolve_sides(options, &top, &rel, sides, three, history)
+}
+
+/// Merges the three sides `resolve` found over the file, as the driver would, logging what it
+/// dropped under `bd-merge resolve`.
+fn resolve_sides(
+    options: &ResolveOptions,
+    top: &Path,
+    rel: &str,
+    sides: Sides,
+    [base, ours, theirs]: [Vec<u8>; 3],
+    history: History,
+) -> Result<Resolution> {
     let scratch = tempfile::tempdir().context("creating a scratch directory")?;
     let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
         let p = scratch.path().join(name);
@@ -168,27 +230,86 @@ pub fn resolve(options: &ResolveOptions) -> Result<Resolution> {
         ours: write("ours.jsonl", &ours)?,
         theirs: write("theirs.jsonl", &theirs)?,
         destination: Destination::File(options.path.clone()),
-        path_name: Some(rel.clone()),
+        path_name: Some(rel.to_owned()),
         structural: true,
         detect_conflict_style: true,
-        merge: labelled(&top, sides, &options.merge),
+        merge: labelled(top, sides, &history, &options.merge),
         append_only: false,
         log: Some("bd-merge resolve".to_owned()),
     };
-    let report = driver::run(&driver_options)?;
-    if options.stage && report.exit_code() == 0 {
-        git(&top, &["add", "--", &rel])?;
+    let mut report = driver::run(&driver_options)?;
+    if matches!(history, History::Missing(_)) && report.exit_code() == 0 {
+        log_rule_decisions(options, &[&base, &ours, &theirs], &mut report);
     }
-    Ok(Resolution::Merged { sides, report: Some(report) })
+    if options.stage && report.exit_code() == 0 {
+        git(top, &["add", "--", rel])?;
+    }
+    Ok(Resolution::Merged { sides, report: Some(report), history })
+}
+
+/// Without history, a record both sides hold and the base lacks (a plain hunk's) was merged
+/// against an empty base: every field on which a side differs from the result was decided, by the
+/// policy (already logged by the driver) or by a field rule (a value one side lacks kept, sets
+/// joined). The latter are logged here too, so `review` lists every field decided.
+fn log_rule_decisions(options: &ResolveOptions, [base, ours, theirs]: &[&Vec<u8>; 3], report: &mut DriverReport) {
+    let Ok(result) = crate::jsonl::read(&options.path) else { return };
+    let lines_by_key = |content: &[u8]| -> std::collections::HashMap<String, Vec<u8>> {
+        Jsonl::split(content)
+            .lines
+            .iter()
+            .filter_map(|l| Some((Key::into_string_key(record_key(l.bytes).ok()?).into_owned(), l.bytes.to_vec())))
+            .collect()
+    };
+    let (base, ours, theirs, result) = (lines_by_key(base), lines_by_key(ours), lines_by_key(theirs), lines_by_key(&result));
+    let mut extra = Vec::new();
+    for (key, o) in &ours {
+        let (Some(t), Some(merged)) = (theirs.get(key), result.get(key)) else { continue };
+        if base.contains_key(key) || o == t {
+            continue;
+        }
+        let reported: Vec<(super::Report, merge_log::Labels)> =
+            report.reports.iter().filter(|r| &r.id == key).map(|r| (r.clone(), report.labels.clone())).collect();
+        // Each side's values the result does not hold: the kept value is the other side's (or
+        // both sides' joined).
+        for (side, copy) in [(super::Side::Ours, o), (super::Side::Theirs, t)] {
+            let mut found = reported.clone();
+            log_every_difference(&[copy], merged, &[0], &mut found);
+            extra.extend(found.into_iter().skip(reported.len()).map(|(mut r, _)| {
+                r.resolution.kept = side.other();
+                r.resolution.reason = "no base: both sides were merged field by field against an empty base".to_owned();
+                r
+            }));
+        }
+    }
+    if extra.is_empty() {
+        return;
+    }
+    let Some(ctx) = merge_log::Context::detect(Path::new("."), "bd-merge resolve", &display_path(options), None, None) else { return };
+    let ctx = merge_log::Context { labels: report.labels.clone(), ..ctx };
+    if let Some(w) = merge_log::record(&ctx, &extra, &[], Some(options.merge.policy)) {
+        report.warnings.push(w);
+    }
+}
+
+fn display_path(options: &ResolveOptions) -> String {
+    options.path.display().to_string()
 }
 
 /// The merge options with the sides labelled as git labels them, when the caller gave no labels:
 /// during a merge `HEAD` and the merged branch, during a rebase (or cherry-pick) the commit being
-/// applied, so the report lines and the merge log name them.
-fn labelled(top: &Path, sides: Sides, merge: &MergeOptions) -> MergeOptions {
+/// applied; from history, the merge commit's parents. So the report lines and the merge log name them.
+fn labelled(top: &Path, sides: Sides, history: &History, merge: &MergeOptions) -> MergeOptions {
     let mut merge = merge.clone();
     let default = super::Markers::default();
-    if sides != Sides::IndexStages || merge.markers.ours != default.ours || merge.markers.theirs != default.theirs {
+    if merge.markers.ours != default.ours || merge.markers.theirs != default.theirs {
+        return merge;
+    }
+    if let (Sides::MergeCommit, History::Used { labels, .. }) = (sides, history) {
+        merge.markers.ours.clone_from(&labels.ours);
+        merge.markers.theirs.clone_from(&labels.theirs);
+        return merge;
+    }
+    if sides != Sides::IndexStages {
         return merge;
     }
     if let Ok(name) = git(top, &["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"]) {
@@ -284,6 +405,106 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         out = fixed;
     }
     (out, done, warnings)
+}
+
+/// What `bd-merge dedupe` did to a file, with or without the history that produced it.
+#[derive(Debug)]
+pub struct DedupeRun {
+    /// The repaired file.
+    pub content: Vec<u8>,
+    /// Each id that stood on several lines (for the report lines).
+    pub done: Vec<Deduped>,
+    /// Warnings that did not stop the repair.
+    pub warnings: Vec<String>,
+    /// Whether the producing merge was redone.
+    pub history: History,
+    /// What the redone merge settled by policy (empty without history).
+    pub history_reports: Vec<super::Report>,
+    /// Issues the redone merge moved to a new id (empty without history).
+    pub history_renames: Vec<super::Rename>,
+    /// What merging copies against an empty base dropped: every copy's without history, and with
+    /// history only ids the parents themselves had on several lines.
+    copies_merged: Vec<Deduped>,
+    policy: super::ConflictPolicy,
+}
+
+/// `bd-merge dedupe` of the file at `path` holding `content`: when ids stand on several lines,
+/// looks for the merge commit that produced the file ([`producing::find`]) and, when the file is
+/// still that commit's, writes the parents' three-way merge (then merges any copies the parents
+/// already had); otherwise merges the copies against an empty base ([`dedupe`]) and says why in
+/// [`DedupeRun::history`]. Nothing is written: see [`log_dedupe_run`] for the merge log.
+pub fn dedupe_with_history(path: &Path, content: &[u8], options: &MergeOptions) -> DedupeRun {
+    let (out, done, warnings) = dedupe(content, options);
+    let fallback = |history, out, warnings, done: Vec<Deduped>| DedupeRun {
+        content: out,
+        done: done.clone(),
+        warnings,
+        history,
+        history_reports: Vec::new(),
+        history_renames: Vec::new(),
+        copies_merged: done,
+        policy: options.policy,
+    };
+    if done.is_empty() {
+        return fallback(History::NotNeeded, out, warnings, done);
+    }
+    let found = match in_repository(path) {
+        Err(_) => Err(NoHistory::NotARepository),
+        Ok((top, rel)) => producing::find(&top, &rel, Made::CopiesOfIds, content),
+    };
+    let found = match found {
+        Ok(found) => found,
+        Err(why) => return fallback(History::Missing(why), out, warnings, done),
+    };
+    let mut merge_options = options.clone();
+    merge_options.markers.ours.clone_from(&found.labels.ours);
+    merge_options.markers.theirs.clone_from(&found.labels.theirs);
+    if merge_options.now.is_none() {
+        merge_options.now = crate::timestamp::merge_now().ok();
+    }
+    let merged = match merge(&found.base, &found.ours, &found.theirs, &merge_options) {
+        Ok(m) if m.conflicts == 0 && m.written_twice.is_empty() => m,
+        Ok(_) => {
+            let reason = "the merge left records it could not write as one line".to_owned();
+            return fallback(History::Missing(NoHistory::Unmergeable { commit: found.commit.clone(), reason }), out, warnings, done);
+        }
+        Err(u) => {
+            let reason = u.to_string();
+            return fallback(History::Missing(NoHistory::Unmergeable { commit: found.commit.clone(), reason }), out, warnings, done);
+        }
+    };
+    // Copies the parents already had (older tools) are still merged as copies.
+    let (content, copies_merged, mut more) = dedupe(&merged.to_vec(), options);
+    let mut warnings: Vec<String> = merged.warnings.clone();
+    warnings.append(&mut more);
+    DedupeRun {
+        content,
+        done,
+        warnings,
+        history: History::used(&found),
+        history_reports: merged.reports.clone(),
+        history_renames: merged.renames.clone(),
+        copies_merged,
+        policy: options.policy,
+    }
+}
+
+/// Logs what a [`dedupe_with_history`] run dropped (under `bd-merge dedupe`, the redone merge's
+/// values labelled with the parents' names); `Some(warning)` when the log could not be written.
+pub fn log_dedupe_run(file: &Path, run: &DedupeRun) -> Option<String> {
+    let mut warnings = Vec::new();
+    if let History::Used { labels, .. } = &run.history {
+        if !run.history_reports.is_empty() || !run.history_renames.is_empty() {
+            let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if let Some(mut ctx) = merge_log::Context::detect(dir, "bd-merge dedupe", &file.display().to_string(), None, None) {
+                ctx.labels = labels.clone();
+                ctx.rebase = false;
+                warnings.extend(merge_log::record(&ctx, &run.history_reports, &run.history_renames, Some(run.policy)));
+            }
+        }
+    }
+    warnings.extend(log_dedupe(file, &run.copies_merged));
+    (!warnings.is_empty()).then(|| warnings.join("; "))
 }
 
 /// What every id's dedupe reads: the file, each line's key, the merge options, the file's escapes.
@@ -509,7 +730,46 @@ fn merge_copies(
             _ => return None,
         }
     }
+    log_every_difference(copies, &acc, lines, overridden);
     Some(acc)
+}
+
+/// Without a base, every field on which a copy differs from the merged record was decided, even
+/// where the field rules (not the policy) decided it: a value one copy lacks is kept, a set takes
+/// both copies' members. Each such field not already reported is logged against that copy, so
+/// `bd-merge review` lists it and `--restore` can put the copy's value back (`updated_at` is left
+/// out: the merge stamps it).
+fn log_every_difference(copies: &[&[u8]], merged: &[u8], lines: &[usize], overridden: &mut Vec<(super::Report, merge_log::Labels)>) {
+    let Ok(serde_json::Value::Object(merged)) = serde_json::from_slice::<serde_json::Value>(merged) else { return };
+    let id = merged.get("id").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+    let reported: std::collections::HashSet<String> = overridden.iter().map(|(r, _)| r.resolution.field.clone()).collect();
+    for (copy, &line) in copies.iter().zip(lines) {
+        let Ok(serde_json::Value::Object(copy)) = serde_json::from_slice::<serde_json::Value>(copy) else { continue };
+        let fields: Vec<&String> = merged.keys().chain(copy.keys().filter(|k| !merged.contains_key(*k))).collect();
+        for field in fields {
+            let (kept, dropped) = (merged.get(field), copy.get(field));
+            let skip = field == "updated_at"
+                || reported.contains(field)
+                || (reported.contains("status") && super::field::STATUS_GROUP.contains(&field.as_str()));
+            if kept == dropped || skip {
+                continue;
+            }
+            let json = |v: Option<&serde_json::Value>| v.map(serde_json::Value::to_string);
+            let excerpt = |v: &Option<String>| v.as_deref().map_or_else(|| "(absent)".to_owned(), |t| crate::record::printable(t, 45));
+            let (kept_json, dropped_json) = (json(kept), json(dropped));
+            let resolution = super::Resolution {
+                field: field.clone(),
+                kept: super::Side::Ours,
+                kept_value: excerpt(&kept_json),
+                other_value: excerpt(&dropped_json),
+                reason: "no base: the copies were merged field by field against an empty base".to_owned(),
+                kept_json,
+                dropped_json,
+            };
+            let labels = merge_log::Labels { ours: "the merged copies".to_owned(), theirs: format!("the copy on line {line}") };
+            overridden.push((super::Report { id: id.clone(), resolution }, labels));
+        }
+    }
 }
 
 /// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when

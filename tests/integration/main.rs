@@ -31,5 +31,6 @@ mod merge_git;
 mod merge_properties;
 mod queries;
 mod repair;
+mod repair_history;
 mod review;
 mod sync;

@@ -1,8 +1,10 @@
-//! `bd-merge dedupe`: merge every id that stands on several lines into one record.
+//! `bd-merge dedupe`: merge every id that stands on several lines into one record, redoing the
+//! merge that produced the copies when the repository still holds it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use beads_git::merge::repair::{Deduped, History};
 use beads_git::merge::MergeOptions;
 use beads_git::record::{escaped, escaped_path, printable_lines};
 
@@ -22,30 +24,47 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { path, check } = args;
     let path = default_issues_file(path.as_ref())?;
     let content = beads_git::jsonl::read(&path)?;
-    let (out, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
     let name = escaped_path(&path);
-    for w in &warnings {
-        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
-    }
-    for d in &done {
-        eprintln!(
-            "bd-merge: {name}: {}: {} copies on lines {:?} {} one record",
-            escaped(&d.id),
-            d.copies,
-            d.lines,
-            if check { "would become" } else { "became" }
-        );
-    }
     if check {
+        let (_, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
+        print(&name, &warnings, &done, "would become");
         return Ok(ExitCode::from(u8::from(!done.is_empty())));
     }
-    if out != content {
-        beads_git::jsonl::write_atomic(&path, &out)?;
-        if let Some(w) = repair::log_dedupe(&path, &done) {
-            eprintln!("bd-merge: {}: warning: {w}", path.display());
+    let run = repair::dedupe_with_history(&path, &content, &MergeOptions::default());
+    print(&name, &run.warnings, &run.done, "became");
+    match &run.history {
+        History::NotNeeded => {}
+        History::Used { commit, merge_base, labels } => {
+            for report in &run.history_reports {
+                eprintln!("bd-merge: {name}: {}", beads_git::merge_log::describe(report, labels, false));
+            }
+            eprintln!(
+                "bd-merge: {name}: the copies came from merge commit {commit}: redone as the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
+                escaped(&labels.ours),
+                escaped(&labels.theirs)
+            );
         }
-    } else if done.is_empty() {
+        History::Missing(why) => eprintln!(
+            "bd-merge: {name}: {}, so the copies were merged field by field against an empty base (newest wins what they disagree on); every field decided is in the merge log (`bd-merge review`)",
+            printable_lines(&why.to_string())
+        ),
+    }
+    if run.content != content {
+        beads_git::jsonl::write_atomic(&path, &run.content)?;
+        if let Some(w) = repair::log_dedupe_run(&path, &run) {
+            eprintln!("bd-merge: {name}: warning: {}", printable_lines(&w));
+        }
+    } else if run.done.is_empty() {
         eprintln!("bd-merge: {name}: no id on several lines");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print(name: &str, warnings: &[String], done: &[Deduped], verb: &str) {
+    for w in warnings {
+        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
+    }
+    for d in done {
+        eprintln!("bd-merge: {name}: {}: {} copies on lines {:?} {verb} one record", escaped(&d.id), d.copies, d.lines);
+    }
 }

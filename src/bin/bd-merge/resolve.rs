@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use beads_git::merge::MergeOptions;
-use beads_git::record::escaped_path;
+use beads_git::record::{escaped, escaped_path, printable_lines};
 
 use crate::driver::print_report;
 use crate::{common, default_issues_file};
@@ -29,7 +29,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    use beads_git::merge::repair::{self, Resolution, ResolveOptions, Sides};
+    use beads_git::merge::repair::{self, History, Resolution, ResolveOptions, Sides};
     let Args { path, conflict, stage, check, quiet } = args;
     let path = default_issues_file(path.as_ref())?;
     let options =
@@ -40,11 +40,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
             Ok(ExitCode::SUCCESS)
         }
-        Resolution::Merged { sides, report } => {
-            let from = match sides {
-                Sides::IndexStages => "git's index stages",
-                Sides::ConflictMarkers => "the conflict markers in the file",
+        Resolution::Merged { sides, report, history } => {
+            let from = match (sides, &history) {
+                (Sides::MergeCommit, History::Used { commit, merge_base, labels }) => format!(
+                    "merge commit {commit}, which committed the markers: the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
+                    escaped(&labels.ours),
+                    escaped(&labels.theirs)
+                ),
+                (Sides::IndexStages, _) => "git's index stages".to_owned(),
+                _ => "the conflict markers in the file".to_owned(),
             };
+            if let (Some(_), History::Missing(why)) = (&report, &history) {
+                eprintln!(
+                    "bd-merge: {name}: {}, so the sides were rebuilt from the conflict markers (a hunk without a base section merged field by field against an empty base); every field decided is in the merge log (`bd-merge review`)",
+                    printable_lines(&why.to_string())
+                );
+            }
             let Some(report) = report else {
                 eprintln!("bd-merge: {name}: needs resolving (sides from {from}): run `bd-merge resolve`");
                 return Ok(ExitCode::from(1));
