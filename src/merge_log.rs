@@ -75,6 +75,9 @@ const LINE_BYTES: usize = ROTATE_BYTES as usize;
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// `BD_MERGE_LOG_COMMAND` names the command a driver run works for (set by `update-branch`).
 pub const COMMAND_ENV: &str = "BD_MERGE_LOG_COMMAND";
+/// The longest value (its JSON text) an `update-branch` trailer holds whole (`merge_trailers`
+/// writes them; review names the bound when it cannot restore a cut one).
+pub const TRAILER_VALUE_BYTES: usize = 200;
 
 /// Why a value was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,7 +171,7 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
     /// Set when the entry was read from a trailer of this merge commit (`update-branch`'s, see
-    /// [`crate::merge_trailers`]), not from this clone's log; `seq` is then the trailer's
+    /// `merge_trailers`), not from this clone's log; `seq` is then the trailer's
     /// number within the commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -1059,7 +1062,7 @@ fn not_restorable(e: &Entry) -> Option<String> {
              take it from the merge's parent: git show {}^{parent}:{}",
             printable_address(e),
             cut.part,
-            crate::merge_trailers::VALUE_BYTES,
+            TRAILER_VALUE_BYTES,
             cut.bytes,
             crate::record::printable(commit, 40),
             crate::record::printable(&e.path, 200)

@@ -33,7 +33,7 @@ pub const RENAMED_KEY: &str = "Beads-Renamed";
 /// The trailer counting the decisions past [`MAX_TRAILERS`].
 pub const OMITTED_KEY: &str = "Beads-Omitted";
 /// The longest value (its JSON text) a trailer holds whole.
-pub const VALUE_BYTES: usize = 200;
+pub const VALUE_BYTES: usize = crate::merge_log::TRAILER_VALUE_BYTES;
 /// The most decisions one merge commit carries as trailers; the rest are counted.
 pub const MAX_TRAILERS: usize = 1000;
 /// How many of HEAD's merge commits (newest first) `review` reads the trailers of.
