@@ -22,6 +22,13 @@ use crate::timestamp;
 pub const STATUS_GROUP: &[&str] =
     &["status", "closed_at", "close_reason", "closed_by_session", "deleted_at", "deleted_by", "delete_reason", "original_type"];
 
+/// Volatile fields (SPEC §12): values an agent rewrites on every heartbeat (bd 1.1+ writes
+/// `heartbeat_at` and `lease_expires_at`). When both sides moved one, the later instant wins
+/// silently: never a conflict, never a merge-log entry, and a record that differs from a side only
+/// in these keys is not "merged from both sides" (no new `updated_at` stamp). This is the one list
+/// of them; add a key here and every rule follows.
+pub const VOLATILE: &[&str] = &["heartbeat_at", "lease_expires_at"];
+
 /// What the field rules need to know while merging one record.
 pub(crate) struct FieldCtx<'r> {
     /// The side the conflict policy picks for decisions the rules leave open.
@@ -182,6 +189,9 @@ fn merge_value<'a>(
     if same(ours, base) {
         return theirs.cloned();
     }
+    if top && VOLATILE.contains(&key) {
+        return later_volatile(ours, theirs).cloned();
+    }
     let path = if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
     let values = (base.map(|e| parse(&e.raw_value)), ours.map(|e| parse(&e.raw_value)), theirs.map(|e| parse(&e.raw_value)));
 
@@ -237,6 +247,33 @@ fn merge_value<'a>(
     match ctx.pick(&path, ours.map(|e| e.raw_value.as_ref()), theirs.map(|e| e.raw_value.as_ref())) {
         Side::Ours => ours.cloned(),
         Side::Theirs => theirs.cloned(),
+    }
+}
+
+/// Both sides moved a volatile value: the later instant wins (instants compared across offsets;
+/// values that are not timestamps by their JSON text, the greater wins). A side that dropped the
+/// key yields to the side that holds a value: a lease one side released while the other extended it
+/// stays held until the holder's next write says otherwise. Symmetric in the two sides.
+fn later_volatile<'e, 'a>(ours: Option<&'e Entry<'a>>, theirs: Option<&'e Entry<'a>>) -> Option<&'e Entry<'a>> {
+    let (Some(o), Some(t)) = (ours, theirs) else { return ours.or(theirs) };
+    let order = match (parse(&o.raw_value), parse(&t.raw_value)) {
+        (Value::String(a), Value::String(b)) => timestamp::compare(&a, &b),
+        (a, b) => a.to_string().cmp(&b.to_string()),
+    };
+    Some(if order.is_ge() { o } else { t })
+}
+
+/// `value` without its [`VOLATILE`] keys, for "does the merged record equal a side".
+pub(crate) fn without_volatile(value: &Value) -> Cow<'_, Value> {
+    match value {
+        Value::Object(map) if VOLATILE.iter().any(|k| map.contains_key(*k)) => {
+            let mut map = map.clone();
+            for k in VOLATILE {
+                map.remove(*k);
+            }
+            Cow::Owned(Value::Object(map))
+        }
+        _ => Cow::Borrowed(value),
     }
 }
 

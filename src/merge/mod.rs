@@ -929,8 +929,11 @@ impl<'m, 'a> Merger<'m, 'a> {
             // A record that equals neither side is newer than both (README, "The merge rules, in plain words").
             if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
-                if !writer::same_record(&value, &ours.value)
-                    && !writer::same_record(&value, &theirs.value)
+                // Volatile keys (heartbeats) alone never make a record newer than both sides.
+                let (value, o, t) =
+                    (field::without_volatile(&value), field::without_volatile(&ours.value), field::without_volatile(&theirs.value));
+                if !writer::same_record(&value, &o)
+                    && !writer::same_record(&value, &t)
                     && writer::bump_updated_at(&mut entries, &[stamp_of(&ours.value), stamp_of(&theirs.value)], now)
                 {
                     return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);
