@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::text::{merge_text_bounded, TextMerge};
 use super::{Resolution, Side};
-use crate::conventions::{array_order, identity, order_keys};
+use crate::conventions::{array_order, identity, order_keys, prefer_comment_id};
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
 
@@ -183,10 +183,10 @@ fn merge_value<'a>(
     prefix: &str,
     top: bool,
 ) -> Option<Entry<'a>> {
-    if same(ours, theirs) || same(theirs, base) {
+    if same(ours, theirs) || (same(theirs, base) && !(key == "comments" && renames_comments_back(theirs, ours))) {
         return ours.cloned();
     }
-    if same(ours, base) {
+    if same(ours, base) && !(key == "comments" && renames_comments_back(ours, theirs)) {
         return theirs.cloned();
     }
     if top && VOLATILE.contains(&key) {
@@ -275,6 +275,16 @@ pub(crate) fn without_volatile(value: &Value) -> Cow<'_, Value> {
         }
         _ => Cow::Borrowed(value),
     }
+}
+
+/// Whether `changed` writes a comment that `kept` holds under an id of a newer scheme (a clone
+/// whose tracker was not upgraded wrote an upgraded comment back under its old id): then the
+/// one-sided change is not taken whole, the comments merge as sets (SPEC §12).
+fn renames_comments_back(kept: Option<&Entry<'_>>, changed: Option<&Entry<'_>>) -> bool {
+    let (Some(k), Some(c)) = (kept, changed) else { return false };
+    let (Value::Array(kept), Value::Array(changed)) = (parse(&k.raw_value), parse(&c.raw_value)) else { return false };
+    let by_identity: HashMap<String, &Value> = kept.iter().map(|v| (identity("comments", v), v)).collect();
+    changed.iter().any(|c| by_identity.get(&identity("comments", c)).is_some_and(|k| *k != c && prefer_comment_id(k, c)))
 }
 
 /// Keeps the key text of `like` with a new value.
@@ -422,6 +432,10 @@ fn merge_object_sets(
             // Theirs deleted an element ours left alone: it stays deleted.
             (Some((_, b_val)), None) if b_val == o_val => {}
             (_, None) => out.push(o_raw.clone()),
+            // One comment under two ids (a side upgraded its tracker): the newer id scheme, silently.
+            (_, Some((t_raw, t_val))) if key == "comments" && t_val != o_val => {
+                out.push(if prefer_comment_id(o_val, t_val) { o_raw.clone() } else { t_raw.clone() });
+            }
             (b_elem, Some((t_raw, t_val))) => {
                 if t_val == o_val || b_elem.is_some_and(|(_, bv)| bv == t_val) {
                     out.push(o_raw.clone());
