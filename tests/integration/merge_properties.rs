@@ -575,7 +575,7 @@ fn volatile_stamp() -> impl Strategy<Value = Option<String>> {
 
 /// A record line whose volatile keys come last, so "the same except those fields" is "the same
 /// bytes before `,\"heartbeat_at\"`".
-fn volatile_line(n: usize, heartbeat: &Option<String>, lease: &Option<String>) -> String {
+fn volatile_line(n: usize, heartbeat: Option<&String>, lease: Option<&String>) -> String {
     let mut line = format!(
         r#"{{"id":"bd-{n:02}","title":"Task <{n}>","status":"in_progress","assignee":"agent-{n}","updated_at":"{}""#,
         STAMPS[n % 2]
@@ -591,16 +591,16 @@ fn volatile_line(n: usize, heartbeat: &Option<String>, lease: &Option<String>) -
 
 /// The volatile rule as the test understands it: a one-sided change wins; when both moved, the
 /// later instant, and a value over an absent key.
-fn expected_volatile(b: &Option<String>, o: &Option<String>, t: &Option<String>) -> Option<String> {
+fn expected_volatile(b: Option<&String>, o: Option<&String>, t: Option<&String>) -> Option<String> {
     if o == t || t == b {
-        return o.clone();
+        return o.cloned();
     }
     if o == b {
-        return t.clone();
+        return t.cloned();
     }
     match (o, t) {
         (Some(x), Some(y)) => Some(if beads_git::timestamp::compare(x, y).is_ge() { x.clone() } else { y.clone() }),
-        _ => o.clone().or_else(|| t.clone()),
+        _ => o.or(t).cloned(),
     }
 }
 
@@ -616,7 +616,7 @@ proptest! {
     fn sides_that_differ_only_in_volatile_fields_merge_to_one_side(records in proptest::collection::vec(proptest::array::uniform3((volatile_stamp(), volatile_stamp())), 1..8)) {
         let records: VolatileTriple = records;
         let file = |side: usize| -> Vec<u8> {
-            records.iter().enumerate().flat_map(|(n, r)| (volatile_line(n, &r[side].0, &r[side].1) + "\n").into_bytes()).collect()
+            records.iter().enumerate().flat_map(|(n, r)| (volatile_line(n, r[side].0.as_ref(), r[side].1.as_ref()) + "\n").into_bytes()).collect()
         };
         let (b, o, t) = (file(0), file(1), file(2));
         let markers = MergeOptions { policy: ConflictPolicy::Markers, ..fixed_clock() };
@@ -630,8 +630,8 @@ proptest! {
             let cut = |l: &str| [l.find(r#","heartbeat_at""#), l.find(r#","lease_expires_at""#)].into_iter().flatten().min().unwrap_or(l.len() - 1);
             prop_assert_eq!(&line[..cut(line)], &ours_line[..cut(ours_line)], "record {} differs beyond its volatile fields", n);
             let value: Value = serde_json::from_str(line).expect("parses");
-            let want_heartbeat = expected_volatile(&r[0].0, &r[1].0, &r[2].0);
-            let want_lease = expected_volatile(&r[0].1, &r[1].1, &r[2].1);
+            let want_heartbeat = expected_volatile(r[0].0.as_ref(), r[1].0.as_ref(), r[2].0.as_ref());
+            let want_lease = expected_volatile(r[0].1.as_ref(), r[1].1.as_ref(), r[2].1.as_ref());
             prop_assert_eq!(value.get("heartbeat_at").and_then(Value::as_str), want_heartbeat.as_deref(), "heartbeat of record {}", n);
             prop_assert_eq!(value.get("lease_expires_at").and_then(Value::as_str), want_lease.as_deref(), "lease of record {}", n);
         }
