@@ -244,6 +244,41 @@ pub fn same_record(a: &Value, b: &Value) -> bool {
     a == b || normal(a) == normal(b)
 }
 
+/// How new a comment id's scheme is (SPEC §12, "Comment ids across an upgrade"), judged by the
+/// id's shape alone, so every clone and every command ranks an id the same way:
+///
+/// - 0: a JSON number: a per-database `AUTO_INCREMENT` counter (Go `bd` before its migration 0037,
+///   br);
+/// - 1: a string in UUID form whose version nibble is 1, 4 or 7: a random or time-based UUID (bd's
+///   `CHAR(36) DEFAULT (UUID())` column of migrations 0004/0037, and the interim UUIDv7 rows bd 1.3's
+///   migration 0061 rekeys);
+/// - 2: any other string: an id derived from the comment's content (bd 1.3, migration 0061), which
+///   is the same on every clone.
+pub fn comment_id_scheme(id: Option<&Value>) -> u8 {
+    match id {
+        Some(Value::String(s)) => {
+            let b = s.as_bytes();
+            let uuid_form = b.len() == 36
+                && b.iter().enumerate().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { *c == b'-' } else { c.is_ascii_hexdigit() });
+            if uuid_form && matches!(b[14], b'1' | b'4' | b'7') {
+                1
+            } else {
+                2
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// Of two copies of one comment (equal but for `id`), the one whose id follows the newer
+/// [`comment_id_scheme`]; between ids of one scheme, the one whose id text sorts greater. True
+/// for `a`. Symmetric: swapping the arguments flips the answer unless the ids are equal.
+pub fn prefer_comment_id(a: &Value, b: &Value) -> bool {
+    let (ia, ib) = (a.get("id"), b.get("id"));
+    let text = |v: Option<&Value>| v.map(Value::to_string).unwrap_or_default();
+    (comment_id_scheme(ia), text(ia)) >= (comment_id_scheme(ib), text(ib))
+}
+
 /// The identity of an element of an object array: `(depends_on_id, type)` for dependencies, the
 /// whole object but its machine-local `id` for comments, else the whole object.
 pub fn identity(key: &str, element: &Value) -> String {

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::text::{merge_text_bounded, TextMerge};
 use super::{Resolution, Side};
-use crate::conventions::{array_order, identity, order_keys};
+use crate::conventions::{array_order, identity, order_keys, prefer_comment_id};
 use crate::record::{json_string, parse_json_str, render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
 
@@ -21,6 +21,13 @@ use crate::timestamp;
 /// one never does, and tombstones stay whole.
 pub const STATUS_GROUP: &[&str] =
     &["status", "closed_at", "close_reason", "closed_by_session", "deleted_at", "deleted_by", "delete_reason", "original_type"];
+
+/// Volatile fields (SPEC §12): values an agent rewrites on every heartbeat (bd 1.1+ writes
+/// `heartbeat_at` and `lease_expires_at`). When both sides moved one, the later instant wins
+/// silently: never a conflict, never a merge-log entry, and a record that differs from a side only
+/// in these keys is not "merged from both sides" (no new `updated_at` stamp). This is the one list
+/// of them; add a key here and every rule follows.
+pub const VOLATILE: &[&str] = &["heartbeat_at", "lease_expires_at"];
 
 /// What the field rules need to know while merging one record.
 pub(crate) struct FieldCtx<'r> {
@@ -176,11 +183,14 @@ fn merge_value<'a>(
     prefix: &str,
     top: bool,
 ) -> Option<Entry<'a>> {
-    if same(ours, theirs) || same(theirs, base) {
+    if same(ours, theirs) || (same(theirs, base) && !(key == "comments" && renames_comments_back(theirs, ours))) {
         return ours.cloned();
     }
-    if same(ours, base) {
+    if same(ours, base) && !(key == "comments" && renames_comments_back(ours, theirs)) {
         return theirs.cloned();
+    }
+    if top && VOLATILE.contains(&key) {
+        return later_volatile(ours, theirs).cloned();
     }
     let path = if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
     let values = (base.map(|e| parse(&e.raw_value)), ours.map(|e| parse(&e.raw_value)), theirs.map(|e| parse(&e.raw_value)));
@@ -238,6 +248,43 @@ fn merge_value<'a>(
         Side::Ours => ours.cloned(),
         Side::Theirs => theirs.cloned(),
     }
+}
+
+/// Both sides moved a volatile value: the later instant wins (instants compared across offsets;
+/// values that are not timestamps by their JSON text, the greater wins). A side that dropped the
+/// key yields to the side that holds a value: a lease one side released while the other extended it
+/// stays held until the holder's next write says otherwise. Symmetric in the two sides.
+fn later_volatile<'e, 'a>(ours: Option<&'e Entry<'a>>, theirs: Option<&'e Entry<'a>>) -> Option<&'e Entry<'a>> {
+    let (Some(o), Some(t)) = (ours, theirs) else { return ours.or(theirs) };
+    let order = match (parse(&o.raw_value), parse(&t.raw_value)) {
+        (Value::String(a), Value::String(b)) => timestamp::compare(&a, &b),
+        (a, b) => a.to_string().cmp(&b.to_string()),
+    };
+    Some(if order.is_ge() { o } else { t })
+}
+
+/// `value` without its [`VOLATILE`] keys, for "does the merged record equal a side".
+pub(crate) fn without_volatile(value: &Value) -> Cow<'_, Value> {
+    match value {
+        Value::Object(map) if VOLATILE.iter().any(|k| map.contains_key(*k)) => {
+            let mut map = map.clone();
+            for k in VOLATILE {
+                map.remove(*k);
+            }
+            Cow::Owned(Value::Object(map))
+        }
+        _ => Cow::Borrowed(value),
+    }
+}
+
+/// Whether `changed` writes a comment that `kept` holds under an id of a newer scheme (a clone
+/// whose tracker was not upgraded wrote an upgraded comment back under its old id): then the
+/// one-sided change is not taken whole, the comments merge as sets (SPEC §12).
+fn renames_comments_back(kept: Option<&Entry<'_>>, changed: Option<&Entry<'_>>) -> bool {
+    let (Some(k), Some(c)) = (kept, changed) else { return false };
+    let (Value::Array(kept), Value::Array(changed)) = (parse(&k.raw_value), parse(&c.raw_value)) else { return false };
+    let by_identity: HashMap<String, &Value> = kept.iter().map(|v| (identity("comments", v), v)).collect();
+    changed.iter().any(|c| by_identity.get(&identity("comments", c)).is_some_and(|k| *k != c && prefer_comment_id(k, c)))
 }
 
 /// Keeps the key text of `like` with a new value.
@@ -385,6 +432,10 @@ fn merge_object_sets(
             // Theirs deleted an element ours left alone: it stays deleted.
             (Some((_, b_val)), None) if b_val == o_val => {}
             (_, None) => out.push(o_raw.clone()),
+            // One comment under two ids (a side upgraded its tracker): the newer id scheme, silently.
+            (_, Some((t_raw, t_val))) if key == "comments" && t_val != o_val => {
+                out.push(if prefer_comment_id(o_val, t_val) { o_raw.clone() } else { t_raw.clone() });
+            }
             (b_elem, Some((t_raw, t_val))) => {
                 if t_val == o_val || b_elem.is_some_and(|(_, bv)| bv == t_val) {
                     out.push(o_raw.clone());

@@ -522,7 +522,16 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
     }
     let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
     let gone = [gone(oi), gone(ti)];
-    Ok(m.finish(items, bi.ids.len(), gone, oi.sorted_by_id(), (ours, theirs)))
+    // Ours only moved lines (bd does not sort its export, SPEC §12): it is unchanged, so the
+    // result keeps the order of theirs, the side that changed content.
+    let order = if ours != base && only_moved(bi, oi) && !only_moved(bi, ti) {
+        Order::Theirs
+    } else if oi.sorted_by_id() {
+        Order::Sorted
+    } else {
+        Order::Ours
+    };
+    Ok(m.finish(items, bi.ids.len(), gone, order, (ours, theirs)))
 }
 
 /// [`merge`] by walking the three inputs side by side, when each is sorted by key with every line
@@ -595,7 +604,36 @@ pub fn merge_sorted<'a>(
     }
     m.reports.append(&mut later_reports);
     m.warnings.append(&mut later_warnings);
-    Some(Ok(m.finish(items, bi.len(), gone, true, (ours, theirs))))
+    Some(Ok(m.finish(items, bi.len(), gone, Order::Sorted, (ours, theirs))))
+}
+
+/// The order of the merged lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// bd's order (ours is sorted that way).
+    Sorted,
+    /// Ours' order, then theirs' additions.
+    Ours,
+    /// Theirs' order: ours only moved lines.
+    Theirs,
+}
+
+/// Whether `side` holds exactly the lines of `base` (as many times each), in any order: a side
+/// that only reordered its lines. Blank lines do not count. One pass over each.
+fn only_moved(base: &IdIndex<'_>, side: &IdIndex<'_>) -> bool {
+    let lines = |f: &IdIndex<'_>| f.file.lines.iter().filter(|l| !l.bytes.iter().all(u8::is_ascii_whitespace)).count();
+    if lines(base) != lines(side) {
+        return false;
+    }
+    let mut count: FxHashMap<&[u8], i64> = FxHashMap::default();
+    count.reserve(base.file.lines.len());
+    for l in &base.file.lines {
+        *count.entry(l.bytes).or_default() += 1;
+    }
+    for l in &side.file.lines {
+        *count.entry(l.bytes).or_default() -= 1;
+    }
+    count.into_iter().all(|(bytes, n)| n == 0 || bytes.iter().all(u8::is_ascii_whitespace))
 }
 
 /// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
@@ -720,7 +758,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         mut items: Vec<(Cow<'a, str>, Out<'a>)>,
         base_records: usize,
         gone: [usize; 2],
-        ours_sorted: bool,
+        order: Order,
         (ours, theirs): (&'a [u8], &'a [u8]),
     ) -> Merged<'a> {
         let options = self.options;
@@ -744,9 +782,25 @@ impl<'m, 'a> Merger<'m, 'a> {
         if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
             self.fix_derived(&mut items);
         }
-        if ours_sorted {
+        match order {
             // bd's order: the header, issues by id, memories by key, other kinds.
-            items.sort_by(|x, y| key_order(&x.0, &y.0));
+            Order::Sorted => items.sort_by(|x, y| key_order(&x.0, &y.0)),
+            Order::Ours => {}
+            Order::Theirs => {
+                // Each key where theirs has it (a key it lacks last); a line without a key stays
+                // after the key it was filed under. A stable sort: O(n log n).
+                let at: Vec<u32> = items
+                    .iter()
+                    .map(|(key, _)| match self.t.at(key) {
+                        Some(At::One(n)) => n,
+                        Some(At::Many(ns)) => ns.first().copied().unwrap_or(u32::MAX),
+                        None => u32::MAX,
+                    })
+                    .collect();
+                let mut indexed: Vec<(u32, (Cow<'a, str>, Out<'a>))> = at.into_iter().zip(items.drain(..)).collect();
+                indexed.sort_by_key(|(n, _)| *n);
+                items.extend(indexed.into_iter().map(|(_, item)| item));
+            }
         }
         let written_twice = self.ids_written_twice(&items);
         let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
@@ -929,8 +983,11 @@ impl<'m, 'a> Merger<'m, 'a> {
             // A record that equals neither side is newer than both (README, "The merge rules, in plain words").
             if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
-                if !writer::same_record(&value, &ours.value)
-                    && !writer::same_record(&value, &theirs.value)
+                // Volatile keys (heartbeats) alone never make a record newer than both sides.
+                let (value, o, t) =
+                    (field::without_volatile(&value), field::without_volatile(&ours.value), field::without_volatile(&theirs.value));
+                if !writer::same_record(&value, &o)
+                    && !writer::same_record(&value, &t)
                     && writer::bump_updated_at(&mut entries, &[stamp_of(&ours.value), stamp_of(&theirs.value)], now)
                 {
                     return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);

@@ -250,3 +250,24 @@ fn regression_a_child_number_near_the_top_of_u64_wrapped_and_wrote_one_id_twice(
     assert_eq!(ids.len(), all.len(), "an id written twice:\n{}", String::from_utf8_lossy(&merged));
     assert_eq!(all.len(), 5, "every issue kept:\n{}", String::from_utf8_lossy(&merged));
 }
+
+/// SPEC §12 reordering: a side that only moved its lines (bd's unsorted export) against a side
+/// that edited one record: the result is theirs, in theirs' order, and finding "only moved" is a
+/// pass over each file, not a search per line.
+#[test]
+fn a_side_that_only_reordered_its_lines_is_recognised_in_linear_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_linear("ours only reordered", 20_000, |n| {
+        let lines: Vec<String> =
+            (0..n).map(|k| line(&json!({"_type": "issue", "id": format!("bd-{k:06}"), "title": "t", "updated_at": stamp(k)}))).collect();
+        let base: String = lines.concat();
+        // Ours: the same lines reversed; theirs: one record retitled, in base's order.
+        let ours: String = lines.iter().rev().cloned().collect();
+        let theirs = base.replacen("\"title\":\"t\"", "\"title\":\"changed\"", 1);
+        write_triple(dir.path(), &base, &ours, &theirs);
+        let (out, merged, took) = merge_in(dir.path(), &["-q"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(merged == theirs.as_bytes(), "the result is theirs, in theirs' order");
+        took
+    });
+}

@@ -261,3 +261,29 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
     let log = String::from_utf8(repo.read(".beads/interactions.jsonl")).expect("utf8");
     assert_eq!(log, lines(&[interaction(1), interaction(2), interaction(3)]), "the log keeps every record once");
 }
+
+/// SPEC §12 reordering: bd's export moves lines between runs. Two branches that only reordered
+/// the file merge through the driver as a no-op: the merge commit's file is main's, byte for byte.
+#[test]
+fn git_merge_of_two_reorders_is_a_no_op() {
+    let repo = TestRepo::new();
+    repo.register_merge_driver("");
+    let at = "2026-03-02T10:00:00-08:00";
+    let lines = [
+        issue("bd-c3").title("C").updated(at).line(),
+        issue("bd-a1").title("A").updated(at).line(),
+        issue("bd-b2").title("B").updated(at).line(),
+        r#"{"_type":"memory","key":"style","value":"tabs"}"#.to_owned(),
+        r#"{"_type":"memory","key":"deploy","value":"step one"}"#.to_owned(),
+    ];
+    let pick = |order: [usize; 5]| jsonl(&order.map(|i| lines[i].clone()));
+    repo.commit_file(FILE, &pick([0, 1, 2, 3, 4]), "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &pick([2, 0, 1, 4, 3]), "feature reorders");
+    repo.git(&["checkout", "-q", "main"]);
+    let main = pick([1, 2, 0, 3, 4]);
+    repo.commit_file(FILE, &main, "main reorders");
+    assert!(repo.git_output(&["merge", "--no-edit", "feature"]).status.success(), "clean");
+    assert_eq!(String::from_utf8_lossy(&repo.read(FILE)), String::from_utf8_lossy(&main));
+    assert_eq!(repo.git(&["diff", "HEAD^1", "HEAD", "--", FILE]), "", "the merge changed nothing");
+}

@@ -560,3 +560,85 @@ proptest! {
         }
     }
 }
+
+/// A heartbeat stamp (volatile, SPEC §12) in one of several offsets, or none.
+fn volatile_stamp() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        1 => Just(None),
+        4 => (0u32..6, 0u32..60, any::<bool>()).prop_map(|(h, m, utc)| Some(if utc {
+            format!("2026-03-02T{:02}:{m:02}:00Z", 18 + h)
+        } else {
+            format!("2026-03-02T{:02}:{m:02}:00-08:00", 10 + h)
+        })),
+    ]
+}
+
+/// A record line whose volatile keys come last, so "the same except those fields" is "the same
+/// bytes before `,\"heartbeat_at\"`".
+fn volatile_line(n: usize, heartbeat: Option<&String>, lease: Option<&String>) -> String {
+    let mut line = format!(
+        r#"{{"id":"bd-{n:02}","title":"Task <{n}>","status":"in_progress","assignee":"agent-{n}","updated_at":"{}""#,
+        STAMPS[n % 2]
+    );
+    for (key, value) in [("heartbeat_at", heartbeat), ("lease_expires_at", lease)] {
+        if let Some(v) = value {
+            line.push_str(&format!(r#","{key}":"{v}""#));
+        }
+    }
+    line.push('}');
+    line
+}
+
+/// The volatile rule as the test understands it: a one-sided change wins; when both moved, the
+/// later instant, and a value over an absent key.
+fn expected_volatile(b: Option<&String>, o: Option<&String>, t: Option<&String>) -> Option<String> {
+    if o == t || t == b {
+        return o.cloned();
+    }
+    if o == b {
+        return t.cloned();
+    }
+    match (o, t) {
+        (Some(x), Some(y)) => Some(if beads_git::timestamp::compare(x, y).is_ge() { x.clone() } else { y.clone() }),
+        _ => o.or(t).cloned(),
+    }
+}
+
+type VolatileTriple = Vec<[(Option<String>, Option<String>); 3]>;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Two sides that differ only in volatile fields (SPEC §12): the result is ours byte for byte
+    /// except those fields, which hold the later instant; no report, no conflict (even under
+    /// markers), no new `updated_at` stamp; and swapping the sides changes nothing.
+    #[test]
+    fn sides_that_differ_only_in_volatile_fields_merge_to_one_side(records in proptest::collection::vec(proptest::array::uniform3((volatile_stamp(), volatile_stamp())), 1..8)) {
+        let records: VolatileTriple = records;
+        let file = |side: usize| -> Vec<u8> {
+            records.iter().enumerate().flat_map(|(n, r)| (volatile_line(n, r[side].0.as_ref(), r[side].1.as_ref()) + "\n").into_bytes()).collect()
+        };
+        let (b, o, t) = (file(0), file(1), file(2));
+        let markers = MergeOptions { policy: ConflictPolicy::Markers, ..fixed_clock() };
+        let merged = merge(&b, &o, &t, &markers).expect("merge");
+        prop_assert_eq!(merged.conflicts, 0);
+        prop_assert!(merged.reports.is_empty(), "volatile fields were reported: {:?}", merged.reports);
+        let out = String::from_utf8(merged.to_vec()).expect("utf8");
+        let ours_text = String::from_utf8(o.clone()).expect("utf8");
+        prop_assert_eq!(out.lines().count(), records.len());
+        for ((n, r), (line, ours_line)) in records.iter().enumerate().zip(out.lines().zip(ours_text.lines())) {
+            let cut = |l: &str| [l.find(r#","heartbeat_at""#), l.find(r#","lease_expires_at""#)].into_iter().flatten().min().unwrap_or(l.len() - 1);
+            prop_assert_eq!(&line[..cut(line)], &ours_line[..cut(ours_line)], "record {} differs beyond its volatile fields", n);
+            let value: Value = serde_json::from_str(line).expect("parses");
+            let want_heartbeat = expected_volatile(r[0].0.as_ref(), r[1].0.as_ref(), r[2].0.as_ref());
+            let want_lease = expected_volatile(r[0].1.as_ref(), r[1].1.as_ref(), r[2].1.as_ref());
+            prop_assert_eq!(value.get("heartbeat_at").and_then(Value::as_str), want_heartbeat.as_deref(), "heartbeat of record {}", n);
+            prop_assert_eq!(value.get("lease_expires_at").and_then(Value::as_str), want_lease.as_deref(), "lease of record {}", n);
+        }
+        let swapped = merge(&b, &t, &o, &markers).expect("merge").to_vec();
+        let (x, y) = (by_id(&merged.to_vec()), by_id(&swapped));
+        for (id, (vx, _)) in &x {
+            prop_assert_eq!(vx, &y[id].0, "record {} depends on the order of the sides", id);
+        }
+    }
+}

@@ -299,3 +299,43 @@ fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
         .contains(r#""id":"bd-2","title":"Two","dependency_count":0,"dependent_count":1"#));
     assert!(!String::from_utf8_lossy(&check().stdout).contains("stale"), "fixed");
 }
+
+/// SPEC §12, comment ids across an upgrade: one side's tracker wrote a new comment under its old
+/// numeric id, the other (upgraded, bd 1.3 migration 0061) under a content-derived id. The driver,
+/// `resolve` after a git line merge and `dedupe` after `merge=union` all write it once, under the
+/// newer id, and agree byte for byte (fixture
+/// `comment_added_on_both_sides_under_an_old_and_a_new_id_is_one_comment_under_the_new_id`).
+#[test]
+fn one_comment_under_an_old_and_a_new_id_is_one_comment_in_the_driver_resolve_and_dedupe() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/merge/comment_added_on_both_sides_under_an_old_and_a_new_id_is_one_comment_under_the_new_id");
+    let read = |name: &str| std::fs::read(case.join(name)).expect("fixture");
+    let (base, main, feature) = (read("base.jsonl"), read("ours.jsonl"), read("theirs.jsonl"));
+    let expected = driver_result(&base, &main, &feature);
+    assert_eq!(expected, read("expected.jsonl"), "the driver");
+    let once = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        assert_eq!(text.matches("done, see PR").count(), 1, "one comment:\n{text}");
+        assert!(text.contains(r#""id":"9f2c4e1ab7d05e83c6f1a2b4d8e07c95""#), "under the new id:\n{text}");
+    };
+    once(&expected);
+
+    // resolve, after git's own line merge left markers.
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &base, "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_file(FILE, &feature, "feature");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &main, "main");
+    assert!(!repo.git_output(&["merge", "--no-edit", "feature"]).status.success(), "git's line merge conflicts");
+    let out = resolve(repo.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&repo.read(FILE)), String::from_utf8_lossy(&expected), "resolve");
+
+    // dedupe, after merge=union kept both lines.
+    let repo = TestRepo::new();
+    repo.write(FILE, &[main.clone(), feature.clone()].concat());
+    let out = bd_merge(repo.path(), &["dedupe"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    once(&repo.read(FILE));
+}
