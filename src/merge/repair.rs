@@ -273,7 +273,7 @@ fn log_rule_decisions(options: &ResolveOptions, [base, ours, theirs]: &[&Vec<u8>
         // both sides' joined).
         for (side, copy) in [(super::Side::Ours, o), (super::Side::Theirs, t)] {
             let mut found = reported.clone();
-            log_every_difference(&[copy], merged, &[0], &mut found);
+            log_every_difference(&[copy], merged, &[0], &mut found, 0);
             extra.extend(found.into_iter().skip(reported.len()).map(|(mut r, _)| {
                 r.resolution.kept = side.other();
                 r.resolution.reason = "no base: both sides were merged field by field against an empty base".to_owned();
@@ -709,10 +709,18 @@ fn merge_copies(
     overridden: &mut Vec<(super::Report, crate::merge_log::Labels)>,
 ) -> Option<Vec<u8>> {
     let mut acc = copies[0].to_vec();
+    // Only this issue's reports count as already decided below (`overridden` holds earlier
+    // issues' too: reading all of them per issue made many issues under one id quadratic).
+    let start = overridden.len();
     for (k, next) in copies[1..].iter().enumerate() {
-        let before: Vec<String> = lines[..=k].iter().map(std::string::ToString::to_string).collect();
+        // The copies merged so far named by their first and last line, never listed one by one
+        // (a list per step is quadratic in the number of copies).
         let labels = crate::merge_log::Labels {
-            ours: if k == 0 { format!("the copy on line {}", lines[0]) } else { format!("the copies on lines {}", before.join(", ")) },
+            ours: match k {
+                0 => format!("the copy on line {}", lines[0]),
+                1 => format!("the copies on lines {}, {}", lines[0], lines[1]),
+                _ => format!("the {} copies on lines {} to {}", k + 1, lines[0], lines[k]),
+            },
             theirs: format!("the copy on line {}", lines[k + 1]),
         };
         let (mut a, mut b) = (acc.clone(), next.to_vec());
@@ -730,7 +738,7 @@ fn merge_copies(
             _ => return None,
         }
     }
-    log_every_difference(copies, &acc, lines, overridden);
+    log_every_difference(copies, &acc, lines, overridden, start);
     Some(acc)
 }
 
@@ -739,10 +747,18 @@ fn merge_copies(
 /// both copies' members. Each such field not already reported is logged against that copy, so
 /// `bd-merge review` lists it and `--restore` can put the copy's value back (`updated_at` is left
 /// out: the merge stamps it).
-fn log_every_difference(copies: &[&[u8]], merged: &[u8], lines: &[usize], overridden: &mut Vec<(super::Report, merge_log::Labels)>) {
+/// Only `overridden[from..]` (the reports of this record's merge) count as already reported.
+fn log_every_difference(
+    copies: &[&[u8]],
+    merged: &[u8],
+    lines: &[usize],
+    overridden: &mut Vec<(super::Report, merge_log::Labels)>,
+    from: usize,
+) {
     let Ok(serde_json::Value::Object(merged)) = serde_json::from_slice::<serde_json::Value>(merged) else { return };
     let id = merged.get("id").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
-    let reported: std::collections::HashSet<String> = overridden.iter().map(|(r, _)| r.resolution.field.clone()).collect();
+    let reported: std::collections::HashSet<String> =
+        overridden[from.min(overridden.len())..].iter().map(|(r, _)| r.resolution.field.clone()).collect();
     for (copy, &line) in copies.iter().zip(lines) {
         let Ok(serde_json::Value::Object(copy)) = serde_json::from_slice::<serde_json::Value>(copy) else { continue };
         let fields: Vec<&String> = merged.keys().chain(copy.keys().filter(|k| !merged.contains_key(*k))).collect();

@@ -125,6 +125,21 @@ fn regression_duplicate_id_grouping_was_quadratic() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         took
     });
+    // Issues that each stand on two lines with different titles under one id: every issue's
+    // merge reports a value, and looking at every earlier issue's reports per issue was quadratic.
+    let pairs = |n: usize| -> String {
+        (0..n)
+            .map(|k| line(&json!({"id": "bd-ep.1", "title": format!("copy {k}"), "created_at": stamp(k / 2), "updated_at": stamp(k)})))
+            .collect()
+    };
+    assert_linear("dedupe of many issues under one child id, two copies each", 4_000, |n| {
+        std::fs::write(dir.path().join("pairs.jsonl"), pairs(n)).expect("write");
+        let start = Instant::now();
+        let out = bd_merge(dir.path(), &["dedupe", "pairs.jsonl"]);
+        let took = start.elapsed();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        took
+    });
     assert_linear("the driver over copies of one id", 2_000, |n| {
         let other = line(&json!({"id": "bd-other", "title": "x"}));
         let ours = format!("{}{other}", copies(n));
