@@ -188,7 +188,8 @@ fn hooks_path_without_blocks(out: &mut Vec<Finding>, repo: &Path, hooks: &Path) 
         return false;
     }
     let file = from.strip_prefix("file:").unwrap_or(from);
-    let line = std::fs::read_to_string(file)
+    // git names the repository's own config relative to where it ran.
+    let line = std::fs::read_to_string(repo.join(file))
         .ok()
         .and_then(|text| text.lines().position(|l| l.trim_start().to_ascii_lowercase().starts_with("hookspath")).map(|n| n + 1));
     let at = match line {
@@ -366,6 +367,11 @@ fn lefthook_skips(text: &str) -> Vec<(usize, String)> {
                 job = None;
             }
         }
+        // lefthook's older form: `commands:` keyed by name.
+        if trimmed == "beads-git:" {
+            job = Some(ind);
+            continue;
+        }
         let item = trimmed.strip_prefix("- ").map(str::trim_start);
         if let Some(rest) = item {
             let value = rest.strip_prefix("name:").map(|v| v.trim().trim_matches(['"', '\'']));
@@ -398,5 +404,7 @@ mod tests {
         let text = "pre-commit:\n  jobs:\n    - name: lint\n      skip: true\n    - name: beads-git\n      run: x\n      skip:\n        - merge\npost-merge:\n  skip: true\n  jobs:\n    - name: beads-git\n      skip: false\nlint:\n  skip: true\n";
         let found = lefthook_skips(text);
         assert_eq!(found, vec![(7, "the beads-git job of pre-commit".to_owned()), (10, "the whole post-merge hook".to_owned())]);
+        let commands = "post-checkout:\n  commands:\n    beads-git:\n      run: x\n      skip: [rebase]\n    other:\n      skip: true\n";
+        assert_eq!(lefthook_skips(commands), vec![(5, "the beads-git job of post-checkout".to_owned())]);
     }
 }
