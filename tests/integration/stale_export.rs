@@ -211,6 +211,36 @@ fn nothing_newer_than_the_file_asks_no_br() {
     assert!(!err.contains("br sync"), "{err}");
 }
 
+/// bd 1.0.4+ (a stand-in `bd`): its Dolt directory changed after the file and after its own export
+/// state, so the hook names `bd export`, or runs it with `beads.flushOnCommit`.
+#[test]
+fn regression_a_commit_after_a_bd_edit_without_export_said_nothing() {
+    let tools = tempfile::tempdir().expect("tools");
+    let bd = tools.path().join("bd");
+    let line = r#"{"id":"se-1","title":"One, edited in Dolt","status":"open"}"#;
+    std::fs::write(&bd, format!("#!/bin/sh\n[ \"$1 $2\" = 'export -o' ] && printf '%s\\n' '{line}' > \"$3\"\n")).expect("write bd");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bd, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let w = fake_world(tools.path());
+    let noms = w.repo.path().join(".beads/dolt/beads/.dolt/noms");
+    std::fs::create_dir_all(&noms).expect("mkdir");
+    std::fs::write(w.repo.path().join(".beads/export-state.json"), br#"{"last_dolt_commit":"x","timestamp":"2020-01-01T00:00:00Z"}"#)
+        .expect("write");
+    std::fs::write(noms.join("manifest"), b"m").expect("write");
+    let err = w.commit_other_file(1);
+    assert!(err.contains("bd export -o .beads/issues.jsonl"), "{err}");
+    assert!(!w.committed_file().contains("edited in Dolt"));
+
+    w.ok("git", &["config", "beads.flushOnCommit", "true"]);
+    w.commit_other_file(2);
+    assert!(w.committed_file().contains("edited in Dolt"), "{}", w.committed_file());
+    let err = w.commit_other_file(3);
+    assert!(!err.contains("bd export"), "in step after the export: {err}");
+}
+
 // ---- item 6: hook-ownership traps ---------------------------------------------------------------
 
 #[test]
