@@ -1,7 +1,9 @@
 # >>> beads-git >>>
-# beads-git: resolve an issues file left with conflict markers (bd-merge resolve), then write
-# issue edits made in the cache to .beads/issues.jsonl and, only if that changed the file, stage
-# it (into the index git is using). Never fails the commit; skipped when
+# beads-git: resolve an issues file left with conflict markers (bd-merge resolve); when a
+# tracker's database (br, bd) holds edits the file lacks, run its flush (git config
+# beads.flushOnCommit true) or name it; then write issue edits made in the cache to
+# .beads/issues.jsonl and, only if that changed the file, stage it (into the index git is
+# using). Never fails the commit; skipped when
 # BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
 @FIND_BINARIES@
@@ -13,7 +15,7 @@ if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   done
   unset beads_git_file
   if [ -x "$beads_git_bin/bd-sync" ]; then
-    "$beads_git_bin/bd-sync" export --stage --timeout 60 </dev/null || :
+    "$beads_git_bin/bd-sync" export --stage --flush-tracker --timeout 60 </dev/null || :
   fi
   unset beads_git_bin
 fi

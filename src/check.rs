@@ -83,6 +83,15 @@ pub enum FindingKind {
     /// Merges in this clone overrode values in the last day that nobody has listed with
     /// `bd-merge review` yet (a note: nothing is wrong with the file).
     UnreviewedOverrides,
+    /// A tracker's database (br's `.beads/*.db`, bd's `.beads/dolt/`) holds edits the issues file
+    /// lacks: committing the file now undoes them in every clone that imports it.
+    ExportStale,
+    /// `core.hooksPath` sends git to a hooks directory that holds none of our blocks (another
+    /// tool took over the hooks).
+    HooksPathWithoutBlocks,
+    /// A hook manager is configured to skip our job (lefthook's `skip`, `LEFTHOOK_EXCLUDE`,
+    /// pre-commit's `SKIP`).
+    ManagerSkipsBlock,
     /// Where the notifier's URL, workspace and source come from (the environment or git config):
     /// a note, so a hook run from another shell is no surprise.
     NotifySettings,
@@ -107,7 +116,9 @@ impl FindingKind {
             | ManagerConfigMissing
             | ManagerHookMissing
             | HookForeignInterpreter
-            | HookSymlinkOutside => Severity::Error,
+            | HookSymlinkOutside
+            | HooksPathWithoutBlocks
+            | ManagerSkipsBlock => Severity::Error,
             // Worth fixing, and every tool copes: real, healthy files have them.
             DuplicateId
             | DanglingDependency
@@ -118,7 +129,8 @@ impl FindingKind {
             | SharedCommentId
             | DuplicateKey
             | StaleDerivedField
-            | HooksDirShared => Severity::Warning,
+            | HooksDirShared
+            | ExportStale => Severity::Warning,
             // Nothing is wrong; something to look at.
             UnreviewedOverrides | NotifySettings => Severity::Note,
         }
@@ -157,6 +169,9 @@ impl FindingKind {
             HookSymlinkOutside => "hook-symlink-outside",
             UnreviewedOverrides => "unreviewed-overrides",
             NotifySettings => "notify-settings",
+            ExportStale => "export-stale",
+            HooksPathWithoutBlocks => "hooks-path-without-blocks",
+            ManagerSkipsBlock => "manager-skips-block",
         }
     }
 }

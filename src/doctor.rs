@@ -43,6 +43,26 @@ fn notify_settings(dir: &std::path::Path) -> Option<Finding> {
     Some(Finding::new(FindingKind::NotifySettings, None, Vec::new(), format!("the notifier's settings: {}", said.join("; "))))
 }
 
+/// A warning when a tracker's database beside the file holds edits the file lacks (asking br for
+/// at most 10 s when file times say it may); nothing when that cannot be told.
+fn export_stale(path: &std::path::Path) -> Option<Finding> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let behind = crate::tracker::behind(path, deadline).ok()??;
+    let rel = crate::record::printable(&behind.file_rel, 400);
+    Some(Finding::new(
+        FindingKind::ExportStale,
+        None,
+        Vec::new(),
+        format!(
+            "{rel} lacks edits that {}'s database ({}) holds, so committing it now would undo them in every clone that imports it: \
+             run `{}` (and `git add {rel}`), or `git config beads.flushOnCommit true` to have the pre-commit hook do it",
+            behind.tracker.program(),
+            crate::record::printable(&behind.db.display().to_string(), 400),
+            crate::record::printable(&behind.flush_command(), 400),
+        ),
+    ))
+}
+
 /// Checks the file and, when it is in a git repository, the installation.
 pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let path = &options.file;
@@ -74,6 +94,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         if crate::git::git_dir(dir).is_some() {
             findings.extend(crate::install::health(dir, bin_dir)?);
         }
+        findings.extend(export_stale(path));
         findings.extend(unreviewed_overrides(dir));
         findings.extend(notify_settings(dir));
     }

@@ -27,6 +27,8 @@
 //! - [`merge_log`] and [`since_last`]: the values merges dropped, and a notifier's state between
 //!   runs.
 //! - [`command`]: running a command on the user's behalf within a time bound that holds.
+//! - [`tracker`]: whether a tracker's own database (br, bd) holds edits the issues file lacks,
+//!   and running its flush before a commit.
 //!
 //! The layers these form, and where new code goes, are in `docs/architecture.md`.
 #![deny(missing_docs)]
@@ -54,6 +56,7 @@ pub mod safe_fs;
 pub mod schema;
 pub mod since_last;
 pub mod timestamp;
+pub mod tracker;
 pub mod update_branch;
 pub mod watch;
 

@@ -113,6 +113,7 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
             ),
         ));
     }
+    let taken_over = matches!(manager, Manager::Plain) && hooks_path_without_blocks(out, repo, hooks);
     for hook in Hook::ALL {
         let path = dir.join(hook.file_name());
         targets.push(path.clone());
@@ -141,6 +142,8 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         }
         let want = hook.block(&binaries);
         match find_block(&content) {
+            // Said once, with the setting that causes it, by `hooks_path_without_blocks`.
+            None if taken_over => {}
             None => out.push(finding(
                 FindingKind::HookMissing,
                 format!("{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`", path.display()),
@@ -165,6 +168,46 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         }
     }
     Ok(targets)
+}
+
+/// `core.hooksPath` set (by another tool, or by hand) to a directory where none of our hook
+/// files holds a block: one finding naming the setting, where it is set, and both ways out.
+/// Returns whether it was reported.
+fn hooks_path_without_blocks(out: &mut Vec<Finding>, repo: &Path, hooks: &Path) -> bool {
+    let Ok(origin) = git(repo, &["config", "--show-origin", "--get", "core.hooksPath"]) else { return false };
+    let (from, value) = origin.split_once('\t').unwrap_or(("", origin.as_str()));
+    let any_block = Hook::ALL.iter().any(|h| {
+        let path = hooks.join(h.file_name());
+        hook_target(&path, repo)
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|t| read_optional(&t).ok().flatten())
+            .is_some_and(|c| find_block(&c).is_some())
+    });
+    if any_block {
+        return false;
+    }
+    let file = from.strip_prefix("file:").unwrap_or(from);
+    // git names the repository's own config relative to where it ran.
+    let line = std::fs::read_to_string(repo.join(file))
+        .ok()
+        .and_then(|text| text.lines().position(|l| l.trim_start().to_ascii_lowercase().starts_with("hookspath")).map(|n| n + 1));
+    let at = match line {
+        Some(n) => format!("{file}:{n}"),
+        None if file.is_empty() => "git config".to_owned(),
+        None => file.to_owned(),
+    };
+    let value = crate::record::printable(value, 200);
+    out.push(finding(
+        FindingKind::HooksPathWithoutBlocks,
+        format!(
+            "core.hooksPath = {value} ({}) sends git to {}, which holds no beads-git block (another tool took over the hooks), \
+             so none of our hooks run: run `bd-sync install` to put the blocks there, or `git config --unset core.hooksPath` if nothing needs it",
+            crate::record::printable(&at, 400),
+            crate::record::printable(&hooks.display().to_string(), 400),
+        ),
+    ));
+    true
 }
 
 /// Our block in files git never runs (renamed by a manager, generated, or left in a directory
@@ -193,6 +236,7 @@ fn stray_findings(repo: &Path, hooks: &Path, manager: &Manager, targets: &[PathB
 
 /// lefthook / pre-commit: our jobs in a config, and the manager's hook files for our hooks.
 fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&Path], fix: &str) {
+    out.extend(manager_skips(name, configs));
     let has_jobs = configs.iter().any(|c| fs::read(c).ok().is_some_and(|b| find_block(&b).is_some()));
     if !has_jobs {
         let files: Vec<String> = configs.iter().map(|c| c.display().to_string()).collect();
@@ -246,4 +290,121 @@ fn missing_program(command: &str) -> Option<String> {
         std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&program).is_file()))
     };
     (!exists).then_some(program)
+}
+
+/// A manager configured to skip our job: lefthook's `skip` on a `beads-git` job or on a whole
+/// hook we use (in any of its configs), and the variables that skip jobs by name when they are
+/// set in the environment `check` runs in (a shell profile sets them for every commit):
+/// `LEFTHOOK=0`, `LEFTHOOK_EXCLUDE`, pre-commit's `SKIP`.
+fn manager_skips(name: &str, configs: &[&Path]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if name == "lefthook" {
+        for config in configs {
+            let Ok(Some(bytes)) = crate::safe_fs::read_regular(config, 4 << 20) else { continue };
+            for (line, what) in lefthook_skips(&String::from_utf8_lossy(&bytes)) {
+                out.push(finding(
+                    FindingKind::ManagerSkipsBlock,
+                    format!(
+                        "{}:{line}: `skip` on {what}, so lefthook never runs beads-git's step there: remove that `skip` line",
+                        config.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let ours =
+        |list: &str, prefix: &str| list.split([',', ' ']).map(str::trim).any(|w| w == prefix || w.starts_with(&format!("{prefix}-")));
+    let variables: Vec<(&str, bool)> = match name {
+        "lefthook" => vec![
+            ("LEFTHOOK", env("LEFTHOOK") == "0" || env("LEFTHOOK") == "false"),
+            ("LEFTHOOK_EXCLUDE", ours(&env("LEFTHOOK_EXCLUDE"), "beads-git")),
+        ],
+        "pre-commit" => vec![("SKIP", ours(&env("SKIP"), "beads-git"))],
+        _ => Vec::new(),
+    };
+    for (var, skips) in variables {
+        if skips {
+            out.push(finding(
+                FindingKind::ManagerSkipsBlock,
+                format!(
+                    "{var}={} in this environment makes {name} skip beads-git's jobs: take beads-git out of it where it is set (a shell profile, an .envrc)",
+                    crate::record::printable(&env(var), 200)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The lines of a lefthook YAML config that skip our jobs: `skip` (anything but `false`) inside a
+/// job named `beads-git`, or directly under one of our hooks. Returns (1-based line, what).
+fn lefthook_skips(text: &str) -> Vec<(usize, String)> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let hooks: Vec<&str> = Hook::ALL.iter().map(|h| h.file_name()).collect();
+    let mut out = Vec::new();
+    let mut hook: Option<&str> = None;
+    let mut hook_body: Option<usize> = None;
+    // Our job: the indentation of its `- name: beads-git` dash.
+    let mut job: Option<usize> = None;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let ind = indent(line);
+        if ind == 0 {
+            let key = trimmed.split(':').next().unwrap_or("").trim().trim_matches(['"', '\'']);
+            hook = hooks.iter().copied().find(|h| *h == key);
+            hook_body = None;
+            job = None;
+            continue;
+        }
+        let Some(h) = hook else { continue };
+        let body = *hook_body.get_or_insert(ind);
+        if let Some(dash) = job {
+            if ind <= dash {
+                job = None;
+            }
+        }
+        // lefthook's older form: `commands:` keyed by name.
+        if trimmed == "beads-git:" {
+            job = Some(ind);
+            continue;
+        }
+        let item = trimmed.strip_prefix("- ").map(str::trim_start);
+        if let Some(rest) = item {
+            let value = rest.strip_prefix("name:").map(|v| v.trim().trim_matches(['"', '\'']));
+            if value == Some("beads-git") {
+                job = Some(ind);
+            }
+            // `- skip: true` cannot start a job named beads-git; only `name:` does.
+            continue;
+        }
+        let is_skip = trimmed.strip_prefix("skip:").map(|v| v.trim().trim_matches(['"', '\'']));
+        let Some(value) = is_skip else { continue };
+        if value == "false" {
+            continue;
+        }
+        if job.is_some() {
+            out.push((n + 1, format!("the beads-git job of {h}")));
+        } else if ind == body {
+            out.push((n + 1, format!("the whole {h} hook")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lefthook_skips;
+
+    #[test]
+    fn lefthook_skip_on_our_job_or_our_hook_is_found() {
+        let text = "pre-commit:\n  jobs:\n    - name: lint\n      skip: true\n    - name: beads-git\n      run: x\n      skip:\n        - merge\npost-merge:\n  skip: true\n  jobs:\n    - name: beads-git\n      skip: false\nlint:\n  skip: true\n";
+        let found = lefthook_skips(text);
+        assert_eq!(found, vec![(7, "the beads-git job of pre-commit".to_owned()), (10, "the whole post-merge hook".to_owned())]);
+        let commands = "post-checkout:\n  commands:\n    beads-git:\n      run: x\n      skip: [rebase]\n    other:\n      skip: true\n";
+        assert_eq!(lefthook_skips(commands), vec![(5, "the beads-git job of post-checkout".to_owned())]);
+    }
 }

@@ -33,4 +33,5 @@ mod queries;
 mod repair;
 mod repair_history;
 mod review;
+mod stale_export;
 mod sync;

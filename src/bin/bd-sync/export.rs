@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use beads_git::cache::{export, import, Binding};
-use beads_git::record::escaped_path;
+use beads_git::record::{escaped_path, printable};
+use beads_git::tracker;
 
 use crate::{common, explain, Global, MAX_TIMEOUT};
 
@@ -22,9 +23,23 @@ pub(crate) struct Args {
     /// If the export changed the file, `git add` it (the pre-commit hook uses this).
     #[arg(long)]
     stage: bool,
+    /// First, when a tracker's database beside the file (br's `.beads/*.db`, bd's `.beads/dolt/`) holds edits the file lacks: run the tracker's own flush if `git config beads.flushOnCommit` is true, else name it on stderr (the pre-commit hook uses this; it never fails the export).
+    #[arg(long)]
+    flush_tracker: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+    if args.flush_tracker {
+        // The issues file found as the export finds it, without git: the common case costs a stat.
+        let file = match global.named_file(args.file.as_ref()) {
+            Ok(Some(f)) => Some(f),
+            Ok(None) => global.repo_dir(None).ok().and_then(|start| beads_git::cache::find_issues_file(&start).ok()),
+            Err(_) => None,
+        };
+        if let Some(file) = file {
+            flush_tracker(&file, args.stage);
+        }
+    }
     let (mut cache, binding) = global.open_bound(args.file.as_ref(), args.timeout)?;
     if let Binding::Other(other) = binding {
         // Another file: a snapshot of the cache there; the cache and its file stay as they are.
@@ -45,4 +60,34 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         eprintln!("bd-sync: exported {}: {} written, {} removed", escaped_path(&paths.file), report.written.len(), report.removed.len());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The pre-commit step for a tracker's database that holds edits the file lacks: one line on
+/// stderr whatever happens, and never a failure (the commit goes on).
+fn flush_tracker(file: &std::path::Path, stage: bool) {
+    let shown = |b: &tracker::Behind| escaped_path(std::path::Path::new(&b.file_rel));
+    match tracker::pre_commit(file, stage) {
+        tracker::PreCommit::InStep => {}
+        tracker::PreCommit::Behind(b) => eprintln!(
+            "bd-sync: {} lacks edits in {}'s database ({}): run `{}` (and `git add {}`) before committing, or `git config beads.flushOnCommit true` to have this hook do it",
+            shown(&b),
+            b.tracker.program(),
+            escaped_path(&b.db),
+            printable(&b.flush_command(), 400),
+            shown(&b),
+        ),
+        tracker::PreCommit::Flushed { behind, changed, staged } => match staged {
+            Ok(()) if changed => eprintln!("bd-sync: ran `{}`: {} now holds {}'s edits", printable(&behind.flush_command(), 400), shown(&behind), behind.tracker.program()),
+            Ok(()) => {}
+            Err(e) => eprintln!("bd-sync: ran `{}`, but could not stage {}: {}", printable(&behind.flush_command(), 400), shown(&behind), printable(&e, 400)),
+        },
+        tracker::PreCommit::FlushFailed(b, e) => eprintln!(
+            "bd-sync: {} lacks edits in {}'s database, and {}; committing the file as it is (run `{}` yourself)",
+            shown(&b),
+            b.tracker.program(),
+            printable(&e.to_string(), 400),
+            printable(&b.flush_command(), 400),
+        ),
+        tracker::PreCommit::Unknown(e) => eprintln!("bd-sync: could not tell whether {} is behind the tracker's database: {}", escaped_path(file), printable(&e.to_string(), 400)),
+    }
 }
