@@ -43,13 +43,26 @@ pub struct Setting {
 /// The settings in force for a hook run in `dir`, each from its environment variable when that is
 /// set and not empty, else from git config; unset ones are left out.
 pub fn settings(dir: &std::path::Path) -> Vec<Setting> {
+    let from_env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+    // One git process for all three keys, and none when the environment names them all (the
+    // hooks run this on every commit). git prints each key lowercased: `beads.notifyurl VALUE`.
+    let config: Vec<(String, String)> = if SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) {
+        Vec::new()
+    } else {
+        crate::git::run(dir, &["config", "--get-regexp", r"^beads\.notify(url|workspace|source)$"])
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .collect()
+    };
     SETTINGS
         .iter()
         .filter_map(|&(name, var, key)| {
-            if let Some(value) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            if let Some(value) = from_env(var) {
                 return Some(Setting { name, value, from: var.to_owned() });
             }
-            let value = crate::git::run(dir, &["config", "--get", key]).ok().filter(|v| !v.is_empty())?;
+            // The last value wins, as `git config --get` takes it.
+            let value = config.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.clone()).filter(|v| !v.is_empty())?;
             Some(Setting { name, value, from: format!("git config {key}") })
         })
         .collect()

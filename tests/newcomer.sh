@@ -151,6 +151,19 @@ fi
 [ "$(git -C "$work/teammate" rev-list --count --merges HEAD)" = 1 ] || { echo "newcomer: no merge commit" >&2; exit 1; }
 (cd "$work/teammate" && bd-sync show "$id" && bd-sync check)
 
+# Prefixes the title of line LINE (from 1) of FILE with PREFIX, every other byte kept.
+retitle() {
+  python3 - "$1" "$2" "$3" <<'EOF2'
+import sys
+path, at, prefix = sys.argv[1], int(sys.argv[2]) - 1, sys.argv[3]
+with open(path, encoding="utf-8", newline="") as f:
+    lines = f.read().split("\n")
+lines[at] = lines[at].replace('"title":"', '"title":"' + prefix, 1)
+with open(path, "w", encoding="utf-8", newline="") as f:
+    f.write("\n".join(lines))
+EOF2
+}
+
 echo "== the CI gate on a fresh clone that has the committed .gitattributes and no driver"
 git clone -q "$work/origin.git" "$work/ci"
 grep -q 'merge=beads' "$work/ci/.gitattributes" || { echo "newcomer: the setup did not commit .gitattributes" >&2; exit 1; }
@@ -166,15 +179,7 @@ echo "== a teammate without beads-git edits another issue; the others pull it"
 git clone -q "$work/origin.git" "$work/plain"
 git -C "$work/teammate" push -q origin HEAD:main
 git -C "$work/plain" pull -q --no-rebase --no-edit origin main
-python3 - "$work/plain/.beads/issues.jsonl" <<'EOF2'
-import sys
-path = sys.argv[1]
-with open(path, encoding="utf-8", newline="") as f:
-    lines = f.read().split("\n")
-lines[1] = lines[1].replace('"title":"', '"title":"Plain: ', 1)
-with open(path, "w", encoding="utf-8", newline="") as f:
-    f.write("\n".join(lines))
-EOF2
+retitle "$work/plain/.beads/issues.jsonl" 2 "Plain: "
 git -C "$work/plain" commit -q -am "an edit without beads-git"
 git -C "$work/plain" push -q origin HEAD:main
 git -C "$work/teammate" pull -q --no-rebase --no-edit origin main
@@ -212,16 +217,7 @@ cron_line=${cron_line//'/path/to/your/project'/$work/teammate}
 [ -n "$cron_line" ] || { echo "newcomer: the cron block has no crontab line" >&2; exit 1; }
 echo "cron: $cron_line"
 env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "$cron_line"
-sed -n 3p "$work/teammate/.beads/issues.jsonl" >/dev/null
-python3 - "$work/teammate/.beads/issues.jsonl" <<'EOF2'
-import sys
-path = sys.argv[1]
-with open(path, encoding="utf-8", newline="") as f:
-    lines = f.read().split("\n")
-lines[2] = lines[2].replace('"title":"', '"title":"Cron: ', 1)
-with open(path, "w", encoding="utf-8", newline="") as f:
-    f.write("\n".join(lines))
-EOF2
+retitle "$work/teammate/.beads/issues.jsonl" 3 "Cron: "
 env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "$cron_line"
 third=$(sed -n '3s/^{"id":"\([^"]*\)".*/\1/p' "$work/teammate/.beads/issues.jsonl")
 grep -q "\"work_item_id\": *\"$third\"" "$work/notices" 2>/dev/null ||

@@ -306,13 +306,16 @@ fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSu
 
 /// What the default `ready` list left out that `--all-types` would list, counted by issue type
 /// (pinned, ephemeral and deferred issues of a working type count under `pinned, ephemeral or
-/// deferred`), largest first. Empty when `options` already lists everything.
-pub fn left_out_of_ready(cache: &Cache, options: &ListOptions) -> Result<Vec<(String, usize)>> {
+/// deferred`), largest first. Empty when `options` already lists everything. `listed` is the
+/// default list `options` gave; it is used as it is unless a limit cut it short.
+pub fn left_out_of_ready(cache: &Cache, options: &ListOptions, listed: &[IssueSummary]) -> Result<Vec<(String, usize)>> {
     if options.all_types || options.issue_type.is_some() {
         return Ok(Vec::new());
     }
-    let shown: std::collections::HashSet<String> =
-        ready(cache, &ListOptions { limit: None, ..options.clone() })?.into_iter().map(|i| i.id).collect();
+    let shown: std::collections::HashSet<String> = match options.limit {
+        None => listed.iter().map(|i| i.id.clone()).collect(),
+        Some(_) => ready(cache, &ListOptions { limit: None, ..options.clone() })?.into_iter().map(|i| i.id).collect(),
+    };
     let every = ready(cache, &ListOptions { limit: None, all_types: true, ..options.clone() })?;
     let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for issue in every.into_iter().filter(|i| !shown.contains(&i.id)) {

@@ -69,7 +69,7 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
         Which::Blocked => query::blocked(&cache, &options)?,
     };
     if matches!(which, Which::Ready) {
-        let left_out = query::left_out_of_ready(&cache, &options)?;
+        let left_out = query::left_out_of_ready(&cache, &options, &list)?;
         if !left_out.is_empty() {
             let total: usize = left_out.iter().map(|(_, n)| n).sum();
             let kinds = left_out.iter().map(|(k, n)| format!("{} {n}", escaped(k))).collect::<Vec<_>>().join(", ");

@@ -61,38 +61,33 @@ fn separator() -> String {
     std::env::var("_CLAP_IFS").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "\n".to_owned())
 }
 
-/// bash: candidates joined by the script's separator (vertical tab), values only.
-struct SafeBash;
-
-impl EnvCompleter for SafeBash {
-    fn name(&self) -> &'static str {
-        Bash.name()
-    }
-    fn is(&self, name: &str) -> bool {
-        Bash.is(name)
-    }
-    fn write_registration(&self, var: &str, name: &str, bin: &str, completer: &str, buf: &mut dyn Write) -> std::io::Result<()> {
-        Bash.write_registration(var, name, bin, completer, buf)
-    }
-    fn write_complete(&self, cmd: &mut clap::Command, args: Vec<OsString>, dir: Option<&Path>, buf: &mut dyn Write) -> std::io::Result<()> {
-        let found = safe_candidates(cmd, args, env_usize("_CLAP_COMPLETE_INDEX"), dir)?;
-        let values: Vec<&str> = found.iter().map(|(v, _)| v.as_str()).collect();
-        write!(buf, "{}", values.join(&separator()))
-    }
+/// How a shell reads the answer.
+#[derive(Clone, Copy)]
+enum Format {
+    /// bash: values joined by the script's separator (vertical tab).
+    Bash,
+    /// zsh: `value:help` joined by the script's separator (newline); `:` and `\` escaped.
+    Zsh,
+    /// fish: `value<TAB>help`, one a line.
+    Fish,
 }
 
-/// zsh: `value:help` joined by the script's separator (newline); `:` and `\` escaped in values.
-struct SafeZsh;
+/// One of clap's shell adapters (its registration script, its name) answering through the
+/// candidate filter.
+struct Safe {
+    shell: &'static (dyn EnvCompleter + Sync),
+    format: Format,
+}
 
-impl EnvCompleter for SafeZsh {
+impl EnvCompleter for Safe {
     fn name(&self) -> &'static str {
-        Zsh.name()
+        self.shell.name()
     }
     fn is(&self, name: &str) -> bool {
-        Zsh.is(name)
+        self.shell.is(name)
     }
     fn write_registration(&self, var: &str, name: &str, bin: &str, completer: &str, buf: &mut dyn Write) -> std::io::Result<()> {
-        Zsh.write_registration(var, name, bin, completer, buf)
+        self.shell.write_registration(var, name, bin, completer, buf)
     }
     fn write_complete(
         &self,
@@ -101,52 +96,37 @@ impl EnvCompleter for SafeZsh {
         dir: Option<&Path>,
         buf: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let index = env_usize("_CLAP_COMPLETE_INDEX");
-        if args.len() == index {
+        let index = match self.format {
+            Format::Fish => args.len().saturating_sub(1),
+            Format::Bash | Format::Zsh => env_usize("_CLAP_COMPLETE_INDEX"),
+        };
+        if matches!(self.format, Format::Zsh) && args.len() == index {
             args.push(OsString::new());
         }
         let found = safe_candidates(cmd, args, index, dir)?;
-        let lines: Vec<String> = found
+        let items: Vec<String> = found
             .into_iter()
-            .map(|(value, help)| {
-                let value = value.replace(':', "\\:");
-                match help {
-                    Some(h) => format!("{value}:{}", h.replace('\\', "\\\\")),
-                    None => value,
-                }
+            .map(|(value, help)| match (self.format, help) {
+                (Format::Bash, _) => value,
+                (Format::Zsh, Some(h)) => format!("{}:{}", value.replace(':', "\\:"), h.replace('\\', "\\\\")),
+                (Format::Zsh, None) => value.replace(':', "\\:"),
+                (Format::Fish, Some(h)) => format!("{value}\t{h}\n"),
+                (Format::Fish, None) => format!("{value}\n"),
             })
             .collect();
-        write!(buf, "{}", lines.join(&separator()))
-    }
-}
-
-/// fish: `value<TAB>help`, one a line.
-struct SafeFish;
-
-impl EnvCompleter for SafeFish {
-    fn name(&self) -> &'static str {
-        Fish.name()
-    }
-    fn is(&self, name: &str) -> bool {
-        Fish.is(name)
-    }
-    fn write_registration(&self, var: &str, name: &str, bin: &str, completer: &str, buf: &mut dyn Write) -> std::io::Result<()> {
-        Fish.write_registration(var, name, bin, completer, buf)
-    }
-    fn write_complete(&self, cmd: &mut clap::Command, args: Vec<OsString>, dir: Option<&Path>, buf: &mut dyn Write) -> std::io::Result<()> {
-        let index = args.len().saturating_sub(1);
-        for (value, help) in safe_candidates(cmd, args, index, dir)? {
-            match help {
-                Some(h) => writeln!(buf, "{value}\t{h}")?,
-                None => writeln!(buf, "{value}")?,
-            }
+        match self.format {
+            Format::Fish => write!(buf, "{}", items.concat()),
+            Format::Bash | Format::Zsh => write!(buf, "{}", items.join(&separator())),
         }
-        Ok(())
     }
 }
 
 /// The shells `BINARY_COMPLETE=<shell>` answers for, each behind the candidate filter.
-pub const SHELLS: Shells<'static> = Shells(&[&SafeBash, &SafeZsh, &SafeFish]);
+pub const SHELLS: Shells<'static> = Shells(&[
+    &Safe { shell: &Bash, format: Format::Bash },
+    &Safe { shell: &Zsh, format: Format::Zsh },
+    &Safe { shell: &Fish, format: Format::Fish },
+]);
 
 /// Answers the completion protocol when `var` is set (and exits), else returns: the first thing a
 /// binary with dynamic completion does.
