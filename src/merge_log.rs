@@ -584,7 +584,7 @@ impl Entry {
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
+pub(crate) fn prefix(text: &str, max: usize) -> &str {
     let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -861,15 +861,27 @@ pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<Stri
     let pending: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
     let Some(top) = pending.iter().map(|e| e.seq).max() else { return Ok(None) };
     write_mark(dir, ANNOUNCED_NAME, top)?;
+    // A squash or an amend announces nothing: no git question needs asking.
+    if matches!(event, HookEvent::Squash | HookEvent::Amend) {
+        return Ok(None);
+    }
     // HEAD is a merge commit: its first parent is where the driver ran.
-    let merge_parent = crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^2"])
-        .ok()
-        .and_then(|_| crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^1"]).ok());
+    let merge_parent = if matches!(event, HookEvent::Merge | HookEvent::Unknown) {
+        crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^2"])
+            .ok()
+            .and_then(|_| crate::git::run(repo, &["rev-parse", "--verify", "--quiet", "HEAD^1"]).ok())
+    } else {
+        None
+    };
+    // Each head asked about once, whether or not it is in HEAD.
     let mut in_head = std::collections::HashSet::new();
-    for e in pending.iter().filter(|e| e.rebase && e.command == DRIVER_COMMAND) {
-        if let Some(h) = e.head.as_deref() {
-            if !in_head.contains(h) && crate::git::run(repo, &["merge-base", "--is-ancestor", h, "HEAD"]).is_ok() {
-                in_head.insert(h);
+    let mut asked = std::collections::HashSet::new();
+    if matches!(event, HookEvent::Rebase | HookEvent::Unknown) {
+        for e in pending.iter().filter(|e| e.rebase && e.command == DRIVER_COMMAND) {
+            if let Some(h) = e.head.as_deref() {
+                if asked.insert(h) && crate::git::run(repo, &["merge-base", "--is-ancestor", h, "HEAD"]).is_ok() {
+                    in_head.insert(h);
+                }
             }
         }
     }

@@ -64,15 +64,6 @@ fn one_line(json: &str) -> String {
     })
 }
 
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// The trailer lines (`Key: value`) for the decisions of one `update-branch` merge, at most
 /// [`MAX_TRAILERS`] of them and one more counting the rest.
 pub fn trailers(entries: &[Entry]) -> Vec<String> {
@@ -92,14 +83,14 @@ pub fn trailers(entries: &[Entry]) -> Vec<String> {
             // Cut in the log already: its beginning is a JSON string of the value's text.
             (Some(v), Some(cut)) => {
                 let begins = serde_json::from_str::<String>(v).unwrap_or_default();
-                format!("dropped-cut={} {}", cut.bytes, crate::record::json_string(prefix(&begins, VALUE_BYTES), false))
+                format!("dropped-cut={} {}", cut.bytes, crate::record::json_string(crate::merge_log::prefix(&begins, VALUE_BYTES), false))
             }
             (Some(v), None) => {
                 let v = one_line(v);
                 if v.len() <= VALUE_BYTES {
                     format!("dropped={v}")
                 } else {
-                    format!("dropped-cut={} {}", v.len(), crate::record::json_string(prefix(&v, VALUE_BYTES), false))
+                    format!("dropped-cut={} {}", v.len(), crate::record::json_string(crate::merge_log::prefix(&v, VALUE_BYTES), false))
                 }
             }
         };
@@ -239,7 +230,7 @@ pub fn from_history(repo: &Path) -> Result<Vec<Entry>> {
     let log =
         crate::git::run(repo, &["log", &limit, "--min-parents=2", "--format=%H%x00%P%x00%cI%x00%(trailers:only,unfold)%x1e", "HEAD", "--"])
             .context("reading the trailers of HEAD's merge commits")?;
-    let mut out = Vec::new();
+    let mut per_commit: Vec<Vec<Entry>> = Vec::new();
     for record in log.split('\u{1e}') {
         let mut parts = record.trim_start_matches('\n').splitn(4, '\0');
         let (Some(hash), Some(parents), Some(time), Some(trailers)) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
@@ -259,10 +250,11 @@ pub fn from_history(repo: &Path) -> Result<Vec<Entry>> {
             seq += 1;
             entries.push(e);
         }
-        // git log lists newest first; the list is oldest first.
-        out.splice(0..0, entries);
+        per_commit.push(entries);
     }
-    Ok(out)
+    // git log lists newest first; the list is oldest first (one pass, not an insert at the
+    // front per commit).
+    Ok(per_commit.into_iter().rev().flatten().collect())
 }
 
 /// The entry `address` (`HASH:N`, the N-th trailer of a merge commit whose hash starts with

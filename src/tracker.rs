@@ -193,7 +193,7 @@ pub fn flush(behind: &Behind, timeout: Duration) -> Result<bool, Error> {
             source: CommandError::Start(std::io::Error::new(std::io::ErrorKind::NotFound, "not found on PATH")),
         });
     };
-    let before = identity(&behind.file);
+    let before = crate::safe_fs::Identity::at(&behind.file);
     let mut cmd = Command::new(program);
     cmd.args(behind.tracker.flush_args(&behind.file_rel)).current_dir(&behind.top).stdin(Stdio::null()).stderr(Stdio::null());
     if behind.tracker == Tracker::Bd {
@@ -210,7 +210,7 @@ pub fn flush(behind: &Behind, timeout: Duration) -> Result<bool, Error> {
         Tracker::Bd => newest_in_tree(&dir.join("dolt")).into_iter().collect(),
     };
     record_in_step(dir, &behind.file, &files);
-    Ok(identity(&behind.file) != before)
+    Ok(crate::safe_fs::Identity::at(&behind.file) != before)
 }
 
 /// What the pre-commit step did about a tracker database holding edits the file lacks.
@@ -282,16 +282,6 @@ fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
 }
 
-/// A file's size, time and inode, or `None` when it is missing.
-fn identity(path: &Path) -> Option<(u64, Option<SystemTime>, u64)> {
-    let m = std::fs::symlink_metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some((m.len(), m.modified().ok(), ino))
-}
-
 /// br's database files in `dir`: regular `*.db` / `*.db-wal` files (links, FIFOs and devices are
 /// never followed), without our own cache (`cache.db`, which lives there outside a repository).
 fn br_database_files(dir: &Path) -> Vec<(SystemTime, PathBuf)> {
@@ -357,8 +347,7 @@ fn bd_export_time(dir: &Path) -> Option<SystemTime> {
 fn fingerprint(file: &Path, db_files: &[(SystemTime, PathBuf)]) -> String {
     let mut s = String::new();
     for path in std::iter::once(file).chain(db_files.iter().map(|(_, p)| p.as_path())) {
-        let (len, time, ino) = identity(path).unwrap_or((0, None, 0));
-        let nanos = time.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+        let (len, nanos, ino) = crate::safe_fs::Identity::at(path).map_or((0, 0, 0), |id| (id.size, id.mtime_ns, id.ino));
         s.push_str(&format!("{}\t{len}\t{nanos}\t{ino}\n", path.display()));
     }
     s

@@ -120,9 +120,9 @@ impl std::fmt::Display for NoHistory {
 /// and reads the three sides it merged.
 pub fn find(top: &Path, rel: &str, made: Made, working: &[u8]) -> Result<MergeHistory, NoHistory> {
     let run = |args: &[&str]| git::run(top, args);
-    if run(&["rev-parse", "--git-dir"]).is_err() {
+    let Ok(repo) = Repo::discover(top) else {
         return Err(NoHistory::NotARepository);
-    }
+    };
     let shallow = run(&["rev-parse", "--is-shallow-repository"]).is_ok_and(|s| s == "true");
     let Ok(listing) = run(&["rev-list", "--first-parent", "--parents", "-n", &SEARCH_DEPTH.to_string(), "HEAD"]) else {
         return Err(NoHistory::NoMergeCommit { shallow });
@@ -143,7 +143,6 @@ pub fn find(top: &Path, rel: &str, made: Made, working: &[u8]) -> Result<MergeHi
     }
     let specs: Vec<String> = merges.iter().flat_map(|ids| ids.iter().map(|id| format!("{id}:{rel}"))).collect();
     let blobs = blob_ids(top, &specs).map_err(NoHistory::Unreadable)?;
-    let repo = Repo::discover(top).map_err(|e| NoHistory::Unreadable(format!("{e:#}")))?;
     let read = |id: &Option<String>| -> Result<Vec<u8>, NoHistory> {
         match id {
             None => Ok(Vec::new()),
@@ -155,13 +154,22 @@ pub fn find(top: &Path, rel: &str, made: Made, working: &[u8]) -> Result<MergeHi
         if Some(made_blob) == p1.as_ref() || Some(made_blob) == p2.as_ref() {
             continue; // the merge took one side's file as it was
         }
+        // The merge's own file first: the parents are read only when it could be the one.
         let produced = read(&blob[0])?;
+        let copies = matches!(made, Made::CopiesOfIds).then(|| ids_on_several_lines(&produced));
+        let candidate = match &copies {
+            None => has_markers(&produced),
+            Some(ids) => !ids.is_empty(),
+        };
+        if !candidate {
+            continue;
+        }
         let (ours, theirs) = (read(p1)?, read(p2)?);
-        let qualifies = match made {
-            Made::ConflictMarkers => has_markers(&produced) && !has_markers(&ours) && !has_markers(&theirs),
-            Made::CopiesOfIds => {
+        let qualifies = match copies {
+            None => !has_markers(&ours) && !has_markers(&theirs),
+            Some(ids) => {
                 let inherited: HashSet<String> = ids_on_several_lines(&ours).into_iter().chain(ids_on_several_lines(&theirs)).collect();
-                ids_on_several_lines(&produced).iter().any(|id| !inherited.contains(id))
+                ids.iter().any(|id| !inherited.contains(id))
             }
         };
         if !qualifies {

@@ -262,13 +262,18 @@ fn log_rule_decisions(options: &ResolveOptions, [base, ours, theirs]: &[&Vec<u8>
     };
     let (base, ours, theirs, result) = (lines_by_key(base), lines_by_key(ours), lines_by_key(theirs), lines_by_key(&result));
     let mut extra = Vec::new();
+    // The driver's reports grouped by id once, not filtered again for every record.
+    let mut reports_of: std::collections::HashMap<&str, Vec<&super::Report>> = std::collections::HashMap::new();
+    for r in &report.reports {
+        reports_of.entry(r.id.as_str()).or_default().push(r);
+    }
     for (key, o) in &ours {
         let (Some(t), Some(merged)) = (theirs.get(key), result.get(key)) else { continue };
         if base.contains_key(key) || o == t {
             continue;
         }
         let reported: Vec<(super::Report, merge_log::Labels)> =
-            report.reports.iter().filter(|r| &r.id == key).map(|r| (r.clone(), report.labels.clone())).collect();
+            reports_of.get(key.as_str()).map(|rs| rs.iter().map(|r| ((*r).clone(), report.labels.clone())).collect()).unwrap_or_default();
         // Each side's values the result does not hold: the kept value is the other side's (or
         // both sides' joined).
         for (side, copy) in [(super::Side::Ours, o), (super::Side::Theirs, t)] {

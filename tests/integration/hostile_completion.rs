@@ -202,3 +202,44 @@ fn regression_fish_completion_listed_forged_or_raw_candidates() {
     let shown = String::from_utf8_lossy(&screen);
     assert!(shown.contains("bd-ok1") && shown.contains("bd-ok2"), "control: fish listed the safe ids; screen:\n{shown:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// What completion reads: the issues file as every other command reads it.
+
+/// An issues file that is a symbolic link (to a file outside the repository) is not read: no
+/// candidate comes from its target.
+#[test]
+fn regression_completion_read_an_issues_file_through_a_symbolic_link() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir(dir.path().join(".beads")).expect("mkdir");
+    let target = outside.path().join("elsewhere.jsonl");
+    std::fs::write(&target, "{\"id\":\"secret-1\",\"title\":\"from outside\"}\n").expect("write");
+    std::os::unix::fs::symlink(&target, dir.path().join(".beads/issues.jsonl")).expect("symlink");
+    let out = String::from_utf8(protocol(dir.path(), "fish", &["bd-sync", "show", "s"], &[])).expect("utf-8");
+    assert!(!out.contains("secret-1"), "completion read through the link: {out:?}");
+}
+
+/// Completion reads every record once: 4x the records costs about 4x, never 16x.
+#[test]
+fn completion_of_many_ids_is_linear() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir(dir.path().join(".beads")).expect("mkdir");
+    let timed = |n: usize| {
+        let file: String = (0..n).map(|k| format!("{{\"id\":\"bd-{k}\",\"title\":\"{}\"}}\n", "t".repeat(200))).collect();
+        std::fs::write(dir.path().join(".beads/issues.jsonl"), file).expect("write");
+        let best = (0..2)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let out = protocol(dir.path(), "fish", &["bd-sync", "show", "bd-1"], &[]);
+                assert!(!out.is_empty());
+                start.elapsed()
+            })
+            .min()
+            .expect("two runs");
+        best
+    };
+    let (small, large) = (timed(20_000), timed(80_000));
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    assert!(ratio < 8.0, "20k ids: {small:?}, 80k: {large:?} ({ratio:.1}x)");
+}
