@@ -45,14 +45,15 @@ pub struct Setting {
 pub fn settings(dir: &std::path::Path) -> Vec<Setting> {
     let from_env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
     // One git process for all three keys, and none when the environment names them all (the
-    // hooks run this on every commit). git prints each key lowercased: `beads.notifyurl VALUE`.
+    // hooks run this on every commit). git prints each key lowercased (`beads.notifyurl`).
     let config: Vec<(String, String)> = if SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) {
         Vec::new()
     } else {
-        crate::git::run(dir, &["config", "--get-regexp", r"^beads\.notify(url|workspace|source)$"])
+        // `-z`: each entry is `key\nvalue\0`, so a value holding a newline stays whole.
+        crate::git::run(dir, &["config", "-z", "--get-regexp", r"^beads\.notify(url|workspace|source)$"])
             .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .split('\0')
+            .filter_map(|e| e.trim_start_matches('\n').split_once('\n').map(|(k, v)| (k.to_owned(), v.to_owned())))
             .collect()
     };
     SETTINGS

@@ -245,6 +245,9 @@ fn driver_settings(bd_merge: &Path) -> Vec<OsString> {
 struct ForcedAttributes {
     path: PathBuf,
     before: Option<Vec<u8>>,
+    /// What was written: the file is put back only while it still holds this, so another
+    /// writer's edit during the merge is never undone.
+    written: Vec<u8>,
 }
 
 impl ForcedAttributes {
@@ -263,7 +266,7 @@ impl ForcedAttributes {
             content.extend_from_slice(format!("{line}\n").as_bytes());
         }
         crate::jsonl::write_atomic(&path, &content)?;
-        let forced = ForcedAttributes { path, before };
+        let forced = ForcedAttributes { path, before, written: content };
         for file in ISSUES_PATHS {
             let effective = git(repo, &["check-attr", "merge", "--", file])?;
             if !effective.ends_with(": beads") {
@@ -279,6 +282,9 @@ impl ForcedAttributes {
 
 impl Drop for ForcedAttributes {
     fn drop(&mut self) {
+        if crate::safe_fs::read_regular(&self.path, crate::safe_fs::SMALL_FILE_LIMIT).ok().flatten().as_deref() != Some(&self.written[..]) {
+            return;
+        }
         let _ = match &self.before {
             Some(bytes) => crate::jsonl::write_atomic(&self.path, bytes),
             None => std::fs::remove_file(&self.path).map_err(Into::into),

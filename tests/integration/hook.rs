@@ -1137,3 +1137,17 @@ fn print_changed_without_z_names_the_ids_a_line_cannot_carry() {
     let out = bd_sync(repo.path(), &["import", "--print-changed", "-z", "--force"]);
     assert!(out.status.success());
 }
+
+/// A git-config setting whose value holds a newline is read whole (git config `-z`), never cut
+/// at the newline.
+#[test]
+fn a_notify_setting_in_git_config_holding_a_newline_is_read_whole() {
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let repo = TestRepo::new();
+    repo.git(&["config", "beads.notifyUrl", &server.url]);
+    repo.git(&["config", "beads.notifyWorkspace", "team\nsecond line"]);
+    let out = run(ours("bd-hook").current_dir(repo.path()).args(["--id", "g-1"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    server.wait_for(1, std::time::Duration::from_secs(5));
+    assert_eq!(server.items(), ["team\nsecond line/g-1"]);
+}
