@@ -29,7 +29,7 @@ MODULE_LAYER = {
     # plumbing: bytes, records, files, git
     "record": "plumbing", "jsonl": "plumbing", "index": "plumbing", "timestamp": "plumbing",
     "git": "plumbing", "safe_fs": "plumbing", "color": "plumbing", "conventions": "plumbing",
-    "paths": "plumbing", "command": "plumbing",
+    "paths": "plumbing", "command": "plumbing", "fix": "plumbing",
     # engines: one job each, built on plumbing
     "merge": "engine", "cache": "engine", "diff": "engine", "issue_diff": "engine",
     "notify": "engine", "watch": "engine", "merge_log": "engine", "merge_trailers": "engine", "since_last": "engine",

@@ -40,6 +40,7 @@ pub mod command;
 pub mod conventions;
 pub mod diff;
 pub mod doctor;
+pub mod fix;
 pub mod git;
 pub mod history;
 pub mod hook;

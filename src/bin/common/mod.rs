@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod complete;
+pub mod fix;
 pub mod generate;
 
 /// Writes the error object every `--json` command prints on stdout when it fails (the exit code

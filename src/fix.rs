@@ -1,0 +1,24 @@
+//! Typed advice: what a user can do about a finding, an error or an outcome, as a value.
+//!
+//! The library knows what the fix *is* (resolve the markers in this file, install the driver,
+//! run the tracker's flush); it does not know how the command line spells it. Every binary words
+//! a [`Fix`] through one function (`src/bin/common/fix.rs`), so renaming a flag never edits the
+//! engine, and `--json` outputs carry the same wording as the text.
+
+use std::path::PathBuf;
+
+/// One thing a user can do. Variants are grouped by the part of the library that gives them;
+/// add a variant next to its neighbours and its wording in `src/bin/common/fix.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fix {
+    // ---- files and repairs (merge, merge_log, update_branch, repairs) ----
+    /// Resolve the git conflict markers committed or left in `file`, then stage and commit it.
+    ResolveMarkers {
+        /// The issues file, as the user would type it.
+        file: PathBuf,
+    },
+
+    // ---- cache, install, check, notifier ----
+    /// Install (or repair) the merge driver, attributes and hook blocks in this clone.
+    Install,
+}
