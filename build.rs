@@ -21,15 +21,20 @@ fn main() {
         Some(c) => println!("cargo:rustc-env=BEADS_GIT_VERSION={version} ({c})"),
         None => println!("cargo:rustc-env=BEADS_GIT_VERSION={version}"),
     }
-    // A new commit changes HEAD or the branch it points to.
+    // A new commit changes HEAD, the branch's ref or the reflog. Cargo treats a declared file
+    // that does not exist as changed on every build, so only files that exist are declared: a
+    // checkout whose refs are packed has no loose ref, one that never packed has no packed-refs,
+    // and `logs/HEAD` (present unless reflogs are off) moves with every commit either way.
     if ours {
-        for path in ["HEAD", "packed-refs"] {
-            if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-                println!("cargo:rerun-if-changed={}", manifest.join(p).display());
+        let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+        let mut paths = vec!["HEAD".to_owned(), "logs/HEAD".to_owned(), "packed-refs".to_owned()];
+        paths.extend(branch);
+        for path in paths {
+            let Some(p) = git(&["rev-parse", "--git-path", &path]) else { continue };
+            let p = manifest.join(p);
+            if p.is_file() {
+                println!("cargo:rerun-if-changed={}", p.display());
             }
-        }
-        if let Some(p) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])) {
-            println!("cargo:rerun-if-changed={}", manifest.join(p).display());
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
