@@ -68,6 +68,7 @@ trap 'rm -rf "$work"' EXIT
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
+tools_dir="${BEADS_GIT_TOOLS:-$HOME/.cache/beads-git-tools}"
 export HOME="$work/home"
 mkdir -p "$HOME"
 export CARGO_INSTALL_ROOT="$HOME/.cargo"
@@ -223,4 +224,44 @@ third=$(sed -n '3s/^{"id":"\([^"]*\)".*/\1/p' "$work/teammate/.beads/issues.json
 grep -q "\"work_item_id\": *\"$third\"" "$work/notices" 2>/dev/null ||
   { echo "newcomer: the cron run did not notify $third"; cat "$work/notices" 2>/dev/null; exit 1; } >&2
 
-echo "newcomer: the README's install and set-up steps work; the driver merged $id; the CI gate, a teammate without beads-git and the cron recipe hold"
+echo "== two clones with the real br: each edits one issue, git merges, br imports both edits"
+br_bin=${BR:-$tools_dir/br-0.7.6/bin/br}
+[ -x "$br_bin" ] || br_bin=$(command -v br || true)
+if [ -z "$br_bin" ] || [ ! -x "$br_bin" ]; then
+  if [ -n "${CI:-}" ]; then
+    echo "newcomer: br (beads_rust 0.7.6) is missing; .ci/tools.sh installs it" >&2
+    exit 1
+  fi
+  echo "newcomer: br not found: the two-clone br path skipped"
+else
+  git init -q --bare -b main "$work/br-origin.git"
+  git clone -q "$work/br-origin.git" "$work/br-a" 2>/dev/null
+  (cd "$work/br-a" && "$br_bin" init --prefix nc >/dev/null)
+  br_id=$(cd "$work/br-a" && "$br_bin" q "Shared issue")
+  (cd "$work/br-a" && "$br_bin" q "Another issue" >/dev/null && "$br_bin" sync --flush-only >/dev/null && bd-sync install >/dev/null)
+  git -C "$work/br-a" add .beads/issues.jsonl .gitattributes
+  git -C "$work/br-a" commit -q -m "the tracker, with br"
+  git -C "$work/br-a" push -q origin HEAD:main
+  git clone -q "$work/br-origin.git" "$work/br-b"
+  (cd "$work/br-b" && bd-sync install >/dev/null && "$br_bin" sync --import-only >/dev/null)
+  (cd "$work/br-a" && "$br_bin" update "$br_id" --title "Retitled in A" >/dev/null && "$br_bin" sync --flush-only >/dev/null)
+  git -C "$work/br-a" commit -q -am "A retitles"
+  git -C "$work/br-a" push -q origin HEAD:main
+  (cd "$work/br-b" && "$br_bin" update "$br_id" --priority 0 >/dev/null && "$br_bin" sync --flush-only >/dev/null)
+  git -C "$work/br-b" commit -q -am "B reprioritises"
+  git -C "$work/br-b" pull -q --no-rebase --no-edit origin main
+  if grep -q '^<<<<<<<' "$work/br-b/.beads/issues.jsonl"; then
+    echo "newcomer: the br clones' merge left conflict markers" >&2
+    exit 1
+  fi
+  (cd "$work/br-b" && "$br_bin" sync --import-only >/dev/null)
+  shown=$(cd "$work/br-b" && "$br_bin" show "$br_id" --json)
+  case "$shown" in *'"Retitled in A"'*) ;; *) echo "newcomer: br lost A's title: $shown" >&2; exit 1 ;; esac
+  case "$shown" in *'"priority": 0'* | *'"priority":0'*) ;; *) echo "newcomer: br lost B's priority: $shown" >&2; exit 1 ;; esac
+  (cd "$work/br-b" && "$br_bin" sync --flush-only >/dev/null)
+  git -C "$work/br-b" diff --quiet -- .beads/issues.jsonl ||
+    { echo "newcomer: br's flush after the merge rewrote the merged file:" >&2; git -C "$work/br-b" diff --stat >&2; exit 1; }
+  (cd "$work/br-b" && bd-sync check)
+fi
+
+echo "newcomer: the README's install and set-up steps work; the driver merged $id; the CI gate, a teammate without beads-git, the cron recipe and two br clones hold"

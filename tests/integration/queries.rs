@@ -277,3 +277,88 @@ fn the_fast_ready_and_blocked_lists_equal_the_sql_views() {
     assert_eq!(fast_ready, slow_ready);
     assert_eq!(fast_blocked, slow_blocked);
 }
+
+/// `bd-sync ready --all-types` lists what the real br 0.7.6 lists on the real beads file (issue
+/// 37 item 7), with one documented difference: br holds back a parent while it has open children
+/// (its "rollup"), where bd and we list it (blocking flows from parent to child, not back). The
+/// default list is the same minus the orchestrator types its note names.
+///
+/// br refuses two kinds of lines of the real file (673 records closed before they were created, in
+/// bd's clock skew, and labels with characters br does not allow), so both tools read one copy in
+/// which those are mended; neither mend changes what is ready.
+#[test]
+fn ready_matches_the_real_br_on_the_real_file() {
+    let Some(real) = shared_file("data/beads-real.jsonl") else { return };
+    let Some(br) = crate::support::real_br() else { return };
+    let text = std::fs::read_to_string(real).expect("read the real file");
+    let mut records: Vec<serde_json::Value> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut r: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if let (Some(closed), Some(created)) = (r["closed_at"].as_str(), r["created_at"].as_str()) {
+            if closed < created {
+                r["closed_at"] = serde_json::Value::String(created.to_owned());
+            }
+        }
+        if let Some(labels) = r.get_mut("labels").and_then(|l| l.as_array_mut()) {
+            labels.retain(|l| l.as_str().is_some_and(|s| s.chars().all(|c| c.is_ascii_alphanumeric() || "-_:".contains(c))));
+        }
+        records.push(r);
+    }
+    let copy: String = records.iter().map(|r| format!("{r}\n")).collect();
+    let ws = Workspace::new(copy.as_bytes());
+    let dir = ws.file().parent().and_then(|p| p.parent()).expect("workspace").to_path_buf();
+    let home = tempfile::tempdir().expect("home");
+    let tool = |program: &std::path::Path, args: &[&str]| {
+        let mut cmd = crate::support::hermetic(program);
+        cmd.current_dir(&dir).env("HOME", home.path()).env("NO_COLOR", "1").env_remove("BEADS_DB").args(args);
+        let out = crate::support::run(&mut cmd);
+        assert!(out.status.success(), "{} {args:?}: {}", program.display(), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    tool(std::path::Path::new("git"), &["init", "-q"]);
+    tool(&br, &["init"]);
+    tool(&br, &["sync", "--import-only"]);
+    let listed = |json: &str| -> std::collections::BTreeSet<String> {
+        let v: serde_json::Value = serde_json::from_str(json).expect("ready --json");
+        v.as_array().expect("a list").iter().map(|i| i["id"].as_str().expect("id").to_owned()).collect()
+    };
+    let theirs = listed(&tool(&br, &["ready", "--json"]));
+    let all_types = listed(&ws.ok(&["ready", "--all-types", "--json"]));
+    let default = listed(&ws.ok(&["ready", "--json"]));
+
+    // Parents with an open child, computed from the file itself.
+    let status: std::collections::HashMap<&str, &str> =
+        records.iter().map(|r| (r["id"].as_str().unwrap_or_default(), r["status"].as_str().unwrap_or_default())).collect();
+    let mut parents_with_open_children = std::collections::BTreeSet::new();
+    for r in &records {
+        let open = !matches!(r["status"].as_str(), Some("closed" | "tombstone"));
+        for d in r["dependencies"].as_array().into_iter().flatten() {
+            if open && d["type"] == "parent-child" {
+                if let Some(parent) = d["depends_on_id"].as_str() {
+                    parents_with_open_children.insert(parent.to_owned());
+                }
+            }
+        }
+    }
+    assert!(theirs.len() > 50, "br listed only {} ready issues", theirs.len());
+    let only_ours: Vec<&String> = all_types.difference(&theirs).collect();
+    let only_theirs: Vec<&String> = theirs.difference(&all_types).collect();
+    assert!(only_theirs.is_empty(), "br lists what we do not: {only_theirs:?}");
+    assert!(
+        only_ours.iter().all(|id| parents_with_open_children.contains(*id) && status.get(id.as_str()) == Some(&"open")),
+        "we list what br does not, beyond parents with open children: {only_ours:?}"
+    );
+    assert!(only_ours.len() <= 5, "the rollup difference grew: {only_ours:?}");
+
+    // The default list leaves out only the types its note names.
+    let types: std::collections::HashMap<&str, &str> =
+        records.iter().map(|r| (r["id"].as_str().unwrap_or_default(), r["issue_type"].as_str().unwrap_or("task"))).collect();
+    let left_out: Vec<&String> = all_types.difference(&default).collect();
+    assert!(!left_out.is_empty(), "the real file has agents and molecules that ready leaves out by default");
+    assert!(
+        left_out.iter().all(|id| ["merge-request", "gate", "molecule", "message", "agent", "role", "rig", "convoy", "slot"]
+            .contains(types.get(id.as_str()).unwrap_or(&""))),
+        "ready left out work items: {left_out:?}"
+    );
+    assert!(default.is_subset(&all_types));
+}
