@@ -33,7 +33,7 @@ MODULE_LAYER = {
     # engines: one job each, built on plumbing
     "merge": "engine", "cache": "engine", "diff": "engine", "issue_diff": "engine",
     "notify": "engine", "watch": "engine", "merge_log": "engine", "merge_trailers": "engine", "since_last": "engine",
-    "tracker": "engine",
+    "tracker": "engine", "bridge": "engine",
     # porcelain: what a command does, built on engines
     "install": "porcelain", "check": "porcelain", "history": "porcelain", "hook": "porcelain",
     "update_branch": "porcelain", "schema": "porcelain", "doctor": "porcelain",

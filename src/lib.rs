@@ -33,6 +33,7 @@
 //! The layers these form, and where new code goes, are in `docs/architecture.md`.
 #![deny(missing_docs)]
 
+pub mod bridge;
 pub mod cache;
 pub mod check;
 pub mod color;

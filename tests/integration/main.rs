@@ -5,6 +5,7 @@ mod support;
 
 mod advice;
 mod br_roundtrip;
+mod bridge_links;
 mod cli;
 mod completion;
 mod concurrency;

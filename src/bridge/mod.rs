@@ -1,0 +1,35 @@
+//! The git–issue bridge (SPEC §13): what links commits to issues, and the switch that turns it
+//! off.
+//!
+//! Agents and people lose their context between sessions; the bridge keeps the commits made for
+//! an issue findable from the issue. [`links`] indexes which commits name which issue (by a
+//! `Beads-Issue:` trailer or by mentioning its id) without walking the history on every call.
+//! [`enabled`] is the one switch: `git config beads.bridge false` for a clone, `BEADS_BRIDGE=0`
+//! for one process.
+
+pub mod links;
+
+/// Whether the bridge is on, from the process's `BEADS_BRIDGE` (first) and the clone's
+/// `beads.bridge` git config value: `0`, `false`, `no` and `off` (any case) turn it off; anything
+/// else, or nothing, leaves it on.
+pub fn enabled(env: Option<&str>, config: Option<&str>) -> bool {
+    let off = |v: &str| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off");
+    match (env.map(str::trim).filter(|v| !v.is_empty()), config) {
+        (Some(v), _) => !off(v),
+        (None, Some(v)) => !off(v),
+        (None, None) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_environment_outranks_git_config() {
+        use super::enabled;
+        assert!(enabled(None, None));
+        assert!(!enabled(Some("0"), Some("true")));
+        assert!(enabled(Some("1"), Some("false")));
+        assert!(!enabled(None, Some("FALSE")));
+        assert!(!enabled(Some(""), Some("off")), "an empty variable is unset");
+    }
+}
