@@ -152,7 +152,7 @@ impl Index {
                 }
             }
         }
-        out.sort_by(|a, b| b.time.cmp(&a.time));
+        out.sort_by_key(|l| std::cmp::Reverse(l.time));
         Ok(out)
     }
 
