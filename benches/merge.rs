@@ -10,7 +10,7 @@
 //! deleting, adding or changing 1%: what a merge costs per record rather than per byte.
 //!
 //! `cargo bench --bench merge -- --shapes 100k` instead times the worst shapes a stranger's file
-//! can have (README "Linear work") at that size and at a quarter of it, in this process: many
+//! can have (docs/merge-rules.md "Linear work") at that size and at a quarter of it, in this process: many
 //! collisions under one parent, comment ids both sides added under the same numbers, comment ids
 //! shared across the file, many copies of one id (driver and dedupe), one huge multi-line value
 //! edited on both sides (merge and diff), derived counts. Each line gives the ratio of the two
@@ -134,7 +134,7 @@ fn stamp(k: usize) -> String {
 /// One worst shape at size `n`: a name and what to run.
 type Shape = (&'static str, Box<dyn Fn(usize) -> usize>);
 
-/// The worst shapes (README "Linear work"), each a function of its size that does the work and
+/// The worst shapes (docs/merge-rules.md "Linear work"), each a function of its size that does the work and
 /// returns a count to check it did.
 fn shapes() -> Vec<Shape> {
     use beads_git::merge::{merge, repair, MergeOptions};

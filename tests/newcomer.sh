@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The newcomer test: does what the README's "Install" and "Set up a repository" sections say,
-# literally. The ```sh blocks that follow a `<!-- newcomer:NAME -->` comment in README.md are
+# literally. The ```sh blocks that follow a `<!-- newcomer:NAME -->` comment in README.md (and, for
+# the shell completions and the cron recipe, in docs/install.md and docs/notifier.md) are
 # extracted and run, in a temporary HOME, against a real repository holding a copy of
 # ../shared/data/beads-real.jsonl as .beads/issues.jsonl; then the newcomer and a teammate (who
 # followed the teammate's one-liner) change the same issue in their clones and merge, which only
@@ -25,7 +26,6 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-readme="$repo/README.md"
 data="$repo/../shared/data/beads-real.jsonl"
 if [ ! -f "$data" ]; then
   if [ -n "${CI:-}" ]; then
@@ -36,29 +36,31 @@ if [ ! -f "$data" ]; then
   exit 0
 fi
 
-# The ```sh block after the `<!-- newcomer:NAME` comment.
+# The ```sh block after the `<!-- newcomer:NAME` comment in FILE (a path from the repository's top,
+# README.md unless given).
 block() {
-  local code
+  local code file=${2:-README.md}
   code=$(awk -v name="$1" '
     index($0, "<!-- newcomer:" name " ") == 1 { armed = 1; next }
     armed && /^```sh$/ { inside = 1; next }
     inside && /^```$/ { exit }
     inside { print }
-  ' "$readme")
+  ' "$repo/$file")
   if [ -z "$code" ]; then
-    echo "newcomer: README.md has no sh block marked <!-- newcomer:$1 -->" >&2
+    echo "newcomer: $file has no sh block marked <!-- newcomer:$1 -->" >&2
     exit 1
   fi
   printf '%s\n' "$code"
 }
 
-# Runs README block NAME in DIR, after the substitutions above; its commands are echoed.
+# Runs block NAME of FILE (README.md unless given) in DIR, after the substitutions above; its
+# commands are echoed.
 run_block() {
-  local name=$1 dir=$2 code
-  code=$(block "$name")
+  local name=$1 dir=$2 file=${3:-README.md} code
+  code=$(block "$name" "$file")
   code=${code//'<URL of this repository>'/$repo}
   code=${code//'path/to/your/project'/$work/project}
-  echo "== README block '$name' (in ${dir#"$work"/})"
+  echo "== $file block '$name' (in ${dir#"$work"/})"
   (cd "$dir" && sh -exc "$code")
 }
 
@@ -94,7 +96,7 @@ for b in bd-sync bd-merge bd-hook; do
   [ -x "$HOME/.cargo/bin/$b" ] || { echo "newcomer: ~/.cargo/bin/$b was not installed" >&2; exit 1; }
 done
 bd-sync --version
-run_block completions "$work"
+run_block completions "$work" docs/install.md
 for f in .local/share/bash-completion/completions/bd-sync .zfunc/_bd-sync .config/fish/completions/bd-sync.fish \
   .local/share/man/man1/bd-sync.1; do
   [ -s "$HOME/$f" ] || { echo "newcomer: ~/$f is missing or empty" >&2; exit 1; }
@@ -210,7 +212,7 @@ server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
 url="http://127.0.0.1:$(cat "$port_file")"
-code=$(block cron)
+code=$(block cron docs/notifier.md)
 code=${code//'http://localhost:8080'/$url}
 (cd "$work/teammate" && sh -exc "$(printf '%s\n' "$code" | grep -v '^#')")
 cron_line=$(printf '%s\n' "$code" | sed -n 's/^# \* \* \* \* \* //p')

@@ -1,6 +1,6 @@
 //! The real br tracker (beads_rust 0.7.6) on two clones of one repository, edited with br only,
 //! merged by git through our driver: br must import the merged file without `--force`, show every
-//! edit of both sides, and its next flush must not change a byte (README, "The merge rules, in plain words").
+//! edit of both sides, and its next flush must not change a byte (docs/merge-rules.md, "The merge rules, in plain words").
 //!
 //! `.ci/run` builds br into `~/.cache/beads-git-tools/br-0.7.6`; `BR` names another binary. The
 //! test skips with a message when br is missing, except under CI, where it fails.

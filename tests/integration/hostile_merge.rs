@@ -1,4 +1,4 @@
-//! A stranger's input against the merge (README "Linear work", "Two issues created under one id"):
+//! A stranger's input against the merge (docs/merge-rules.md "Linear work", "Two issues created under one id"):
 //! shapes a fork's pull request can push through CI's driver, `resolve`, `dedupe` and `diff`.
 //! Each class of quadratic work is timed at N and at 4N in the same test: linear work takes about
 //! 4x, quadratic work 16x, and the test fails at 8x. The rename classes check what the merge

@@ -11,6 +11,7 @@ mod completion;
 mod concurrency;
 mod conventions;
 mod crash;
+mod docs_links;
 mod generate;
 mod history;
 mod hook;

@@ -1,4 +1,4 @@
-//! The merge's corner cases that a randomised corpus found (README "The merge rules, in plain
+//! The merge's corner cases that a randomised corpus found (docs/merge-rules.md "The merge rules, in plain
 //! words"): duplicate ids that hold shared comment ids, a record equal to ours beside a repeat
 //! that collapses, and stamps under a fixed clock. Each runs the real `bd-merge base ours theirs
 //! -o out`, and again with the sides swapped.

@@ -43,7 +43,7 @@ fn assert_fully_merged(bytes: &[u8]) {
     assert_eq!(ids, ["bd-0", "bd-1", "bd-2", "bd-3", "bd-4"]);
     assert_eq!(recs[1]["title"], "Renamed on main");
     assert_eq!(recs[1]["priority"], 0);
-    // Merged from both sides: one tick after the later side, so importers take it (README, "The merge rules, in plain words").
+    // Merged from both sides: one tick after the later side, so importers take it (docs/merge-rules.md, "The merge rules, in plain words").
     assert_eq!(recs[1]["updated_at"], "2025-11-01T12:00:01-08:00");
     assert_eq!(recs[4]["labels"][0], "feature");
 }

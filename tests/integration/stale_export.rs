@@ -1,4 +1,4 @@
-//! A stale issues file is never committed silently (README, "Plain git hooks"): when br's
+//! A stale issues file is never committed silently (docs/setup.md, "What install does"): when br's
 //! database holds edits the file lacks, the pre-commit hook names `br sync --flush-only`, or runs
 //! it with `git config beads.flushOnCommit true`, and `bd-sync check` reports `export-stale`. The
 //! hook never blocks the commit: a database file that is a FIFO or a link is not opened, and a
