@@ -1,7 +1,7 @@
 //! `bd-hook`: tell a Gemba-style server which issues changed. Fail-open: without a URL it does
 //! nothing, and delivery problems never fail the caller unless `--strict`.
 
-#[path = "common/mod.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::io::Write;
