@@ -1,21 +1,29 @@
 //! `bd-hook`: tell a Gemba-style server which issues changed. Fail-open: without a URL it does
 //! nothing, and delivery problems never fail the caller unless `--strict`.
+//!
+//! Its interface is flags only, mirroring the Gemba companion hook (`--id`, `--stdin`,
+//! `--from-diff`, `--watch`, `--install-git-hook`). The flags pick one mode, each in its own
+//! file: the ids given or found in a diff (`ids.rs`), every id changed since the last run
+//! (`since_last.rs`), watching a directory (`watch.rs`), and installing the post-commit hook
+//! (`git_hook.rs`). This file holds the flags and the dispatch; `deliver.rs` prints or sends what
+//! a mode found.
 
 #[path = "../common/mod.rs"]
 mod common;
 
-use std::io::Write;
+mod deliver;
+mod git_hook;
+mod ids;
+mod since_last;
+mod watch;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
-use beads_git::hook::{collect_ids, IdSources};
-use beads_git::install::{self, Hook};
-use beads_git::notify::{Delivery, Notifier, Report, Target};
-use beads_git::since_last;
-use beads_git::watch::{self, WatchOptions};
-use clap::Parser;
+use anyhow::Result;
+use clap::{CommandFactory, Parser};
+
+use deliver::Outlet;
 
 /// Post-write notifier for beads issues: POST {URL}/api/workitems/notify for each changed id.
 ///
@@ -102,15 +110,15 @@ struct Cli {
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+    if let Some(code) = common::generate::from_args(&args, Cli::command) {
         return code;
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
             // Help and version are not errors; a usage error fails only under --strict.
-            let strict = std::env::args().any(|a| a == "--strict");
+            let strict = args.iter().any(|a| a == "--strict");
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
                 _ if strict => ExitCode::from(2),
@@ -142,158 +150,25 @@ fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn target(cli: &Cli) -> Result<Option<Target>> {
-    // The environment, else git config (`beads.notifyUrl`, ...), so a hook run from any shell or
-    // cron job of this clone finds the same server.
-    let settings = beads_git::notify::settings(std::path::Path::new("."));
-    let setting = |name: &str| settings.iter().find(|s| s.name == name).map(|s| s.value.clone());
-    let Some(url) = cli.url.clone().or_else(|| setting("url")) else {
-        return Ok(None);
-    };
-    let token = match &cli.auth_file {
-        Some(f) => {
-            let bytes = beads_git::safe_fs::bounded::read_regular(f, 64 << 10)
-                .with_context(|| format!("reading the token file {}", f.display()))?;
-            Some(String::from_utf8(bytes).with_context(|| format!("the token file {} is not UTF-8", f.display()))?.trim().to_owned())
-        }
-        None => env("GEMBA_NOTIFY_AUTH"),
-    };
-    Ok(Some(Target {
-        url,
-        token: token.filter(|t| !t.is_empty()),
-        source: cli.source.clone().or_else(|| setting("source")).unwrap_or_else(|| "bd-hook".into()),
-        workspace: cli.workspace.clone().or_else(|| setting("workspace")),
-    }))
-}
-
+/// Runs the mode the flags chose.
 fn run(cli: &Cli) -> Result<ExitCode> {
-    if let Some(repo) = &cli.install_git_hook {
-        let (path, change) = install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?)?;
-        eprintln!("bd-hook: {}: {change}", path.display());
-        return Ok(ExitCode::SUCCESS);
+    if cli.install_git_hook.is_some() || cli.uninstall_git_hook.is_some() {
+        return git_hook::run(cli);
     }
-    if let Some(repo) = &cli.uninstall_git_hook {
-        let (path, change) = install::uninstall_one(repo, Hook::PostCommit)?;
-        eprintln!("bd-hook: {}: {change}", path.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let total = Duration::try_from_secs_f64(cli.timeout).unwrap_or(Duration::from_secs(2));
-    let concurrency = usize::from(cli.concurrency);
-    let target = target(cli)?;
-    if target.is_none() && !cli.dry_run {
+    let Some(outlet) = Outlet::new(cli)? else {
         if cli.strict {
             eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL, `git config beads.notifyUrl URL`, or --url)");
             return Ok(ExitCode::from(2));
         }
         return Ok(ExitCode::SUCCESS); // silent no-op
-    }
-    let notifier = target.clone().map(|t| Notifier::new(t, concurrency));
-    let print = |ids: &[String]| {
-        let mut out = std::io::stdout().lock();
-        let end: &[u8] = if cli.null { b"\0" } else { b"\n" };
-        for id in ids {
-            // NUL-separated ids go to a program as they are; one per line, they are escaped
-            // (a newline in an id would otherwise forge a second one).
-            let body = target.as_ref().map(|t| t.body(id)).unwrap_or_else(|| {
-                if cli.null {
-                    id.clone()
-                } else {
-                    beads_git::record::escaped(id).into_owned()
-                }
-            });
-            let _ = out.write_all(body.as_bytes()).and_then(|()| out.write_all(end));
-        }
-        let _ = out.flush();
     };
-    // Sends, says in one line what did not get through, and returns the report.
-    let send = |ids: &[String]| -> Option<Report> {
-        let report = notifier.as_ref()?.send(ids, Delivery { concurrency, ..Delivery::within(total) });
-        if let Some(line) = report.failure_summary() {
-            eprintln!("bd-hook: {}", beads_git::record::escaped(&line));
-        }
-        Some(report)
-    };
-    let deliver = |ids: &[String]| -> bool {
-        if cli.dry_run || notifier.is_none() {
-            print(ids);
-            return true;
-        }
-        send(ids).is_none_or(|r| r.all_delivered())
-    };
-
     if cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() {
-        let name = cli.state.clone().unwrap_or_else(|| "default".into());
-        let source = match &cli.source_cmd {
-            Some(cmd) => since_last::Source::Command(cmd.clone()),
-            None => since_last::Source::File(cli.path.clone()),
-        };
-        let dir = std::env::current_dir().context("finding the current directory")?;
-        let dry = cli.dry_run || notifier.is_none();
-        let command_timeout = Duration::try_from_secs_f64(cli.source_cmd_timeout).unwrap_or(since_last::SOURCE_CMD_TIMEOUT);
-        let options = since_last::Options { dir, state: name.clone(), source, command_timeout };
-        // A dry run prints and sends nothing, so the state stays where it is.
-        let outcome = since_last::notify(&options, dry, |ids| {
-            if dry {
-                print(ids);
-                None
-            } else {
-                send(ids)
-            }
-        })?;
-        return Ok(match outcome {
-            since_last::RunOutcome::Busy => {
-                eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
-                ExitCode::SUCCESS
-            }
-            since_last::RunOutcome::Baseline { records, source, state: Some(path) } => {
-                eprintln!(
-                    "bd-hook: --since-last: first run of state {name:?} for {source}: recorded a baseline of {records} issue(s) in {}; \
-                     nothing notified (later runs notify what changes from here)",
-                    path.display()
-                );
-                ExitCode::SUCCESS
-            }
-            since_last::RunOutcome::Baseline { records, source, state: None } => {
-                eprintln!(
-                    "bd-hook: --since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) and notifies nothing"
-                );
-                ExitCode::SUCCESS
-            }
-            since_last::RunOutcome::Changed { report: Some(report), .. } if !report.all_delivered() && cli.strict => ExitCode::from(1),
-            since_last::RunOutcome::Changed { .. } => ExitCode::SUCCESS,
-        });
+        since_last::run(cli, &outlet)
+    } else if let Some(dir) = &cli.watch {
+        watch::run(cli, dir, &outlet)
+    } else {
+        ids::run(cli, &outlet)
     }
-
-    if let Some(dir) = &cli.watch {
-        let stop = watch::stop_on_signals()?;
-        let mut options = WatchOptions::new(watch::beads_dir(dir));
-        options.notice = |text| eprintln!("bd-hook: {}", beads_git::record::printable_lines(text));
-        options.poll = cli.poll.map(Duration::from_millis);
-        options.debounce = Duration::from_millis(cli.debounce);
-        let mut failed = false;
-        watch::watch(&options, &stop, |ids| {
-            let ok = deliver(&ids);
-            if !ok && cli.strict {
-                failed = true;
-                return false;
-            }
-            true
-        })?;
-        return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
-    }
-
-    let sources =
-        IdSources { ids: cli.ids.clone(), stdin: cli.stdin, nul: cli.null, from_diff: cli.from_diff.clone(), path: cli.path.clone() };
-    let dir = std::env::current_dir().context("finding the current directory")?;
-    let ids = collect_ids(&sources, &dir, std::io::stdin().lock())?;
-    if ids.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    Ok(if deliver(&ids) || !cli.strict { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 #[cfg(test)]
