@@ -6,6 +6,7 @@ mod support;
 mod advice;
 mod br_roundtrip;
 mod cli;
+mod cli_dialect;
 mod completion;
 mod concurrency;
 mod conventions;

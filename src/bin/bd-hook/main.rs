@@ -5,8 +5,8 @@
 //! `--from-diff`, `--watch`, `--install-git-hook`). The flags pick one mode, each in its own
 //! file: the ids given or found in a diff (`ids.rs`), every id changed since the last run
 //! (`since_last.rs`), watching a directory (`watch.rs`), and installing the post-commit hook
-//! (`git_hook.rs`). This file holds the flags and the dispatch; `deliver.rs` prints or sends what
-//! a mode found.
+//! (`git_hook.rs`). This file holds the flags, the rules that refuse a flag outside its mode, and
+//! the dispatch; `deliver.rs` prints or sends what a mode found.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 use deliver::Outlet;
 
@@ -58,15 +58,15 @@ struct Cli {
     /// snapshot's hashes are kept in the git dir).
     #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
     source_cmd: Option<String>,
-    /// How long --source-cmd may run, in seconds (more than 0, at most 86400): then the command
-    /// and every process it started are stopped, and nothing is notified.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_timeout, requires = "source_cmd")]
+    /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most
+    /// 86400: then the command and every process it started are stopped, and nothing is notified.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
     source_cmd_timeout: f64,
     /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
     path: Option<String>,
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["ids", "stdin", "from_diff"])]
     watch: Option<PathBuf>,
     /// With --watch: poll every MS milliseconds (10 to 3600000) instead of using file-system events.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
@@ -87,8 +87,8 @@ struct Cli {
     /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
     #[arg(long, value_name = "PREFIX")]
     workspace: Option<String>,
-    /// Total time allowed for delivery, in seconds, more than 0 and at most 86400 (per batch with --watch).
-    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_timeout)]
+    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with --watch).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds)]
     timeout: f64,
     /// Requests in flight at once (1 to 64).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -105,7 +105,39 @@ struct Cli {
     /// Remove any beads-git post-commit block from the repository at REPO, and exit.
     #[arg(long, value_name = "REPO")]
     uninstall_git_hook: Option<PathBuf>,
+    #[command(flatten)]
+    directory: common::args::Directory,
 }
+
+/// Flags that only mean something beside another: each, the words that name it, and the flags
+/// one of which it needs. Outside their mode they are refused, never silently ignored.
+const NEEDS: [(&str, &str, &[&str], &str); 4] = [
+    ("poll", "--poll", &["watch"], "--watch DIR"),
+    ("debounce", "--debounce", &["watch"], "--watch DIR"),
+    ("path", "--path", &["from_diff", "since_last", "state"], "--from-diff or --since-last"),
+    ("null", "-z/--null", &["stdin", "dry_run"], "--stdin or --dry-run"),
+];
+
+/// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
+/// (which install or remove a hook and exit: nothing would be notified, printed or waited for).
+const NOT_WITH_GIT_HOOK: [&str; 16] = [
+    "ids",
+    "stdin",
+    "null",
+    "from_diff",
+    "since_last",
+    "state",
+    "source_cmd",
+    "path",
+    "watch",
+    "poll",
+    "debounce",
+    "url",
+    "auth_file",
+    "source",
+    "workspace",
+    "dry_run",
+];
 
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
@@ -113,7 +145,7 @@ fn main() -> ExitCode {
     if let Some(code) = common::generate::from_args(&args, Cli::command) {
         return code;
     }
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -126,7 +158,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(&cli) {
+    match cli.directory.enter().map_err(anyhow::Error::msg).and_then(|()| run(&cli)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
@@ -135,19 +167,34 @@ fn main() -> ExitCode {
     }
 }
 
+/// Parses the flags, refusing one given outside its mode ([`NEEDS`], [`NOT_WITH_GIT_HOOK`]).
+fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    for (id, flag, needs, needs_words) in NEEDS {
+        if given(id) && !needs.iter().any(|n| given(n)) {
+            let message = format!("{flag} only applies with {needs_words}");
+            return Err(command.error(clap::error::ErrorKind::MissingRequiredArgument, message));
+        }
+    }
+    let git_hook = ["install_git_hook", "uninstall_git_hook"].into_iter().find(|id| given(id));
+    if let Some(other) = git_hook.and_then(|_| NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
+        command.build();
+        let name = |id: &str| command.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_long()).unwrap_or(id).to_owned();
+        let message = format!(
+            "--{} installs or removes the hook and exits: --{} has nothing to do there",
+            name(git_hook.unwrap_or_default()),
+            name(other)
+        );
+        return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+    }
+    Cli::from_arg_matches(&matches)
+}
+
 /// `--state`: a plain file name.
 fn parse_state(text: &str) -> std::result::Result<String, String> {
     beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
-}
-
-/// `--timeout`: a finite number of seconds in (0, 86400], so no deadline can overflow the clock.
-fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
-    let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
-        Ok(secs)
-    } else {
-        Err(format!("{text} is out of range: give more than 0 and at most 86400 seconds"))
-    }
 }
 
 /// Runs the mode the flags chose.
@@ -178,5 +225,15 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_the_mode_rules_name_exists() {
+        let command = super::Cli::command();
+        let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let named = super::NEEDS.iter().flat_map(|(id, _, needs, _)| std::iter::once(*id).chain(needs.iter().copied()));
+        for id in named.chain(super::NOT_WITH_GIT_HOOK) {
+            assert!(ids.contains(&id), "{id}");
+        }
     }
 }
