@@ -299,6 +299,7 @@ fn bd_hook_refuses_a_mode_flag_outside_its_mode() {
         (&["--watch", dir, "--from-diff", "HEAD~1"], "--from-diff"),
         (&["--install-git-hook", dir, "--id", "bd-1"], "--id"),
         (&["--install-git-hook", dir, "--dry-run"], "--dry-run"),
+        (&["--install-git-hook", dir, "--timeout", "3"], "--timeout"),
         (&["--uninstall-git-hook", dir, "--watch", dir], "--watch"),
     ] {
         for strict in [true, false] {

@@ -120,7 +120,7 @@ const NEEDS: [(&str, &str, &[&str], &str); 4] = [
 
 /// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
 /// (which install or remove a hook and exit: nothing would be notified, printed or waited for).
-const NOT_WITH_GIT_HOOK: [&str; 16] = [
+const NOT_WITH_GIT_HOOK: [&str; 18] = [
     "ids",
     "stdin",
     "null",
@@ -136,6 +136,8 @@ const NOT_WITH_GIT_HOOK: [&str; 16] = [
     "auth_file",
     "source",
     "workspace",
+    "timeout",
+    "concurrency",
     "dry_run",
 ];
 
@@ -179,14 +181,10 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
         }
     }
     let git_hook = ["install_git_hook", "uninstall_git_hook"].into_iter().find(|id| given(id));
-    if let Some(other) = git_hook.and_then(|_| NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
+    if let (Some(hook), Some(other)) = (git_hook, NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
         command.build();
         let name = |id: &str| command.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_long()).unwrap_or(id).to_owned();
-        let message = format!(
-            "--{} installs or removes the hook and exits: --{} has nothing to do there",
-            name(git_hook.unwrap_or_default()),
-            name(other)
-        );
+        let message = format!("--{} installs or removes the hook and exits: --{} has nothing to do there", name(hook), name(other));
         return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
     }
     Cli::from_arg_matches(&matches)
