@@ -7,6 +7,7 @@ mod advice;
 mod br_roundtrip;
 mod bridge_links;
 mod cli;
+mod cli_dialect;
 mod completion;
 mod concurrency;
 mod conventions;

@@ -13,19 +13,19 @@ use crate::default_issues_file;
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// The issues file [default: the repository's .beads/issues.jsonl].
-    path: Option<PathBuf>,
+    file: Option<PathBuf>,
     /// Only say which ids would be merged (exit 1 when any); change nothing.
-    #[arg(long)]
-    check: bool,
+    #[arg(long = "dry-run", alias = "check")]
+    dry_run: bool,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair;
-    let Args { path, check } = args;
-    let path = default_issues_file(path.as_ref())?;
+    let Args { file, dry_run } = args;
+    let path = default_issues_file(file.as_ref())?;
     let content = beads_git::jsonl::read(&path)?;
     let name = escaped_path(&path);
-    if check {
+    if dry_run {
         let (_, done, warnings) = repair::dedupe(&content, &MergeOptions::default());
         print(&name, &warnings, &done, "would become");
         return Ok(ExitCode::from(u8::from(!done.is_empty())));

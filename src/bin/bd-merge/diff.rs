@@ -1,5 +1,5 @@
 //! `bd-merge diff OLD NEW`: what changed in issues between two files, field by field; also git's
-//! external diff (7 arguments).
+//! external diff (7 arguments, plumbing: left out of `--help`, described in the reference).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,31 +7,29 @@ use std::process::ExitCode;
 use beads_git::issue_diff;
 use beads_git::record::{escaped, escaped_path};
 
-use crate::common;
-
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// OLD NEW, or git's PATH OLD-FILE OLD-HEX OLD-MODE NEW-FILE NEW-HEX NEW-MODE.
-    #[arg(num_args = 2..=7, required = true, value_name = "FILES")]
-    files: Vec<PathBuf>,
-    /// Typed JSON on stdout (shapes in the README).
-    #[arg(long)]
-    pub(crate) json: bool,
+    /// The older issues file.
+    old: PathBuf,
+    /// The newer issues file.
+    new: PathBuf,
+    /// Git's external diff passes 7: PATH OLD-FILE OLD-HEX OLD-MODE NEW-FILE NEW-HEX NEW-MODE;
+    /// the last five land here.
+    #[arg(num_args = 1..=5, value_name = "GIT-ARG", hide = true)]
+    git: Vec<PathBuf>,
     /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
     #[arg(long)]
     exit_code: bool,
-    /// Colour the output: auto (a terminal, unless NO_COLOR is set), always or never.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = common::Color::Auto, hide_possible_values = true)]
-    color: common::Color,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { files, json, exit_code, color } = args;
-    beads_git::color::set(color.into());
-    let (label, old, new) = match files.as_slice() {
-        [old, new] => (None, old, new),
-        [path, old, _, _, new, _, _] => (Some(escaped_path(path)), old, new),
-        _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", files.len()),
+pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+    let Args { old, new, git, exit_code } = args;
+    let json = global.json;
+    // In git's form the first two are PATH and OLD-FILE, and NEW-FILE is the third of the rest.
+    let (label, old, new) = match git.as_slice() {
+        [] => (None, &old, &new),
+        [_, _, new_file, _, _] => (Some(escaped_path(&old)), &new, new_file),
+        _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", git.len() + 2),
     };
     let changes = issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?)?;
     let differs = !changes.is_empty();

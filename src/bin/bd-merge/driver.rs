@@ -12,42 +12,47 @@ use beads_git::record::{escaped, printable_lines};
 use crate::common;
 
 // The driver's arguments (a plain comment: clap would take a doc comment as the command's about).
+// Git passes them (`merge.beads.driver`), so they are plumbing: left out of `--help`, described
+// in the reference.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// BASE OURS THEIRS (git's %O %A %B), or OUTPUT BASE LEFT RIGHT (old bd form).
-    #[arg(num_args = 3..=4, required = true, value_names = ["BASE", "OURS", "THEIRS"])]
+    #[arg(num_args = 3..=4, required = true, value_names = ["BASE", "OURS", "THEIRS"], hide = true)]
     pub(crate) files: Vec<PathBuf>,
     /// Write the result here instead of over OURS; `-` for stdout.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", hide = true)]
     output: Option<PathBuf>,
     /// How to settle a field both sides changed when no merge rule can.
-    #[arg(long = "conflict", value_enum, default_value_t = common::Conflict::Newest)]
+    #[arg(long = "conflict", value_enum, default_value_t = common::Conflict::Newest, hide = true)]
     conflict: common::Conflict,
     /// Conflict marker size (git's %L, from a `conflict-marker-size` attribute), at most 256; below 7 counts as 7.
-    #[arg(short = 'l', long = "marker-size", value_name = "N", allow_hyphen_values = true)]
+    #[arg(short = 'l', long = "marker-size", value_name = "N", allow_hyphen_values = true, hide = true)]
     marker_size: Option<String>,
     /// Path of the file being merged, for messages (git's %P).
-    #[arg(short = 'p', long = "path", value_name = "PATH")]
+    #[arg(short = 'p', long = "path", value_name = "PATH", hide = true)]
     path: Option<String>,
     /// Label for the base in conflict markers (git's %S).
-    #[arg(short = 's', long = "base-label", value_name = "LABEL")]
+    #[arg(short = 's', long = "base-label", value_name = "LABEL", hide = true)]
     base_label: Option<String>,
     /// Label for ours in conflict markers (git's %X).
-    #[arg(short = 'x', long = "ours-label", value_name = "LABEL")]
+    #[arg(short = 'x', long = "ours-label", value_name = "LABEL", hide = true)]
     ours_label: Option<String>,
     /// Label for theirs in conflict markers (git's %Y).
-    #[arg(short = 'y', long = "theirs-label", value_name = "LABEL")]
+    #[arg(short = 'y', long = "theirs-label", value_name = "LABEL", hide = true)]
     theirs_label: Option<String>,
-    /// Do not report auto-resolved conflicts on stderr.
-    #[arg(short = 'q', long)]
-    pub(crate) quiet: bool,
     /// The file is an append-only log (bd's interactions.jsonl, deletions.jsonl): keep every line of both sides.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     append: bool,
 }
 
+impl Args {
+    /// The ids of the driver's arguments, refused beside a subcommand.
+    pub(crate) const IDS: [&'static str; 9] =
+        ["files", "output", "conflict", "marker_size", "path", "base_label", "ours_label", "theirs_label", "append"];
+}
+
 /// Runs the merge git asked for and maps its outcome to the driver's exit code.
-pub(crate) fn run(cli: Args) -> ExitCode {
+pub(crate) fn run(cli: Args, global: crate::Global) -> ExitCode {
     let options = match options(&cli) {
         Ok(o) => o,
         Err(e) => {
@@ -58,7 +63,7 @@ pub(crate) fn run(cli: Args) -> ExitCode {
     let name = escaped(&driver::display_name(&options)).into_owned();
     match driver::run(&options) {
         Ok(report) => {
-            print_report(&name, &report, cli.quiet);
+            print_report(&name, &report, global.quiet);
             ExitCode::from(report.exit_code())
         }
         Err(e) => {

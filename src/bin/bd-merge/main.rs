@@ -2,7 +2,9 @@
 //! README for wiring).
 //!
 //! The three-file merge is the default form, the one git runs (`bd-merge %O %A %B -l %L ...`);
-//! every other command is a subcommand, one file each. This file holds the clap tree and the
+//! every other command is a subcommand, one file each. What git and hooks call (the driver's
+//! form, `textconv`, `diff`'s seven-argument form, `review --announce`) is plumbing: it works as
+//! ever but stays out of `--help`. This file holds the clap tree, the shared flags' rules and the
 //! dispatch.
 
 mod dedupe;
@@ -22,16 +24,21 @@ use std::process::ExitCode;
 use beads_git::record::printable_lines;
 use clap::{Parser, Subcommand};
 
-/// Field-level three-way merge of beads `issues.jsonl` files.
+/// Field-level three-way merge of beads `issues.jsonl` files, and the commands around it.
 ///
-/// As a git merge driver: `bd-merge %O %A %B -l %L -p %P -s %S -x %X -y %Y`; the result replaces
-/// %A. Also accepts the old bd form `bd-merge OUTPUT BASE LEFT RIGHT`.
-/// Exit codes: 0 merged cleanly, 1 conflicts written for a human, 2 error (ours left unchanged).
-/// `BD_MERGE=0` in the environment makes it a plain `git merge-file` line merge.
+/// Git runs bd-merge as the merge driver `bd-sync install` registers; its arguments, and the
+/// other forms git and hooks call, are in the reference. Exit codes: 0 done cleanly, 1 conflicts
+/// or work left for a human, 2 error.
 #[derive(Parser, Debug)]
 #[command(name = "bd-merge", version = beads_git::VERSION, propagate_version = true)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(subcommand_negates_reqs = true, arg_required_else_help = true, override_usage = "bd-merge [OPTIONS] <COMMAND>")]
 struct Cli {
+    #[command(flatten)]
+    directory: common::args::Directory,
+    #[command(flatten)]
+    output: common::args::Output,
+    #[command(flatten)]
+    quiet: common::args::Quiet,
     #[command(flatten)]
     merge: driver::Args,
     #[command(subcommand)]
@@ -41,14 +48,14 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Show what changed in issues between two files, field by field: scalars old -> new, label,
-    /// dependency and comment additions and removals, a line diff of multi-line text.
-    /// Also git's external diff (`diff.<driver>.command`, 7 arguments). Exit 0, 2 on error.
+    /// dependency and comment additions and removals, a line diff of multi-line text. Exit 0, 2 on error.
     Diff(diff::Args),
     /// Print an issues file as one line per field, for git's `diff.beads.textconv` (what `bd-sync install` sets).
+    #[command(hide = true)]
     Textconv(textconv::Args),
     /// Merge a conflicted issues file as the driver would have: from git's index stages during a
     /// conflicted merge, rebase, cherry-pick or stash pop, else from its conflict markers.
-    /// Exit 0 merged cleanly or nothing to do, 1 conflicts left (or, with --check, work to do), 2 error.
+    /// Exit 0 merged cleanly or nothing to do, 1 conflicts left (or, with --dry-run, work to do), 2 error.
     Resolve(resolve::Args),
     /// Merge BASE into the checked-out branch with the field-level driver registered for this
     /// command only (for CI, where no driver is installed): fetches BASE when missing and deepens
@@ -60,8 +67,30 @@ enum Command {
     /// Exit 0, 1 when --restore refuses (the field changed again since), 2 on error.
     Review(review::Args),
     /// Merge every id that stands on several lines (left by merge=union or older tools) into one
-    /// record, field by field; identical repeats collapse. Exit 0, or 1 with --check when needed.
+    /// record, field by field; identical repeats collapse. Exit 0, or 1 with --dry-run when needed.
     Dedupe(dedupe::Args),
+}
+
+impl Command {
+    /// The command's name when it has no JSON output (`--json` is refused there).
+    fn without_json(command: Option<&Command>) -> Option<&'static str> {
+        match command {
+            None => Some("the merge driver"),
+            Some(Command::Textconv(_)) => Some("textconv"),
+            Some(Command::Resolve(_)) => Some("resolve"),
+            Some(Command::Dedupe(_)) => Some("dedupe"),
+            Some(Command::Diff(_) | Command::UpdateBranch(_) | Command::Review(_)) => None,
+        }
+    }
+}
+
+/// What every subcommand takes from the shared flags.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Global {
+    /// `--json`.
+    pub json: bool,
+    /// `--quiet`.
+    pub quiet: bool,
 }
 
 fn main() -> ExitCode {
@@ -69,32 +98,61 @@ fn main() -> ExitCode {
     if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
-    let cli = Cli::parse();
-    let json = match &cli.command {
-        Some(Command::Diff(a)) => a.json,
-        Some(Command::Review(a)) => a.json,
-        Some(Command::UpdateBranch(a)) => a.json,
-        _ => false,
-    };
+    let cli = parse();
+    if let Some(name) = Command::without_json(cli.command.as_ref()).filter(|_| cli.output.json) {
+        let message = format!("{name} has no JSON output: leave out --json");
+        <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
+    }
+    let global = Global { json: cli.output.json, quiet: cli.quiet.quiet };
+    if let Err(e) = cli.directory.enter() {
+        return fail(global, &e);
+    }
+    beads_git::color::set(cli.output.color.into());
     let result = match cli.command {
-        None => return driver::run(cli.merge),
-        Some(Command::Diff(args)) => diff::run(args),
+        None => return driver::run(cli.merge, global),
+        Some(Command::Diff(args)) => diff::run(args, global),
         Some(Command::Textconv(args)) => textconv::run(args),
-        Some(Command::Resolve(args)) => resolve::run(args),
-        Some(Command::UpdateBranch(args)) => update_branch::run(args),
-        Some(Command::Review(args)) => review::run(args),
+        Some(Command::Resolve(args)) => resolve::run(args, global),
+        Some(Command::UpdateBranch(args)) => update_branch::run(args, global),
+        Some(Command::Review(args)) => review::run(args, global),
         Some(Command::Dedupe(args)) => dedupe::run(args),
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            if json {
-                common::print_json_error("error", &format!("{e:#}"));
-            }
-            eprintln!("bd-merge: {}", printable_lines(&format!("{e:#}")));
-            ExitCode::from(2)
+        Err(e) => fail(global, &format!("{e:#}")),
+    }
+}
+
+/// Parses the command line. The driver's arguments belong to the form git runs, without a
+/// subcommand: with one they are refused, never ignored. (clap's `args_conflicts_with_subcommands`
+/// would refuse them too, but also stop a global flag such as `-C DIR` from preceding the
+/// subcommand.)
+fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let matches = command.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((name, _)) = matches.subcommand() {
+        let given = |id: &&&str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        if let Some(id) = driver::Args::IDS.iter().find(given) {
+            command.build();
+            let flag = command.get_arguments().find(|a| a.get_id() == *id).map_or_else(|| id.to_string(), ToString::to_string);
+            let message = format!(
+                "{flag} before `{name}` is the merge driver's (`bd-merge BASE OURS THEIRS`): give {name}'s own options after its name"
+            );
+            command.error(clap::error::ErrorKind::ArgumentConflict, message).exit();
         }
     }
+    cli
+}
+
+/// Says what failed (also as a JSON error object on stdout under `--json`), and exits 2.
+fn fail(global: Global, message: &str) -> ExitCode {
+    if global.json {
+        common::print_json_error("error", message);
+    }
+    eprintln!("bd-merge: {}", printable_lines(message));
+    ExitCode::from(2)
 }
 
 /// The issues file a command names, else the repository's (found from the current directory).

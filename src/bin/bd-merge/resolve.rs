@@ -13,7 +13,7 @@ use crate::{common, default_issues_file};
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// The issues file [default: the repository's .beads/issues.jsonl].
-    path: Option<PathBuf>,
+    file: Option<PathBuf>,
     /// How to settle what the merge rules leave open.
     #[arg(long = "conflict", value_enum, default_value_t = common::Conflict::Newest)]
     conflict: common::Conflict,
@@ -21,19 +21,21 @@ pub(crate) struct Args {
     #[arg(long)]
     stage: bool,
     /// Only say whether the file needs resolving (exit 1 when it does); change nothing.
-    #[arg(long)]
-    check: bool,
-    /// Do not report auto-resolved conflicts on stderr.
-    #[arg(short = 'q', long)]
-    quiet: bool,
+    #[arg(long = "dry-run", alias = "check")]
+    dry_run: bool,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
     use beads_git::merge::repair::{self, History, Resolution, ResolveOptions, Sides};
-    let Args { path, conflict, stage, check, quiet } = args;
-    let path = default_issues_file(path.as_ref())?;
-    let options =
-        ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() }, stage, check };
+    let Args { file, conflict, stage, dry_run } = args;
+    let quiet = global.quiet;
+    let path = default_issues_file(file.as_ref())?;
+    let options = ResolveOptions {
+        path: path.clone(),
+        merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() },
+        stage,
+        check: dry_run,
+    };
     let name = escaped_path(&path);
     match repair::resolve(&options)? {
         Resolution::NothingToDo => {

@@ -19,37 +19,47 @@ pub(crate) struct Args {
     /// Only entries about this issue.
     #[arg(long, value_name = "ID")]
     id: Option<String>,
-    /// Typed JSON on stdout, an array of log entries (shape in the README).
-    #[arg(long)]
-    pub(crate) json: bool,
     /// Put entry N's dropped value back into the working issues file, as a new edit to commit;
     /// HASH:N for the N-th decision a merge commit carries as a trailer (update-branch's).
     #[arg(long, value_name = "N", conflicts_with_all = ["last", "since", "id", "json"])]
     restore: Option<String>,
     /// The issues file --restore edits [default: the repository's .beads/issues.jsonl].
-    #[arg(long, value_name = "PATH", requires = "restore")]
+    #[arg(value_name = "FILE", requires = "restore")]
     file: Option<PathBuf>,
-    /// For the post-merge / post-rewrite hook: print one line when merges dropped values since
-    /// it last printed, nothing otherwise.
-    #[arg(long, hide = true, conflicts_with_all = ["last", "since", "id", "json", "restore"])]
-    announce: bool,
-    /// With --announce: the hook's first argument (post-merge's squash flag, post-rewrite's
-    /// `amend` or `rebase`), when the hook could pass it on.
-    #[arg(hide = true, requires = "announce", allow_hyphen_values = true)]
-    hook_arg: Option<String>,
+    /// FILE's old spelling, kept for a release.
+    #[arg(long = "file", value_name = "FILE", hide = true, requires = "restore", conflicts_with = "file")]
+    file_flag: Option<PathBuf>,
+    /// For the post-merge / post-rewrite hook, with the hook's first argument when it could pass
+    /// one on (post-merge's squash flag, post-rewrite's `amend` or `rebase`): print one line when
+    /// merges dropped values since it last printed, nothing otherwise.
+    #[arg(
+        long,
+        value_name = "HOOK-ARG",
+        num_args = 0..=1,
+        default_missing_value = "",
+        hide = true,
+        conflicts_with_all = ["last", "since", "id", "json", "restore"]
+    )]
+    announce: Option<String>,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { last, since, id, json, restore, file, announce, hook_arg } = args;
+pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+    let Args { last, since, id, restore, file, file_flag, announce } = args;
+    let (json, file) = (global.json, file.or(file_flag));
+    // Given after `review`, clap refuses these together; given before it, `--json` is the
+    // parent's flag, out of reach of review's rules.
+    if json && (restore.is_some() || announce.is_some()) {
+        anyhow::bail!("review --restore has no JSON output: leave out --json");
+    }
     let cwd = std::env::current_dir()?;
     let Some(dir) = merge_log::log_dir(&cwd) else {
-        if announce {
+        if announce.is_some() {
             return Ok(ExitCode::SUCCESS);
         }
         anyhow::bail!("not in a git repository: the merge log lives in the repository's git directory");
     };
-    if announce {
-        let event = merge_log::HookEvent::from_arg(hook_arg.as_deref().filter(|a| !a.is_empty()));
+    if let Some(hook_arg) = announce {
+        let event = merge_log::HookEvent::from_arg(Some(hook_arg.as_str()).filter(|a| !a.is_empty()));
         if let Some(line) = merge_log::announce(&dir, &cwd, event)? {
             eprintln!("{line}");
         }

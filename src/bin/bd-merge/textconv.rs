@@ -1,4 +1,5 @@
-//! `bd-merge textconv FILE`: an issues file as one line per field, for git's `diff.beads.textconv`.
+//! `bd-merge textconv FILE`: an issues file as one line per field, for git's `diff.beads.textconv`
+//! (plumbing: left out of `--help`, described in the reference).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

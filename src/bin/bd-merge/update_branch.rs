@@ -16,13 +16,11 @@ pub(crate) struct Args {
     /// The branch this checkout is for, when HEAD is detached.
     #[arg(long, value_name = "NAME")]
     branch: Option<String>,
-    /// The outcome as JSON on stdout (`outcome`: up-to-date, merged or conflicts).
-    #[arg(long)]
-    pub(crate) json: bool,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { base, push, message, branch, json } = args;
+pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+    let Args { base, push, message, branch } = args;
+    let json = global.json;
     use beads_git::update_branch::{update_branch, UpdateOptions, UpdateOutcome};
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the running executable: {e}"))?;
     let options = UpdateOptions {

@@ -2,13 +2,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use beads_git::cache::{export, import, Binding};
 use beads_git::record::{escaped_path, printable};
 use beads_git::tracker;
 
-use crate::{common, explain, Global, MAX_TIMEOUT};
+use crate::{common, explain, Global};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -17,9 +18,9 @@ pub(crate) struct Args {
     /// Policy when the file changed too and must be merged first.
     #[arg(long = "conflict", value_enum, default_value_t = common::SyncConflict::Newest)]
     conflict: common::SyncConflict,
-    /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
-    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
-    timeout: u64,
+    /// Give up when another process keeps the cache locked this many seconds, a fraction allowed, 0 to 86400 (nothing is written then).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::seconds)]
+    timeout: f64,
     /// If the export changed the file, `git add` it (the pre-commit hook uses this).
     #[arg(long)]
     stage: bool,
@@ -31,16 +32,13 @@ pub(crate) struct Args {
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     if args.flush_tracker {
         // The issues file found as the export finds it, without git: the common case costs a stat.
-        let file = match global.named_file(args.file.as_ref()) {
-            Ok(Some(f)) => Some(f),
-            Ok(None) => global.repo_dir(None).ok().and_then(|start| beads_git::cache::find_issues_file(&start).ok()),
-            Err(_) => None,
-        };
+        let file =
+            args.file.clone().or_else(|| crate::repo_dir(None).ok().and_then(|start| beads_git::cache::find_issues_file(&start).ok()));
         if let Some(file) = file {
             flush_tracker(&file, args.stage);
         }
     }
-    let (mut cache, binding) = global.open_bound(args.file.as_ref(), args.timeout)?;
+    let (mut cache, binding) = global.open_bound(args.file.as_ref(), Duration::from_secs_f64(args.timeout))?;
     if let Binding::Other(other) = binding {
         // Another file: a snapshot of the cache there; the cache and its file stay as they are.
         let n = export::snapshot(&cache, &other)?;

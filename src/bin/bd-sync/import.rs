@@ -2,12 +2,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use beads_git::cache::{import, Binding};
 use beads_git::record::{escaped, escaped_path};
 
-use crate::{common, explain, Global, MAX_TIMEOUT};
+use crate::{common, explain, Global};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -29,16 +30,16 @@ pub(crate) struct Args {
     /// Re-read every line even if the file looks unchanged.
     #[arg(long)]
     force: bool,
-    /// Give up when another process keeps the cache locked this many seconds, 0 to 86400 (nothing is written then).
-    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=MAX_TIMEOUT))]
-    timeout: u64,
+    /// Give up when another process keeps the cache locked this many seconds, a fraction allowed, 0 to 86400 (nothing is written then).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::seconds)]
+    timeout: f64,
     /// Make FILE the cache's issues file (import refuses another file than the one it syncs with).
     #[arg(long)]
     rebind: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
-    let (mut cache, binding) = global.open_bound(args.file.as_ref(), args.timeout)?;
+    let (mut cache, binding) = global.open_bound(args.file.as_ref(), Duration::from_secs_f64(args.timeout))?;
     if let Binding::Other(other) = binding {
         if !args.rebind {
             eprintln!(

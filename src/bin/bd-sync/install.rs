@@ -14,7 +14,9 @@ use crate::{explain, notice, Global};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The repository [default: the current directory].
+    /// The repository [default: the current directory]; `-C DIR` is the spelling every binary
+    /// takes, so this one is left out of `--help` (kept for a release).
+    #[arg(hide = true)]
     repo: Option<PathBuf>,
     /// Put the attribute lines in .git/info/attributes (this clone only) instead of .gitattributes.
     #[arg(long)]
@@ -31,7 +33,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
-    let repo = global.repo_dir(args.repo.as_ref())?;
+    let repo = crate::repo_dir(args.repo.as_ref())?;
     let options = install::InstallOptions {
         repo: repo.clone(),
         local: args.local,

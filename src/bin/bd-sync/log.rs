@@ -22,7 +22,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
-    let dir = global.repo_dir(None)?;
+    let dir = crate::repo_dir(None)?;
     // A partial id resolves against the issues file; an id no longer in it is taken as given.
     let id = match global.open_fresh().and_then(|cache| query::resolve_id(&cache, &args.id)) {
         Ok(query::IdMatch::Ambiguous(candidates)) => return Ok(ambiguous(global, &args.id, &candidates)),

@@ -11,7 +11,9 @@ use crate::Global;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The repository [default: the current directory].
+    /// The repository [default: the current directory]; `-C DIR` is the spelling every binary
+    /// takes, so this one is left out of `--help` (kept for a release).
+    #[arg(hide = true)]
     repo: Option<PathBuf>,
     /// Show what would change and change nothing.
     #[arg(long)]
@@ -23,7 +25,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
-    let repo = global.repo_dir(args.repo.as_ref())?;
+    let repo = crate::repo_dir(args.repo.as_ref())?;
     let actions = install::uninstall(&repo, args.dry_run, args.team)?;
     print_actions(global, &actions, args.dry_run, None)?;
     Ok(refusal_exit(&actions))

@@ -1,11 +1,13 @@
-//! What the three binaries share on the command line: the values of `--color` and `--conflict`
-//! as clap parses them, mapped to the library's own types, and `--generate` (completions and man
-//! pages from each binary's clap definition). The library knows nothing of clap; these enums are
+//! What the three binaries share on the command line: the shared flags (`args`: `-C`, `--json`,
+//! `--color`, `--quiet`, seconds), the values of `--color` and `--conflict` as clap parses them,
+//! mapped to the library's own types, and `--generate` (completions and man pages from each
+//! binary's clap definition). The library knows nothing of clap; these enums are
 //! where a flag's spelling and its help text live.
 
 // Each binary includes this file and uses part of it.
 #![allow(dead_code)]
 
+pub mod args;
 pub mod complete;
 pub mod fix;
 pub mod generate;

@@ -1,0 +1,20 @@
+//! `bd-hook --install-git-hook REPO` and `--uninstall-git-hook REPO`: put our post-commit block
+//! into a repository's hooks, or take it out, and exit.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use beads_git::install::{self, Hook};
+
+use crate::Cli;
+
+/// Installs or removes the block, saying on stderr which file changed and how.
+pub(crate) fn run(cli: &Cli) -> Result<ExitCode> {
+    let (path, change) = match (&cli.install_git_hook, &cli.uninstall_git_hook) {
+        (Some(repo), _) => install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?)?,
+        (None, Some(repo)) => install::uninstall_one(repo, Hook::PostCommit)?,
+        (None, None) => return Ok(ExitCode::SUCCESS),
+    };
+    eprintln!("bd-hook: {}: {change}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,237 @@
+//! `bd-hook`: tell a Gemba-style server which issues changed. Fail-open: without a URL it does
+//! nothing, and delivery problems never fail the caller unless `--strict`.
+//!
+//! Its interface is flags only, mirroring the Gemba companion hook (`--id`, `--stdin`,
+//! `--from-diff`, `--watch`, `--install-git-hook`). The flags pick one mode, each in its own
+//! file: the ids given or found in a diff (`ids.rs`), every id changed since the last run
+//! (`since_last.rs`), watching a directory (`watch.rs`), and installing the post-commit hook
+//! (`git_hook.rs`). This file holds the flags, the rules that refuse a flag outside its mode, and
+//! the dispatch; `deliver.rs` prints or sends what a mode found.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod deliver;
+mod git_hook;
+mod ids;
+mod since_last;
+mod watch;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+use deliver::Outlet;
+
+/// Post-write notifier for beads issues: POST {URL}/api/workitems/notify for each changed id.
+///
+/// Exit codes: 0 always (fail-open), unless --strict: 1 when an id could not be delivered by the
+/// deadline, 2 for a usage error, a missing URL or an id-collection error.
+#[derive(Parser, Debug)]
+#[command(name = "bd-hook", version = beads_git::VERSION)]
+struct Cli {
+    /// An id to notify (repeatable).
+    #[arg(long = "id", value_name = "ID")]
+    ids: Vec<String>,
+    /// Read ids from stdin, one per line (trimmed; `#` comments and blank lines skipped).
+    #[arg(long)]
+    stdin: bool,
+    /// Ids on stdin are NUL-separated and taken byte for byte (any id crosses a pipe intact;
+    /// `bd-sync import --print-changed -z` writes them); --dry-run prints NUL-separated too.
+    #[arg(short = 'z', long = "null")]
+    null: bool,
+    /// Notify ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
+    #[arg(long, value_name = "REV[..REV]")]
+    from_diff: Option<String>,
+    /// Notify every id changed since the last successful --since-last run in this clone, whatever
+    /// happened in between (commits, rebases, resets, edits). The state lives in the git dir and
+    /// advances only for delivered ids; the first run records a baseline and notifies nothing.
+    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    since_last: bool,
+    /// The name of the --since-last state, so several consumers keep their own (implies --since-last) [default: default].
+    #[arg(long, value_name = "NAME", value_parser = parse_state, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    state: Option<String>,
+    /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g.
+    /// `bd export` for a tracker whose JSONL export is off; implies --since-last (the last
+    /// snapshot's hashes are kept in the git dir).
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    source_cmd: Option<String>,
+    /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most
+    /// 86400: then the command and every process it started are stopped, and nothing is notified.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
+    source_cmd_timeout: f64,
+    /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
+    #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
+    path: Option<String>,
+    /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["ids", "stdin", "from_diff"])]
+    watch: Option<PathBuf>,
+    /// With --watch: poll every MS milliseconds (10 to 3600000) instead of using file-system events.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    poll: Option<u64>,
+    /// With --watch: quiet time in milliseconds (0 to 60000) before a change is read; a change is
+    /// read at the latest 250 ms after that, however busy the directory.
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    debounce: u64,
+    /// Server base URL [env: GEMBA_NOTIFY_URL; else git config beads.notifyUrl].
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Read the bearer token from this file [default: env GEMBA_NOTIFY_AUTH]. Never pass it in argv.
+    #[arg(long, value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; else git config beads.notifySource; default: bd-hook].
+    #[arg(long, value_name = "NAME")]
+    source: Option<String>,
+    /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
+    #[arg(long, value_name = "PREFIX")]
+    workspace: Option<String>,
+    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with --watch).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds)]
+    timeout: f64,
+    /// Requests in flight at once (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
+    /// Fail (exit 1) when an id is not delivered, and exit 2 on usage or collection errors.
+    #[arg(long)]
+    strict: bool,
+    /// Print what would be sent and send nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Install the post-commit hook block into the repository at REPO, and exit.
+    #[arg(long, value_name = "REPO", conflicts_with = "uninstall_git_hook")]
+    install_git_hook: Option<PathBuf>,
+    /// Remove any beads-git post-commit block from the repository at REPO, and exit.
+    #[arg(long, value_name = "REPO")]
+    uninstall_git_hook: Option<PathBuf>,
+    #[command(flatten)]
+    directory: common::args::Directory,
+}
+
+/// Flags that only mean something beside another: each, the words that name it, and the flags
+/// one of which it needs. Outside their mode they are refused, never silently ignored.
+const NEEDS: [(&str, &str, &[&str], &str); 4] = [
+    ("poll", "--poll", &["watch"], "--watch DIR"),
+    ("debounce", "--debounce", &["watch"], "--watch DIR"),
+    ("path", "--path", &["from_diff", "since_last", "state"], "--from-diff or --since-last"),
+    ("null", "-z/--null", &["stdin", "dry_run"], "--stdin or --dry-run"),
+];
+
+/// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
+/// (which install or remove a hook and exit: nothing would be notified, printed or waited for).
+const NOT_WITH_GIT_HOOK: [&str; 18] = [
+    "ids",
+    "stdin",
+    "null",
+    "from_diff",
+    "since_last",
+    "state",
+    "source_cmd",
+    "path",
+    "watch",
+    "poll",
+    "debounce",
+    "url",
+    "auth_file",
+    "source",
+    "workspace",
+    "timeout",
+    "concurrency",
+    "dry_run",
+];
+
+fn main() -> ExitCode {
+    beads_git::reset_sigpipe();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = common::generate::from_args(&args, Cli::command) {
+        return code;
+    }
+    let cli = match parse(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and version are not errors; a usage error fails only under --strict.
+            let strict = args.iter().any(|a| a == "--strict");
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ if strict => ExitCode::from(2),
+                _ => ExitCode::SUCCESS,
+            };
+        }
+    };
+    match cli.directory.enter().map_err(anyhow::Error::msg).and_then(|()| run(&cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
+            ExitCode::from(if cli.strict { 2 } else { 0 })
+        }
+    }
+}
+
+/// Parses the flags, refusing one given outside its mode ([`NEEDS`], [`NOT_WITH_GIT_HOOK`]).
+fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    for (id, flag, needs, needs_words) in NEEDS {
+        if given(id) && !needs.iter().any(|n| given(n)) {
+            let message = format!("{flag} only applies with {needs_words}");
+            return Err(command.error(clap::error::ErrorKind::MissingRequiredArgument, message));
+        }
+    }
+    let git_hook = ["install_git_hook", "uninstall_git_hook"].into_iter().find(|id| given(id));
+    if let (Some(hook), Some(other)) = (git_hook, NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
+        command.build();
+        let name = |id: &str| command.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_long()).unwrap_or(id).to_owned();
+        let message = format!("--{} installs or removes the hook and exits: --{} has nothing to do there", name(hook), name(other));
+        return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+    }
+    Cli::from_arg_matches(&matches)
+}
+
+/// `--state`: a plain file name.
+fn parse_state(text: &str) -> std::result::Result<String, String> {
+    beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
+}
+
+/// Runs the mode the flags chose.
+fn run(cli: &Cli) -> Result<ExitCode> {
+    if cli.install_git_hook.is_some() || cli.uninstall_git_hook.is_some() {
+        return git_hook::run(cli);
+    }
+    let Some(outlet) = Outlet::new(cli)? else {
+        if cli.strict {
+            eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL, `git config beads.notifyUrl URL`, or --url)");
+            return Ok(ExitCode::from(2));
+        }
+        return Ok(ExitCode::SUCCESS); // silent no-op
+    };
+    if cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() {
+        since_last::run(cli, &outlet)
+    } else if let Some(dir) = &cli.watch {
+        watch::run(cli, dir, &outlet)
+    } else {
+        ids::run(cli, &outlet)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_the_mode_rules_name_exists() {
+        let command = super::Cli::command();
+        let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let named = super::NEEDS.iter().flat_map(|(id, _, needs, _)| std::iter::once(*id).chain(needs.iter().copied()));
+        for id in named.chain(super::NOT_WITH_GIT_HOOK) {
+            assert!(ids.contains(&id), "{id}");
+        }
+    }
+}
