@@ -170,7 +170,7 @@ EOF2
 echo "== the CI gate on a fresh clone that has the committed .gitattributes and no driver"
 git clone -q "$work/origin.git" "$work/ci"
 grep -q 'merge=beads' "$work/ci/.gitattributes" || { echo "newcomer: the setup did not commit .gitattributes" >&2; exit 1; }
-(cd "$work/ci" && bd-merge resolve --check && bd-merge dedupe --check && bd-sync check --ci) ||
+(cd "$work/ci" && bd-merge resolve --dry-run && bd-merge dedupe --dry-run && bd-sync check --ci) ||
   { echo "newcomer: the CI gate failed on a healthy repository" >&2; exit 1; }
 printf '<<<<<<< HEAD\n=======\n>>>>>>> topic\n' >>"$work/ci/.beads/issues.jsonl"
 if (cd "$work/ci" && bd-sync check --ci >/dev/null 2>&1); then
