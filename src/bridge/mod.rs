@@ -3,10 +3,12 @@
 //!
 //! Agents and people lose their context between sessions; the bridge keeps the commits made for
 //! an issue findable from the issue. [`links`] indexes which commits name which issue (by a
-//! `Beads-Issue:` trailer or by mentioning its id) without walking the history on every call.
+//! `Beads-Issue:` trailer or by mentioning its id) without walking the history on every call;
+//! [`commit_msg`] decides whether a commit message gets the trailer and adds it.
 //! [`enabled`] is the one switch: `git config beads.bridge false` for a clone, `BEADS_BRIDGE=0`
 //! for one process.
 
+pub mod commit_msg;
 pub mod links;
 
 /// Whether the bridge is on, from the process's `BEADS_BRIDGE` (first) and the clone's

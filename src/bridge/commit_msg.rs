@@ -1,0 +1,285 @@
+//! Whether a commit message gets a `Beads-Issue:` trailer, and adding it (SPEC §13).
+//!
+//! Two hook blocks call this. `prepare-commit-msg` adds the trailer when the message already has
+//! its text (`-m`, `-F`, `--amend`, `-c`), so it shows in the editor. When the editor is still to
+//! be filled (`git commit` alone, or a template), adding a line would defeat git's "empty
+//! message aborts the commit" (a message holding only our trailer is not empty to git), so the
+//! `commit-msg` block adds it after the editor closed, and only to a message with text. Both
+//! skip merges, squashes, and commits replayed by a rebase, cherry-pick or revert; a message that
+//! already names the issue or has the trailer is left alone, so an amend never adds it twice.
+//! git itself (`git interpret-trailers`) places the trailer, so comment lines, a scissors line
+//! and an existing trailer block are handled as git handles them.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use super::links::{is_id, trailer_ids, TRAILER_KEY};
+
+/// Which hook is asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hook {
+    /// `prepare-commit-msg`, with git's second argument (the message's source: `message`,
+    /// `template`, `merge`, `squash`, `commit`, or nothing).
+    Prepare {
+        /// git's second argument, when given.
+        source: Option<String>,
+    },
+    /// `commit-msg`, after the editor.
+    CommitMsg,
+}
+
+/// What git is doing while the hook runs, read from the git directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InProgress {
+    /// A merge is being concluded (`MERGE_HEAD`).
+    pub merge: bool,
+    /// A squash is being committed (`SQUASH_MSG`).
+    pub squash: bool,
+    /// A rebase, cherry-pick or revert replays commits.
+    pub replay: bool,
+}
+
+impl InProgress {
+    /// Reads the state files of `git_dir`.
+    pub fn of(git_dir: &Path) -> InProgress {
+        let has = |name: &str| git_dir.join(name).exists();
+        InProgress {
+            merge: has("MERGE_HEAD"),
+            squash: has("SQUASH_MSG"),
+            replay: has("CHERRY_PICK_HEAD") || has("REVERT_HEAD") || has("rebase-merge") || has("rebase-apply"),
+        }
+    }
+}
+
+/// Which issue the commit is for, as far as the tracker knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidates {
+    /// `BEADS_ISSUE` named it.
+    Named(String),
+    /// The actor's issues in progress (none, one or several).
+    InProgress(Vec<String>),
+}
+
+/// Why no trailer was added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// A merge, squash or replayed commit.
+    NotOwnWork,
+    /// This hook leaves it to the other one (the editor is still to be filled).
+    LaterHook,
+    /// The message has no text: git will abort the commit.
+    EmptyMessage,
+    /// The message already has a `Beads-Issue:` trailer.
+    HasTrailer,
+    /// The message already names the issue.
+    Named(String),
+    /// The actor has no issue in progress.
+    NoIssue,
+    /// The actor has several issues in progress (sorted).
+    Several(Vec<String>),
+    /// `BEADS_ISSUE` is not an id (it would not fit a trailer).
+    BadId(String),
+}
+
+/// What to do with the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Add `Beads-Issue: <id>`.
+    Add(String),
+    /// Leave the message as it is.
+    Skip(Skip),
+}
+
+/// Decides whether `message` (as the hook reads it; comment lines start with `comment`) gets a
+/// trailer.
+pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: char, candidates: &Candidates) -> Decision {
+    if state.merge || state.squash || state.replay {
+        return Decision::Skip(Skip::NotOwnWork);
+    }
+    if let Hook::Prepare { source } = hook {
+        match source.as_deref() {
+            Some("merge" | "squash") => return Decision::Skip(Skip::NotOwnWork),
+            None | Some("" | "template") => return Decision::Skip(Skip::LaterHook),
+            _ => {}
+        }
+    }
+    let text = text_of(message, comment);
+    if text.trim().is_empty() {
+        return Decision::Skip(Skip::EmptyMessage);
+    }
+    if !trailer_ids(&text).is_empty() {
+        return Decision::Skip(Skip::HasTrailer);
+    }
+    let id = match candidates {
+        Candidates::Named(id) if !is_id(id) => return Decision::Skip(Skip::BadId(crate::record::printable(id, 80))),
+        Candidates::Named(id) => id.clone(),
+        Candidates::InProgress(ids) => match ids.as_slice() {
+            [] => return Decision::Skip(Skip::NoIssue),
+            [one] => one.clone(),
+            several => {
+                let mut several = several.to_vec();
+                several.sort();
+                return Decision::Skip(Skip::Several(several));
+            }
+        },
+    };
+    if names(&text, &id) {
+        return Decision::Skip(Skip::Named(id));
+    }
+    Decision::Add(id)
+}
+
+/// The message without comment lines and without everything below a scissors line (what git
+/// keeps of it with the default cleanup).
+pub fn text_of(message: &str, comment: char) -> String {
+    let mut out = String::with_capacity(message.len());
+    for line in message.lines() {
+        if line.starts_with(comment) {
+            if line.contains(">8") && line.contains("------------------------") {
+                break;
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether `text` names `id` as a word (`fixes bd-a1` names `bd-a1`, not `bd-a1b2` or `bd-a1.1`).
+pub fn names(text: &str, id: &str) -> bool {
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_');
+    let mut from = 0;
+    while let Some(at) = text[from..].find(id) {
+        let start = from + at;
+        let end = start + id.len();
+        let before_ok = start == 0 || !word(bytes[start - 1]);
+        // A following `.` ends a sentence unless a child id continues (`bd-a1.2`).
+        let after_ok = end == bytes.len()
+            || !(word(bytes[end]) || (bytes[end] == b'.' && bytes.get(end + 1).is_some_and(|b| b.is_ascii_alphanumeric())));
+        if before_ok && after_ok {
+            return true;
+        }
+        from = start + 1;
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    false
+}
+
+/// Adds `Beads-Issue: <id>` to the message file through `git interpret-trailers` (run in `dir`,
+/// so git's comment character and trailer settings apply); a trailer with that key already
+/// there is kept and nothing is added.
+pub fn add_trailer(dir: &Path, message_file: &Path, id: &str) -> Result<()> {
+    if !is_id(id) {
+        bail!("{} is not an issue id", crate::record::printable(id, 80));
+    }
+    let out = Command::new("git")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .args(["interpret-trailers", "--in-place", "--if-exists", "doNothing", "--trailer"])
+        .arg(format!("{TRAILER_KEY}: {id}"))
+        .arg(crate::git::not_an_option(message_file).as_ref())
+        .output()
+        .context("running git interpret-trailers")?;
+    if !out.status.success() {
+        bail!("git interpret-trailers failed: {}", crate::record::printable(String::from_utf8_lossy(&out.stderr).trim(), 500));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(id: &str) -> Candidates {
+        Candidates::InProgress(vec![id.to_owned()])
+    }
+
+    fn message() -> Hook {
+        Hook::Prepare { source: Some("message".into()) }
+    }
+
+    #[test]
+    fn a_message_with_text_gets_the_actors_one_issue() {
+        assert_eq!(decide(&message(), InProgress::default(), "Fix it\n", '#', &one("bd-a1")), Decision::Add("bd-a1".into()));
+        assert_eq!(
+            decide(&Hook::CommitMsg, InProgress::default(), "Fix it\n# comment\n", '#', &one("bd-a1")),
+            Decision::Add("bd-a1".into())
+        );
+    }
+
+    #[test]
+    fn merges_squashes_and_replays_are_left_alone() {
+        for state in [
+            InProgress { merge: true, ..Default::default() },
+            InProgress { squash: true, ..Default::default() },
+            InProgress { replay: true, ..Default::default() },
+        ] {
+            assert_eq!(decide(&Hook::CommitMsg, state, "x\n", '#', &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
+        }
+        for source in ["merge", "squash"] {
+            let hook = Hook::Prepare { source: Some(source.into()) };
+            assert_eq!(decide(&hook, InProgress::default(), "x\n", '#', &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
+        }
+    }
+
+    #[test]
+    fn the_editor_case_waits_for_commit_msg_and_an_empty_message_stays_empty() {
+        for source in [None, Some("template".to_owned())] {
+            assert_eq!(
+                decide(&Hook::Prepare { source }, InProgress::default(), "# Please enter\n", '#', &one("bd-a1")),
+                Decision::Skip(Skip::LaterHook)
+            );
+        }
+        assert_eq!(
+            decide(&Hook::CommitMsg, InProgress::default(), "\n# Please enter\n\n", '#', &one("bd-a1")),
+            Decision::Skip(Skip::EmptyMessage)
+        );
+        assert_eq!(decide(&Hook::CommitMsg, InProgress::default(), "; only\n", ';', &one("bd-a1")), Decision::Skip(Skip::EmptyMessage));
+    }
+
+    #[test]
+    fn never_twice_never_beside_the_id_and_never_a_guess() {
+        let amend = Hook::Prepare { source: Some("commit".into()) };
+        assert_eq!(
+            decide(&amend, InProgress::default(), "x\n\nBeads-Issue: bd-zz\n", '#', &one("bd-a1")),
+            Decision::Skip(Skip::HasTrailer)
+        );
+        assert_eq!(
+            decide(&message(), InProgress::default(), "fixes bd-a1.\n", '#', &one("bd-a1")),
+            Decision::Skip(Skip::Named("bd-a1".into()))
+        );
+        assert_eq!(decide(&message(), InProgress::default(), "about bd-a1b2\n", '#', &one("bd-a1")), Decision::Add("bd-a1".into()));
+        assert_eq!(decide(&message(), InProgress::default(), "x\n", '#', &Candidates::InProgress(vec![])), Decision::Skip(Skip::NoIssue));
+        assert_eq!(
+            decide(&message(), InProgress::default(), "x\n", '#', &Candidates::InProgress(vec!["bd-b".into(), "bd-a".into()])),
+            Decision::Skip(Skip::Several(vec!["bd-a".into(), "bd-b".into()]))
+        );
+        assert!(matches!(
+            decide(&message(), InProgress::default(), "x\n", '#', &Candidates::Named("bd-1\nEvil: yes".into())),
+            Decision::Skip(Skip::BadId(_))
+        ));
+    }
+
+    #[test]
+    fn names_is_a_word_match() {
+        assert!(names("fixes bd-a1", "bd-a1"));
+        assert!(names("(bd-a1)", "bd-a1"));
+        assert!(names("bd-a1.", "bd-a1"));
+        assert!(!names("bd-a1.2 done", "bd-a1"));
+        assert!(!names("bd-a1b", "bd-a1"));
+        assert!(!names("xbd-a1", "bd-a1"));
+        assert!(names("é bd-a1 ü", "bd-a1"));
+    }
+
+    #[test]
+    fn text_stops_at_the_scissors_line() {
+        let msg = "Subject\n# ------------------------ >8 ------------------------\ndiff --git a b\n";
+        assert_eq!(text_of(msg, '#'), "Subject\n");
+    }
+}
