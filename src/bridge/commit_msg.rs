@@ -158,8 +158,8 @@ pub fn names(text: &str, id: &str) -> bool {
         let end = start + id.len();
         let before_ok = start == 0 || !word(bytes[start - 1]);
         // A following `.` ends a sentence unless a child id continues (`bd-a1.2`).
-        let after_ok = end == bytes.len()
-            || !(word(bytes[end]) || (bytes[end] == b'.' && bytes.get(end + 1).is_some_and(|b| b.is_ascii_alphanumeric())));
+        let after_ok =
+            end == bytes.len() || !(word(bytes[end]) || (bytes[end] == b'.' && bytes.get(end + 1).is_some_and(u8::is_ascii_alphanumeric)));
         if before_ok && after_ok {
             return true;
         }
