@@ -21,4 +21,9 @@ pub enum Fix {
     // ---- cache, install, check, notifier ----
     /// Install (or repair) the merge driver, attributes and hook blocks in this clone.
     Install,
+    /// Correct or remove the lines listed (the file check lists every problem in the file).
+    CorrectLines,
+    /// br's plain import refuses a moved issue that has comments: import with br's merging sync,
+    /// and commit its re-serialised file only if nothing else changed.
+    BrImportMerge,
 }

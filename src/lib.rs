@@ -52,6 +52,7 @@ pub mod merge;
 pub mod merge_log;
 pub mod merge_trailers;
 pub mod notify;
+pub mod paths;
 pub mod record;
 pub mod safe_fs;
 pub mod schema;

@@ -33,7 +33,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         // The issues file found as the export finds it, without git: the common case costs a stat.
         let file = match global.named_file(args.file.as_ref()) {
             Ok(Some(f)) => Some(f),
-            Ok(None) => global.repo_dir(None).ok().and_then(|start| beads_git::cache::find_issues_file(&start).ok()),
+            Ok(None) => global.repo_dir(None).ok().and_then(|start| beads_git::paths::find_issues_file(&start).ok()),
             Err(_) => None,
         };
         if let Some(file) = file {

@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use beads_git::cache::{self, Cache, OpenOptions, Paths};
+use beads_git::cache::{self, Cache, OpenMode, Paths};
 use beads_git::record::{escaped_path, printable_lines};
 use clap::{Parser, Subcommand};
 
@@ -124,7 +124,7 @@ fn main() -> ExitCode {
 /// run (`--skip-invalid` only from a command that has it, `skip_invalid`).
 pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
     match e {
-        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", invalid.advice(skip_invalid)),
+        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
         other => other.into(),
     }
 }
@@ -173,13 +173,13 @@ impl Global {
     /// are the cache's: [`Cache::open_bound`]).
     pub(crate) fn open_bound(&self, file: Option<&PathBuf>, timeout: u64) -> Result<(Cache, cache::Binding)> {
         let start = self.repo_dir(None)?;
-        let options = OpenOptions::write(Duration::from_secs(timeout)).with_notice(notice);
+        let options = OpenMode::write(Duration::from_secs(timeout)).with_notice(notice);
         Cache::open_bound(&start, self.named_file(file)?.as_deref(), self.db.as_deref(), options).map_err(|e| explain(e, false))
     }
 
     /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
     pub(crate) fn open_fresh(&self) -> Result<Cache> {
-        let options = OpenOptions::read(Duration::from_secs(60)).with_notice(notice);
+        let options = OpenMode::read(Duration::from_secs(60)).with_notice(notice);
         let (cache, imported) = Cache::open_fresh(&self.paths(None)?, options).map_err(|e| explain(e, false))?;
         if let Some(r) = imported.filter(|r| !r.noop) {
             eprintln!(
