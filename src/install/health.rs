@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::block::{block_is_first, calls_our_entry_point, find_block, interpreter, is_executable, runs_posix_shell};
+use super::hooks::{hook_target, stray_block_files, HookTarget};
 use super::managers::{self, Manager};
-use super::{
-    config_get, hook_target, hooks_dir, outside_repository, read_optional, read_state, stray_block_files, toplevel, Binaries, Hook,
-};
+use super::state::{config_get, hooks_dir, outside_repository, read_optional, read_state, toplevel};
+use super::{Binaries, Hook};
 use crate::check::{Finding, FindingKind};
 use crate::git::run as git;
 
@@ -37,7 +37,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     out.extend(driver_findings(driver.as_deref(), &attributed));
     if attributed.len() < 2 {
         for file in crate::jsonl::ISSUES_PATHS.into_iter().filter(|f| !attributed.contains(f)) {
-            out.push(finding(FindingKind::AttributeMissing, super::attribute_missing_message(repo, file)));
+            out.push(finding(FindingKind::AttributeMissing, super::attributes::attribute_missing_message(repo, file)));
         }
     }
     if !installed {
@@ -118,9 +118,9 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         let path = dir.join(hook.file_name());
         targets.push(path.clone());
         let target = match hook_target(&path, repo)? {
-            Ok(t) => t,
-            Err(why) => {
-                out.push(finding(FindingKind::HookSymlinkOutside, why));
+            HookTarget::File(t) => t,
+            HookTarget::Refused(why) => {
+                out.push(finding(FindingKind::HookSymlinkOutside, why.message(&path)));
                 continue;
             }
         };
@@ -180,7 +180,7 @@ fn hooks_path_without_blocks(out: &mut Vec<Finding>, repo: &Path, hooks: &Path) 
         let path = hooks.join(h.file_name());
         hook_target(&path, repo)
             .ok()
-            .and_then(Result::ok)
+            .and_then(HookTarget::file)
             .and_then(|t| read_optional(&t).ok().flatten())
             .is_some_and(|c| find_block(&c).is_some())
     });
