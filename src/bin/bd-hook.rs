@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use beads_git::hook::{collect_ids, IdSources};
 use beads_git::install::{self, Hook};
+use beads_git::notify::ids::{collect_ids, IdSources};
+use beads_git::notify::since_last;
+use beads_git::notify::watch::{self, WatchOptions};
 use beads_git::notify::{Delivery, Notifier, Report, Target};
-use beads_git::since_last;
-use beads_git::watch::{self, WatchOptions};
 use clap::Parser;
 
 /// Post-write notifier for beads issues: POST {URL}/api/workitems/notify for each changed id.
@@ -129,7 +129,7 @@ fn main() -> ExitCode {
 
 /// `--state`: a plain file name.
 fn parse_state(text: &str) -> std::result::Result<String, String> {
-    beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
+    beads_git::notify::since_last::valid_state_name(text).map(|()| text.to_owned())
 }
 
 /// `--timeout`: a finite number of seconds in (0, 86400], so no deadline can overflow the clock.
