@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::fix::Fix;
 use crate::index::IdIndex;
 use crate::record::{parse_json_str, split_array, LineProblem, RawObject};
 
@@ -223,14 +224,23 @@ pub struct Finding {
     /// 1-based line numbers concerned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<usize>,
-    /// What is wrong, for a human.
+    /// What is wrong, for a human. A binary appends the worded [`Finding::fix`] to it before
+    /// showing or serialising it.
     pub message: String,
+    /// What the user can do, when it is a command (worded by the binary).
+    #[serde(skip)]
+    pub fix: Option<Fix>,
 }
 
 impl Finding {
     /// A finding of `kind`, about `id` and `lines` when known.
     pub fn new(kind: FindingKind, id: Option<&str>, lines: Vec<usize>, message: String) -> Finding {
-        Finding { kind, severity: kind.severity(), id: id.map(str::to_owned), lines, message }
+        Finding { kind, severity: kind.severity(), id: id.map(str::to_owned), lines, message, fix: None }
+    }
+
+    /// The same finding, with what the user can do.
+    pub fn with_fix(self, fix: Fix) -> Finding {
+        Finding { fix: Some(fix), ..self }
     }
 }
 

@@ -11,6 +11,8 @@ use super::attr_source;
 use super::block;
 use super::state::{common_dir, is_refusal, read_optional, toplevel, InstallState, Recorder};
 use super::types::{refused, Action, Change, InstallOptions};
+use crate::check::{Finding, FindingKind};
+use crate::fix::Fix;
 use crate::git::run as git;
 
 /// The attribute lines `bd-sync install` adds: the issues files go to the field-level driver,
@@ -147,19 +149,23 @@ pub(super) fn overridden_attributes(repo: &Path, ours: &Path) -> Result<Vec<Acti
     Ok(out)
 }
 
-/// What a finding says about an issues file that is not routed to the driver: the line that
-/// decides otherwise, when there is one, and the command that fixes it.
-pub(crate) fn attribute_missing_message(top: &Path, rel: &str) -> String {
+/// The finding about an issues file that is not routed to the driver: the line that decides
+/// otherwise, when there is one, and what fixes it.
+pub(crate) fn attribute_missing(top: &Path, rel: &str) -> Finding {
     let source = common_dir(top).ok().and_then(|git_dir| attr_source::merge_source(top, &git_dir, rel));
-    match source {
-        Some(src) if src.setting != "merge=beads" => format!(
-            "{rel} is not merged with merge=beads: {}:{} sets {} for it (it outranks the lines install writes); remove that line, then run `bd-sync install`",
-            src.file.display(),
-            src.line,
-            src.setting
+    let (message, fix) = match source {
+        Some(src) if src.setting != "merge=beads" => (
+            format!(
+                "{rel} is not merged with merge=beads: {}:{} sets {} for it (it outranks the lines install writes)",
+                src.file.display(),
+                src.line,
+                src.setting
+            ),
+            Fix::RemoveAttributeLine,
         ),
-        _ => format!("{rel} is not merged with merge=beads: run `bd-sync install`"),
-    }
+        _ => (format!("{rel} is not merged with merge=beads"), Fix::Install),
+    };
+    Finding::new(FindingKind::AttributeMissing, None, Vec::new(), message).with_fix(fix)
 }
 
 /// Takes the attribute lines install appended out of their file (deleting a file install

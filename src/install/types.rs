@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::managers;
+use crate::fix::Fix;
 
 /// Where a block finds our binaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,38 +93,32 @@ impl Action {
     }
 }
 
-/// Install could not finish safely; nothing after the point named was changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Install could not finish safely; nothing after the point named was changed. Shown as what
+/// happened; what to do about it ([`InstallRefusal::fix`], the snippet) is the binary's to word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InstallRefusal {
     /// A manager's config must be edited by hand; the snippet says what to add.
+    #[error("{} was not edited: {}", .0.file.display(), .0.reason)]
     ManualEdit(managers::ManualEdit),
     /// The hooks directory is shared by every repository on the machine.
+    #[error(
+        "git runs this repository's hooks from {}, outside the repository (a global core.hooksPath): \
+         every repository on this machine shares it, so install does not write there",
+        .0.display()
+    )]
     SharedHooksDir(PathBuf),
 }
 
-impl std::fmt::Display for InstallRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl InstallRefusal {
+    /// What a user can do: add the snippet, then install again to check; or install into the
+    /// shared directory on purpose, or give this repository a hooks directory of its own.
+    pub fn fix(&self) -> Fix {
         match self {
-            InstallRefusal::ManualEdit(m) => write!(
-                f,
-                "{} was not edited: {}.\nAdd this to it (then run `bd-sync install` again to check):\n\n{}",
-                m.file.display(),
-                m.reason,
-                m.snippet
-            ),
-            InstallRefusal::SharedHooksDir(dir) => write!(
-                f,
-                "git runs this repository's hooks from {}, outside the repository (a global core.hooksPath): \
-                 every repository on this machine shares it, so install does not write there. Pass \
-                 --shared-hooks-dir to install into it anyway, or set a hooks directory for this \
-                 repository only: git config --local core.hooksPath .git/hooks",
-                dir.display()
-            ),
+            InstallRefusal::ManualEdit(_) => Fix::Install,
+            InstallRefusal::SharedHooksDir(_) => Fix::InstallSharedHooksDir,
         }
     }
 }
-
-impl std::error::Error for InstallRefusal {}
 
 /// What [`install`] came to: done (each file's [`Action`]), or refused before it could finish
 /// safely (the caller reports the refusal and exits 1; nothing after the point named changed).

@@ -42,7 +42,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     };
     let actions = match install::install(&options)? {
         InstallOutcome::Refused(refusal) => {
-            eprintln!("bd-sync: {}", printable_lines(&refusal.to_string()));
+            eprintln!("bd-sync: {}", printable_lines(&crate::common::fix::install_refusal(&refusal)));
             return Ok(ExitCode::from(1));
         }
         InstallOutcome::Installed(actions) => actions,
