@@ -32,10 +32,10 @@ MODULE_LAYER = {
     "paths": "plumbing", "command": "plumbing", "fix": "plumbing",
     # engines: one job each, built on plumbing
     "merge": "engine", "cache": "engine", "diff": "engine", "issue_diff": "engine",
-    "notify": "engine", "watch": "engine", "merge_log": "engine", "merge_trailers": "engine", "since_last": "engine",
+    "notify": "engine", "merge_log": "engine", "merge_trailers": "engine",
     "tracker": "engine", "bridge": "engine",
     # porcelain: what a command does, built on engines
-    "install": "porcelain", "check": "porcelain", "history": "porcelain", "hook": "porcelain",
+    "install": "porcelain", "check": "porcelain", "history": "porcelain",
     "update_branch": "porcelain", "schema": "porcelain", "doctor": "porcelain",
 }
 

@@ -41,6 +41,17 @@ pub struct SnapshotError {
     pub problem: LineProblem,
 }
 
+/// Why a [`Digest`] could not be taken: a line of the file (the file's problem), or the read.
+#[derive(Debug, thiserror::Error)]
+pub enum DigestError {
+    /// A line that has no key.
+    #[error(transparent)]
+    BadLine(#[from] SnapshotError),
+    /// Reading the content failed.
+    #[error(transparent)]
+    Read(#[from] anyhow::Error),
+}
+
 impl Snapshot {
     /// Takes file content. With `validate`, every line must be a JSON object with a string id
     /// (lines byte-identical to `previous` are trusted); otherwise only the id is read.
@@ -148,7 +159,7 @@ impl Digest {
 
     /// Reads a file in blocks, hashing lines with `seed`. The first line without a usable key is
     /// the error, as for [`Snapshot::parse`] without validation.
-    pub fn read(mut blocks: LineBlocks, seed: u64) -> anyhow::Result<Digest> {
+    pub fn read(mut blocks: LineBlocks, seed: u64) -> Result<Digest, DigestError> {
         let mut digest = Digest::default();
         while let Some(block) = blocks.next_block()? {
             for line in &block.lines {
@@ -257,7 +268,7 @@ mod tests {
 
     fn digest(content: &[u8], block_size: usize) -> anyhow::Result<Digest> {
         let reader: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(content.to_vec()));
-        Digest::read(LineBlocks::from_reader(reader, std::path::Path::new("test"), block_size), 7)
+        Ok(Digest::read(LineBlocks::from_reader(reader, std::path::Path::new("test"), block_size), 7)?)
     }
 
     /// The streamed digests report exactly what the snapshots report, in the same order: ids on

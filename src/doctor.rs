@@ -69,7 +69,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let content = crate::jsonl::read(path)?;
     let (mut findings, external) = check_file(&content);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let shown = crate::cache::import::shown_path(path);
+    let shown = crate::paths::shown_path(path);
     for f in findings.iter_mut().filter(|f| f.kind == FindingKind::ConflictMarker) {
         f.message = format!(
             "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve {shown}`, then `git add {shown}` and commit"

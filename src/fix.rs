@@ -21,4 +21,21 @@ pub enum Fix {
     // ---- cache, install, check, notifier ----
     /// Install (or repair) the merge driver, attributes and hook blocks in this clone.
     Install,
+    /// Correct or remove the lines listed (the file check lists every problem in the file).
+    CorrectLines,
+    /// Reinstall beads-git's binaries (the driver's program is gone), then install in this clone.
+    ReinstallBinaries,
+    /// `core.hooksPath` points where none of our blocks is: install puts them there, or unset the
+    /// setting if nothing needs it.
+    InstallOrUnsetHooksPath,
+    /// A block in a hook file git never runs: install moves it where git runs hooks now.
+    MoveStrayBlock,
+    /// A line in another attributes file outranks ours: remove it, then install.
+    RemoveAttributeLine,
+    /// The hooks directory is shared by every repository on the machine: install into it on
+    /// purpose, or give this repository a hooks directory of its own.
+    InstallSharedHooksDir,
+    /// br's plain import refuses a moved issue that has comments: import with br's merging sync,
+    /// and commit its re-serialised file only if nothing else changed.
+    BrImportMerge,
 }

@@ -294,3 +294,11 @@ impl Drop for BlobStream {
         }
     }
 }
+
+/// Parses `REV` or `A..B` into the two revisions to compare.
+pub fn diff_range(spec: &str) -> (String, String) {
+    match spec.split_once("..") {
+        Some((a, b)) => (if a.is_empty() { "HEAD".into() } else { a.into() }, if b.is_empty() { "HEAD".into() } else { b.into() }),
+        None => (spec.to_owned(), "HEAD".to_owned()),
+    }
+}

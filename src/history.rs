@@ -36,7 +36,7 @@ pub fn diff(options: &DiffOptions) -> Result<FileDiff> {
     let (old_name, new_name, old, new) = match options.spec.as_deref() {
         None => ("HEAD".to_owned(), options.working_file.display().to_string(), repo.issues_at("HEAD", None)?, working()?),
         Some(spec) if spec.contains("..") => {
-            let (a, b) = crate::hook::diff_range(spec);
+            let (a, b) = crate::git::diff_range(spec);
             let (old, new) = (repo.issues_at(&a, None)?, repo.issues_at(&b, None)?);
             (a, b, old, new)
         }

@@ -17,15 +17,16 @@
 //!   them with the installation's health for `bd-sync check`.
 //! - [`conventions`]: what br and bd expect of a record they rewrite (key order, array sorts).
 //! - [`git`]: the git subprocesses the driver, the cache and the history need.
-//! - [`diff`], [`notify`], [`watch`]: which ids changed, and telling a server about them.
-//! - [`install`]: our marked blocks in git hook files.
+//! - [`diff`] and [`notify`]: which ids changed, and telling a server about them (collecting ids,
+//!   watching the file, the `--since-last` state, delivery).
+//! - [`install`]: the driver, the attribute lines and our marked blocks in git hook files.
+//! - [`paths`]: finding the issues file, and showing a path as the user would type it.
 //! - [`update_branch`]: merging a base branch into a pull request's branch in CI, where no driver
 //!   is installed.
 //! - [`color`]: whether output is coloured (`--color`, `NO_COLOR`, a terminal), decided once.
 //! - [`schema`]: JSON Schemas of every `--json` output (`bd-sync schema`).
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
-//! - [`merge_log`] and [`since_last`]: the values merges dropped, and a notifier's state between
-//!   runs.
+//! - [`merge_log`]: the values merges dropped.
 //! - [`command`]: running a command on the user's behalf within a time bound that holds.
 //! - [`tracker`]: whether a tracker's own database (br, bd) holds edits the issues file lacks,
 //!   and running its flush before a commit.
@@ -44,7 +45,6 @@ pub mod doctor;
 pub mod fix;
 pub mod git;
 pub mod history;
-pub mod hook;
 pub mod index;
 pub mod install;
 pub mod issue_diff;
@@ -53,14 +53,13 @@ pub mod merge;
 pub mod merge_log;
 pub mod merge_trailers;
 pub mod notify;
+pub mod paths;
 pub mod record;
 pub mod safe_fs;
 pub mod schema;
-pub mod since_last;
 pub mod timestamp;
 pub mod tracker;
 pub mod update_branch;
-pub mod watch;
 
 /// The version every binary prints: the package version, and the commit when built from a git
 /// checkout of beads-git (`0.1.0 (abc1234)`); set by the build script.

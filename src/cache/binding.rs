@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{find_issues_file, Cache, Error, OpenOptions, Paths};
+use super::{Cache, Error, OpenMode, Paths};
+use crate::paths::find_issues_file;
 
 /// What [`Cache::open_bound`] found about the file a command named.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +25,7 @@ impl Cache {
     /// cache, the repository's). `file` is the file a command named, if any; `start` is where the
     /// repository is looked for. Without `file`, a cache bound elsewhere (by `--rebind`) follows
     /// its binding and says so through the notice.
-    pub fn open_bound(start: &Path, file: Option<&Path>, db: Option<&Path>, options: OpenOptions) -> Result<(Cache, Binding), Error> {
+    pub fn open_bound(start: &Path, file: Option<&Path>, db: Option<&Path>, options: OpenMode) -> Result<(Cache, Binding), Error> {
         let paths = Paths::discover(start, file, db)?;
         let mut cache = Cache::open(&paths, options)?;
         if file.is_none() {

@@ -433,11 +433,11 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::cache::{with_guard, Cache, OpenOptions, Paths};
+    use crate::cache::{with_guard, Cache, OpenMode, Paths};
 
     fn cache(dir: &std::path::Path) -> Cache {
         let paths = Paths { file: dir.join("issues.jsonl"), db: dir.join("cache.db") };
-        Cache::open(&paths, OpenOptions::write(std::time::Duration::from_secs(5))).expect("cache")
+        Cache::open(&paths, OpenMode::write(std::time::Duration::from_secs(5))).expect("cache")
     }
 
     fn store(conn: &mut Connection, line: &str) {

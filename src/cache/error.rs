@@ -1,52 +1,99 @@
 //! Why opening, importing or exporting the cache failed, as a value a caller can match.
 //!
 //! The commands branch on two failures: a file whose lines import refuses (they print the fix,
-//! which depends on the command) and a database another SQLite writer kept locked past
-//! `--timeout` (nothing was written). Everything else carries its context chain and is shown as
-//! it is. The three operations share one enum because they fail in the same ways: export and
-//! every query import a changed file first.
+//! which depends on the command) and a database another SQLite writer kept locked past the
+//! timeout (nothing was written). Everything else carries its context chain and is shown as it
+//! is. The three operations share one enum because they fail in the same ways: export and every
+//! query import a changed file first.
+//!
+//! Each case is sorted where it arises, from a typed value ([`rusqlite::Error`]'s code, import's
+//! list of bad lines), never by looking inside an error chain afterwards.
 
-use super::import::InvalidFile;
+use crate::fix::Fix;
+use crate::record::LineProblem;
 
 /// A failed open, import or export of the cache.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The issues file holds lines import refuses; the cache was left untouched.
     #[error(transparent)]
-    InvalidFile(InvalidFile),
+    InvalidFile(#[from] InvalidFile),
     /// Another SQLite writer (an open transaction in `sqlite3`, say) kept the database locked
     /// for longer than the timeout; nothing was written.
     #[error(
         "the cache database stayed locked by another SQLite writer (an open transaction, in sqlite3 say) \
-         for longer than --timeout; nothing was written ({0:#})"
+         for longer than the timeout; nothing was written ({0})"
     )]
-    Busy(anyhow::Error),
+    Busy(#[source] rusqlite::Error),
     /// Anything else (unreadable files, a failed write, git), with its context.
     #[error(transparent)]
-    Other(anyhow::Error),
+    Other(#[from] anyhow::Error),
 }
 
-impl From<anyhow::Error> for Error {
-    /// Sorts an error from the cache's internals into the cases a caller branches on. This is
-    /// the one place that looks inside the chain.
-    fn from(e: anyhow::Error) -> Error {
-        let e = match e.downcast::<InvalidFile>() {
-            Ok(invalid) => return Error::InvalidFile(invalid),
-            Err(e) => e,
-        };
-        if e.chain().any(|c| {
-            matches!(
-                c.downcast_ref::<rusqlite::Error>(),
-                Some(rusqlite::Error::SqliteFailure(f, _))
-                    if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            )
-        }) {
-            return Error::Busy(e);
+impl From<rusqlite::Error> for Error {
+    /// A database another writer held past the busy timeout is [`Error::Busy`]; any other SQLite
+    /// failure is [`Error::Other`].
+    fn from(e: rusqlite::Error) -> Error {
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+            {
+                Error::Busy(e)
+            }
+            _ => Error::Other(e.into()),
         }
-        // An error already sorted, wrapped in context on the way up, keeps its kind.
-        match e.downcast::<Error>() {
-            Ok(sorted) => sorted,
-            Err(e) => Error::Other(e),
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Other(e.into())
+    }
+}
+
+/// A line that could not be imported.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[error("{path}:{line}: {problem}\n    {excerpt}")]
+pub struct BadLine {
+    /// The file, as given.
+    pub path: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong (serialised as its text, under its old name `reason`).
+    #[serde(rename = "reason", serialize_with = "as_text")]
+    pub problem: LineProblem,
+    /// The start of the line.
+    pub excerpt: String,
+}
+
+fn as_text<S: serde::Serializer>(problem: &LineProblem, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(problem)
+}
+
+/// Import refused the file: every bad line is listed, and the cache was not touched.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}\nthe cache was left untouched", lines(.0))]
+pub struct InvalidFile(pub Vec<BadLine>);
+
+fn lines(bad: &[BadLine]) -> String {
+    bad.iter().map(BadLine::to_string).collect::<Vec<_>>().join("\n")
+}
+
+impl InvalidFile {
+    /// Whether a refused line is a leftover git conflict marker: a merge was committed (or left
+    /// unfinished) without the field-level driver.
+    pub fn has_conflict_markers(&self) -> bool {
+        self.0.iter().any(|b| b.problem == LineProblem::ConflictMarker)
+    }
+
+    /// What a user can do: resolve the markers in the file (the first bad line's, as the user
+    /// would type it), or correct the lines listed.
+    pub fn fix(&self) -> Fix {
+        if self.has_conflict_markers() {
+            let file = self.0.first().map_or_else(|| crate::jsonl::ISSUES_PATHS[0].into(), |b| crate::paths::as_typed(b.path.as_ref()));
+            Fix::ResolveMarkers { file }
+        } else {
+            Fix::CorrectLines
         }
     }
 }

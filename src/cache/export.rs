@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::codec::{self, render_issue};
-use super::{import, stamp, with_guard, Cache};
+use super::{freshness, import, with_guard, Cache, Error};
 use crate::jsonl::{self, Layout};
 use crate::merge::derived;
 use crate::record::{key_order, record_key, Key};
@@ -43,11 +43,7 @@ const ATTEMPTS: usize = 8;
 /// [`crate::safe_fs::replace_if_unchanged`]); otherwise it imports the new version (merging it
 /// with the cache's edits) and starts over, so it never exits 0 having replaced another writer's
 /// change.
-pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport, super::Error> {
-    export_unsorted(cache, options, stage).map_err(super::Error::from)
-}
-
-fn export_unsorted(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport> {
+pub fn export(cache: &mut Cache, options: &import::ImportOptions, stage: bool) -> Result<ExportReport, Error> {
     let mut imported = None;
     for _ in 0..ATTEMPTS {
         if let Some(mut report) = export_once(cache, options, stage, &mut imported)? {
@@ -55,11 +51,11 @@ fn export_unsorted(cache: &mut Cache, options: &import::ImportOptions, stage: bo
             return Ok(report);
         }
     }
-    anyhow::bail!(
+    Err(Error::Other(anyhow::anyhow!(
         "{} kept being replaced by another writer while it was exported ({ATTEMPTS} attempts); nothing was written and \
          the edits stay in the cache: run the export again when the other writer is done",
         cache.paths.file.display()
-    )
+    )))
 }
 
 /// One attempt; `None` when another writer replaced the file (nothing was written).
@@ -68,7 +64,7 @@ fn export_once(
     options: &import::ImportOptions,
     stage: bool,
     imported: &mut Option<import::ImportReport>,
-) -> Result<Option<ExportReport>> {
+) -> Result<Option<ExportReport>, Error> {
     let mut report = ExportReport::default();
     let path = cache.paths.file.clone();
     if std::fs::symlink_metadata(&path).is_ok() {
@@ -78,13 +74,13 @@ fn export_once(
         }
     }
     let dirty = dirty_ids(&cache.conn)?;
-    // The version imported is the version rewritten: one descriptor, checked against the stamp
+    // The version imported is the version rewritten: one descriptor, checked against the facts
     // the import recorded.
-    let file = crate::safe_fs::open_regular(&path)?;
+    let file = crate::safe_fs::open_regular(&path).map_err(anyhow::Error::from)?;
     let read = match &file {
         Some(f) => {
             let id = Identity::of(&f.metadata().with_context(|| format!("reading {}", path.display()))?);
-            if !stamp::is_recorded(cache, id)? {
+            if !freshness::is_recorded(cache, id)? {
                 return Ok(None); // replaced since the import: import it first
             }
             Some(id)
@@ -119,7 +115,7 @@ fn export_once(
     // The file is replaced (and staged, when asked) inside the transaction; if staging fails the old
     // file is put back and the transaction rolls back, so the cache still holds every edit.
     let mut fixed: FxHashMap<String, String> = FxHashMap::default();
-    let done = with_guard(&mut cache.conn, |tx| {
+    let done = with_guard(&mut cache.conn, |tx| -> Result<bool, Error> {
         let (identity, new_hash) = if unchanged {
             report.unchanged = true;
             match read {
@@ -137,7 +133,7 @@ fn export_once(
             }
         };
         record_written(tx, &rendered, &fixed, style)?;
-        stamp::record_file_state(tx, &path, identity, new_hash)?;
+        freshness::record_file_state(tx, &path, identity, new_hash)?;
         Ok(true)
     })?;
     Ok(done.then_some(report))

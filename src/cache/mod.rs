@@ -11,14 +11,14 @@ pub mod binding;
 pub mod codec;
 pub mod error;
 pub mod export;
+pub mod freshness;
 pub mod import;
 pub mod query;
-pub mod stamp;
 
 pub use binding::Binding;
 pub use codec::COLUMNS;
 pub use error::Error;
-pub use stamp::file_changed_since_sync;
+pub use freshness::file_changed_since_sync;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ impl Paths {
     pub fn discover(start: &Path, file: Option<&Path>, db: Option<&Path>) -> Result<Paths> {
         let file = match file {
             Some(f) => f.to_path_buf(),
-            None => find_issues_file(start)?,
+            None => crate::paths::find_issues_file(start)?,
         };
         let db = match db {
             Some(d) => d.to_path_buf(),
@@ -74,36 +74,6 @@ impl Paths {
     }
 }
 
-/// `.beads/issues.jsonl` (or the older `.beads/beads.jsonl`) in `start` or a parent directory.
-pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
-    let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
-    for dir in start.ancestors() {
-        // A `.beads` that is a link (a clone can commit one to another checkout's) is refused
-        // by name, never read or written through.
-        crate::safe_fs::refuse_linked_dir(&dir.join(crate::jsonl::BEADS_DIR))?;
-        for name in crate::jsonl::ISSUES_FILE_NAMES {
-            let p = dir.join(crate::jsonl::BEADS_DIR).join(name);
-            // Something other than a regular file in its place (a FIFO, a directory, a link to a
-            // device) is that repository's issues file gone wrong, not a reason to look further up.
-            let Ok(meta) = fs::symlink_metadata(&p) else { continue };
-            let target = fs::metadata(&p);
-            if target.as_ref().is_ok_and(fs::Metadata::is_file) {
-                return Ok(p);
-            }
-            let kind = if meta.file_type().is_symlink() {
-                target.map_or("symbolic link to nothing", |m| crate::safe_fs::kind_of(m.file_type()))
-            } else {
-                crate::safe_fs::kind_of(meta.file_type())
-            };
-            bail!(
-                "{} is a {kind}, not a regular file: an issues file must be a regular file (remove it, and let bd or br write the file, or `git checkout` it)",
-                p.display()
-            );
-        }
-    }
-    bail!("no .beads/issues.jsonl (or .beads/beads.jsonl) found in {} or its parents", start.display())
-}
-
 /// An open cache, holding the writer lock for as long as it lives.
 pub struct Cache {
     /// The connection.
@@ -115,7 +85,7 @@ pub struct Cache {
 
 /// How long to wait for the lock and for SQLite's busy handler.
 #[derive(Debug, Clone, Copy)]
-pub struct OpenOptions {
+pub struct OpenMode {
     /// Take the writer lock (import, export) or not (read-only queries).
     pub write: bool,
     /// Give up waiting for the lock after this long.
@@ -125,30 +95,30 @@ pub struct OpenOptions {
     pub notice: fn(&str),
 }
 
-impl OpenOptions {
+impl OpenMode {
     /// Read-only (no writer lock), waiting at most `timeout` for SQLite's busy handler.
-    pub fn read(timeout: Duration) -> OpenOptions {
-        OpenOptions { write: false, timeout, notice: |_| {} }
+    pub fn read(timeout: Duration) -> OpenMode {
+        OpenMode { write: false, timeout, notice: |_| {} }
     }
 
     /// With the writer lock, waiting at most `timeout` for it.
-    pub fn write(timeout: Duration) -> OpenOptions {
-        OpenOptions { write: true, timeout, notice: |_| {} }
+    pub fn write(timeout: Duration) -> OpenMode {
+        OpenMode { write: true, timeout, notice: |_| {} }
     }
 
     /// The same, telling `notice` what a waiting person should know.
-    pub fn with_notice(self, notice: fn(&str)) -> OpenOptions {
-        OpenOptions { notice, ..self }
+    pub fn with_notice(self, notice: fn(&str)) -> OpenMode {
+        OpenMode { notice, ..self }
     }
 }
 
 impl Cache {
     /// Opens (creating or migrating as needed) the cache at `paths.db`.
-    pub fn open(paths: &Paths, options: OpenOptions) -> Result<Cache, Error> {
-        Cache::open_unsorted(paths, options).map_err(Error::from)
+    pub fn open(paths: &Paths, options: OpenMode) -> Result<Cache, Error> {
+        Ok(Cache::open_anyhow(paths, options)?)
     }
 
-    fn open_unsorted(paths: &Paths, options: OpenOptions) -> Result<Cache> {
+    fn open_anyhow(paths: &Paths, options: OpenMode) -> Result<Cache> {
         if let Some(dir) = paths.db.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -162,11 +132,12 @@ impl Cache {
         let lock = if options.write { Some(take_lock(&paths.db, options.timeout, options.notice)?) } else { None };
         let conn = match open_connection(&paths.db, options.timeout) {
             Ok(conn) => conn,
-            Err(e) if options.write && is_corrupt(&e) => {
+            Err(e) if options.write && e.is_corrupt() => {
                 let aside = unused_path(&paths.db.with_extension("db.corrupt"));
                 (options.notice)(&format!(
-                    "{} is corrupt ({e:#}); moving it to {} and rebuilding from the file",
+                    "{} is corrupt ({e}: {}); moving it to {} and rebuilding from the file",
                     paths.db.display(),
+                    e.source,
                     aside.display()
                 ));
                 fs::rename(&paths.db, &aside).with_context(|| format!("moving {} aside", paths.db.display()))?;
@@ -175,7 +146,7 @@ impl Cache {
                 }
                 open_connection(&paths.db, options.timeout)?
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         let mut cache = Cache { conn, paths: paths.clone(), _lock: lock };
         cache.ensure_schema()?;
@@ -234,16 +205,16 @@ impl Cache {
     /// Opens the cache to answer a query from it, importing the issues file first when it changed
     /// since the last sync or the cache is new (as export does), so an answer is never stale.
     /// Returns the import's report when one ran. Follows the cache's binding to its file.
-    pub fn open_fresh(paths: &Paths, options: OpenOptions) -> Result<(Cache, Option<import::ImportReport>), Error> {
+    pub fn open_fresh(paths: &Paths, options: OpenMode) -> Result<(Cache, Option<import::ImportReport>), Error> {
         if paths.db.exists() {
-            let mut cache = Cache::open(paths, OpenOptions { write: false, ..options })?;
+            let mut cache = Cache::open(paths, OpenMode { write: false, ..options })?;
             cache.follow_binding()?;
             // A stat decides; a file that changed is read once, by the import.
-            if stamp::stamp_unchanged(&cache)? {
+            if freshness::facts_unchanged(&cache)? {
                 return Ok((cache, None));
             }
         }
-        let mut cache = Cache::open(paths, OpenOptions { write: true, ..options })?;
+        let mut cache = Cache::open(paths, OpenMode { write: true, ..options })?;
         cache.follow_binding()?;
         let report = import::import(&mut cache, &import::ImportOptions::default())?;
         Ok((cache, Some(report)))
@@ -328,31 +299,42 @@ fn unused_path(path: &Path) -> PathBuf {
     free.expect("some suffix is free")
 }
 
-fn open_connection(path: &Path, timeout: Duration) -> Result<Connection> {
+/// Opening the database failed at `step` (`opening`, `reading`) of `path`.
+#[derive(Debug, thiserror::Error)]
+#[error("{step} {}", path.display())]
+struct ConnectionError {
+    step: &'static str,
+    path: PathBuf,
+    #[source]
+    source: rusqlite::Error,
+}
+
+impl ConnectionError {
+    /// A damaged file, or not a database at all: the cache is rebuilt from the issues file.
+    fn is_corrupt(&self) -> bool {
+        matches!(
+            &self.source,
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        )
+    }
+}
+
+fn open_connection(path: &Path, timeout: Duration) -> Result<Connection, ConnectionError> {
     use rusqlite::OpenFlags;
+    let at = |step: &'static str| move |source| ConnectionError { step, path: path.to_path_buf(), source };
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let conn = Connection::open_with_flags(path, flags).with_context(|| format!("opening {}", path.display()))?;
-    conn.busy_timeout(timeout)?;
+    let conn = Connection::open_with_flags(path, flags).map_err(at("opening"))?;
+    conn.busy_timeout(timeout).map_err(at("opening"))?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536;")
-        .with_context(|| format!("opening {}", path.display()))?;
+        .map_err(at("opening"))?;
     // A corrupt file often opens fine and fails on first read.
-    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
-        .with_context(|| format!("reading {}", path.display()))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(at("reading"))?;
     Ok(conn)
-}
-
-fn is_corrupt(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<rusqlite::Error>(),
-            Some(rusqlite::Error::SqliteFailure(f, _))
-                if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-        )
-    })
 }
 
 fn take_lock(db: &Path, timeout: Duration, notice: fn(&str)) -> Result<fs::File> {
@@ -402,8 +384,13 @@ fn lock_holder(path: &Path) -> String {
     }
 }
 
-/// Runs `body` inside one transaction with the dirty-marking triggers silenced.
-pub(crate) fn with_guard<T>(conn: &mut Connection, body: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+/// Runs `body` inside one transaction with the dirty-marking triggers silenced. The guard's row is
+/// the transaction's first write, so a database another writer holds past the busy timeout fails
+/// here, as the `rusqlite::Error` that `E` sorts (into [`Error::Busy`] for [`Error`]).
+pub(crate) fn with_guard<T, E: From<rusqlite::Error>>(
+    conn: &mut Connection,
+    body: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
+) -> Result<T, E> {
     let tx = conn.transaction()?;
     tx.execute("INSERT INTO sync_guard VALUES (1)", [])?;
     let out = body(&tx)?;

@@ -16,7 +16,7 @@ use rusqlite::OptionalExtension;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
-use super::{stamp, Cache, SCHEMA_VERSION};
+use super::{freshness, Cache, SCHEMA_VERSION};
 
 /// `bd-sync status`: where things are and whether the cache is fresh.
 #[derive(Debug, Serialize)]
@@ -56,7 +56,7 @@ pub fn status_of(paths: &super::Paths, timeout: std::time::Duration) -> Result<S
             synced_at_unix: None,
         });
     }
-    let mut cache = Cache::open(paths, super::OpenOptions::read(timeout))?;
+    let mut cache = Cache::open(paths, super::OpenMode::read(timeout))?;
     cache.follow_binding()?;
     status(&cache)
 }
@@ -82,7 +82,7 @@ pub fn status(cache: &Cache) -> Result<Status> {
         issues,
         by_status,
         dirty: cache.dirty_count()?,
-        file_changed_since_sync: !cache.paths.file.exists() || stamp::file_changed_since_sync(cache)?,
+        file_changed_since_sync: !cache.paths.file.exists() || freshness::file_changed_since_sync(cache)?,
         synced_at_unix,
     })
 }

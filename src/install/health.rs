@@ -8,15 +8,21 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::block::{block_is_first, calls_our_entry_point, find_block, interpreter, is_executable, runs_posix_shell};
+use super::hooks::{hook_target, stray_block_files, HookTarget};
 use super::managers::{self, Manager};
-use super::{
-    config_get, hook_target, hooks_dir, outside_repository, read_optional, read_state, stray_block_files, toplevel, Binaries, Hook,
-};
+use super::state::{config_get, hooks_dir, outside_repository, read_optional, read_state, toplevel};
+use super::{Binaries, Hook};
 use crate::check::{Finding, FindingKind};
+use crate::fix::Fix;
 use crate::git::run as git;
 
 fn finding(kind: FindingKind, message: String) -> Finding {
     Finding::new(kind, None, Vec::new(), message)
+}
+
+/// A finding that installing again fixes.
+fn install_fixes(kind: FindingKind, message: String) -> Finding {
+    finding(kind, message).with_fix(Fix::Install)
 }
 
 /// Installation findings; empty when the repository never had us (no install record, no driver,
@@ -37,7 +43,7 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     out.extend(driver_findings(driver.as_deref(), &attributed));
     if attributed.len() < 2 {
         for file in crate::jsonl::ISSUES_PATHS.into_iter().filter(|f| !attributed.contains(f)) {
-            out.push(finding(FindingKind::AttributeMissing, super::attribute_missing_message(repo, file)));
+            out.push(super::attributes::attribute_missing(repo, file));
         }
     }
     if !installed {
@@ -63,33 +69,35 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
 fn driver_findings(driver: Option<&str>, attributed: &[&str]) -> Vec<Finding> {
     let mut out = Vec::new();
     match driver {
-        None if !attributed.is_empty() => out.push(finding(
+        None if !attributed.is_empty() => out.push(install_fixes(
             FindingKind::DriverMissing,
             format!(
-                "the attributes send {} to merge=beads, but this clone has no merge.beads.driver, so git silently line-merges it: run `bd-sync install`",
+                "the attributes send {} to merge=beads, but this clone has no merge.beads.driver, so git silently line-merges it",
                 attributed.join(" and ")
             ),
         )),
-        None => out.push(finding(FindingKind::DriverMissing, "merge.beads.driver is not set: run `bd-sync install`".into())),
+        None => out.push(install_fixes(FindingKind::DriverMissing, "merge.beads.driver is not set".into())),
         Some(d) => {
             let words: Vec<&str> = d.split_whitespace().collect();
             if d.contains("%R") || (words.iter().filter(|w| **w == "%A").count() > 1) {
-                out.push(finding(
+                out.push(install_fixes(
                     FindingKind::DriverPlaceholders,
-                    format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice): run `bd-sync install`"),
+                    format!("merge.beads.driver = {d:?} uses bd's old broken form (%L %R / %A twice)"),
                 ));
             } else if !["%O", "%A", "%B"].iter().all(|p| words.contains(p)) {
-                out.push(finding(FindingKind::DriverPlaceholders, format!("merge.beads.driver = {d:?} lacks %O %A %B: run `bd-sync install`")));
+                out.push(install_fixes(FindingKind::DriverPlaceholders, format!("merge.beads.driver = {d:?} lacks %O %A %B")));
             }
             if let Some(program) = missing_program(d) {
-                out.push(finding(
-                    FindingKind::DriverMissingBinary,
-                    format!(
-                        "merge.beads.driver runs {}, which does not exist (bd-merge moved or was removed), so git fails every merge of the issues file: \
-                         reinstall beads-git (`cargo install --locked --path .` in its clone) and run `bd-sync install` here",
-                        crate::record::printable(&program, 200)
-                    ),
-                ));
+                out.push(
+                    finding(
+                        FindingKind::DriverMissingBinary,
+                        format!(
+                            "merge.beads.driver runs {}, which does not exist (bd-merge moved or was removed), so git fails every merge of the issues file",
+                            crate::record::printable(&program, 200)
+                        ),
+                    )
+                    .with_fix(Fix::ReinstallBinaries),
+                );
             }
         }
     }
@@ -118,9 +126,9 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         let path = dir.join(hook.file_name());
         targets.push(path.clone());
         let target = match hook_target(&path, repo)? {
-            Ok(t) => t,
-            Err(why) => {
-                out.push(finding(FindingKind::HookSymlinkOutside, why));
+            HookTarget::File(t) => t,
+            HookTarget::Refused(why) => {
+                out.push(finding(FindingKind::HookSymlinkOutside, why.message(&path)));
                 continue;
             }
         };
@@ -144,18 +152,15 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         match find_block(&content) {
             // Said once, with the setting that causes it, by `hooks_path_without_blocks`.
             None if taken_over => {}
-            None => out.push(finding(
+            None => out.push(install_fixes(
                 FindingKind::HookMissing,
-                format!("{} has no beads-git block (a hook manager may have regenerated it): run `bd-sync install`", path.display()),
+                format!("{} has no beads-git block (a hook manager may have regenerated it)", path.display()),
             )),
             Some((s, e)) => {
                 if String::from_utf8_lossy(&content[s..e]).trim_end() != want.trim_end() || !block_is_first(&content) {
-                    out.push(finding(
+                    out.push(install_fixes(
                         FindingKind::HookOutdated,
-                        format!(
-                            "{} has an outdated or misplaced beads-git block (code above it can skip it): run `bd-sync install`",
-                            path.display()
-                        ),
+                        format!("{} has an outdated or misplaced beads-git block (code above it can skip it)", path.display()),
                     ));
                 }
                 if matches!(manager, Manager::Plain) && !is_executable(&path) {
@@ -180,7 +185,7 @@ fn hooks_path_without_blocks(out: &mut Vec<Finding>, repo: &Path, hooks: &Path) 
         let path = hooks.join(h.file_name());
         hook_target(&path, repo)
             .ok()
-            .and_then(Result::ok)
+            .and_then(HookTarget::file)
             .and_then(|t| read_optional(&t).ok().flatten())
             .is_some_and(|c| find_block(&c).is_some())
     });
@@ -198,15 +203,18 @@ fn hooks_path_without_blocks(out: &mut Vec<Finding>, repo: &Path, hooks: &Path) 
         None => file.to_owned(),
     };
     let value = crate::record::printable(value, 200);
-    out.push(finding(
-        FindingKind::HooksPathWithoutBlocks,
-        format!(
-            "core.hooksPath = {value} ({}) sends git to {}, which holds no beads-git block (another tool took over the hooks), \
-             so none of our hooks run: run `bd-sync install` to put the blocks there, or `git config --unset core.hooksPath` if nothing needs it",
-            crate::record::printable(&at, 400),
-            crate::record::printable(&hooks.display().to_string(), 400),
-        ),
-    ));
+    out.push(
+        finding(
+            FindingKind::HooksPathWithoutBlocks,
+            format!(
+                "core.hooksPath = {value} ({}) sends git to {}, which holds no beads-git block (another tool took over the hooks), \
+                 so none of our hooks run",
+                crate::record::printable(&at, 400),
+                crate::record::printable(&hooks.display().to_string(), 400),
+            ),
+        )
+        .with_fix(Fix::InstallOrUnsetHooksPath),
+    );
     true
 }
 
@@ -226,10 +234,10 @@ fn stray_findings(repo: &Path, hooks: &Path, manager: &Manager, targets: &[PathB
         } else {
             format!("git runs this repository's hooks through {} now", manager.name())
         };
-        out.push(finding(
-            FindingKind::HookUnreachable,
-            format!("{} holds a beads-git block that never runs ({why}): run `bd-sync install` to move it", stray.display()),
-        ));
+        out.push(
+            finding(FindingKind::HookUnreachable, format!("{} holds a beads-git block that never runs ({why})", stray.display()))
+                .with_fix(Fix::MoveStrayBlock),
+        );
     }
     Ok(out)
 }
@@ -240,9 +248,9 @@ fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&
     let has_jobs = configs.iter().any(|c| fs::read(c).ok().is_some_and(|b| find_block(&b).is_some()));
     if !has_jobs {
         let files: Vec<String> = configs.iter().map(|c| c.display().to_string()).collect();
-        out.push(finding(
+        out.push(install_fixes(
             FindingKind::ManagerConfigMissing,
-            format!("{name} runs the hooks, but {} has no beads-git jobs: run `bd-sync install`", files.join(" / ")),
+            format!("{name} runs the hooks, but {} has no beads-git jobs", files.join(" / ")),
         ));
     }
     for hook in Hook::ALL {

@@ -11,32 +11,21 @@ use std::io::Read;
 use std::path::Path;
 
 /// Why a bounded read failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SafeReadError {
     /// The file does not exist (or a symlink points nowhere).
+    #[error("no such file")]
     NotFound,
     /// It is a device, FIFO, socket or directory.
+    #[error("not a regular file (a {0}); replace it with the issues file itself")]
     NotRegular(&'static str),
     /// It holds more than the limit.
+    #[error("larger than the {} MiB this reads at most", .0 >> 20)]
     TooLarge(u64),
     /// Any other I/O error.
+    #[error("{0}")]
     Io(std::io::Error),
 }
-
-impl std::fmt::Display for SafeReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SafeReadError::NotFound => write!(f, "no such file"),
-            SafeReadError::NotRegular(kind) => {
-                write!(f, "not a regular file (a {kind}); replace it with the issues file itself")
-            }
-            SafeReadError::TooLarge(limit) => write!(f, "larger than the {} MiB this reads at most", limit >> 20),
-            SafeReadError::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for SafeReadError {}
 
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     let t = meta.file_type();

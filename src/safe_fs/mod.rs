@@ -15,15 +15,20 @@
 
 pub mod bounded;
 
-use std::fmt;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Why a file we manage was not opened.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FileError {
     /// The path is a symbolic link we did not create.
+    #[error(
+        "{} is a symbolic link (to {}); beads-git does not follow links it did not create, since a cloned \
+         repository could point one at any file: replace the link with a regular file",
+        path.display(),
+        target.display()
+    )]
     Symlink {
         /// The link.
         path: PathBuf,
@@ -32,6 +37,12 @@ pub enum FileError {
     },
     /// A directory we manage (`.beads`, `<git dir>/beads` and what is under it) is a symbolic
     /// link: a clone can commit `.beads` as a link to another checkout's.
+    #[error(
+        "{} is a symbolic link (to {}); beads-git does not follow links it did not create to the directories it \
+         manages, since a cloned repository could point one at another project's: replace the link with a directory",
+        path.display(),
+        target.display()
+    )]
     LinkedDir {
         /// The link.
         path: PathBuf,
@@ -39,6 +50,7 @@ pub enum FileError {
         target: PathBuf,
     },
     /// A directory we manage is a file, FIFO, socket or device.
+    #[error("{} is a {kind}, not a directory; move it aside and run the command again", path.display())]
     NotDirectory {
         /// The path.
         path: PathBuf,
@@ -46,6 +58,7 @@ pub enum FileError {
         kind: &'static str,
     },
     /// The path is a directory, FIFO, socket or device.
+    #[error("{} is a {kind}, not a regular file; beads-git reads and writes regular files only", path.display())]
     NotRegular {
         /// The path.
         path: PathBuf,
@@ -53,6 +66,7 @@ pub enum FileError {
         kind: &'static str,
     },
     /// The file is larger than what this kind of file can sensibly be.
+    #[error("{} is larger than {} MiB, far more than such a file holds; refusing to read it", path.display(), limit >> 20)]
     TooLarge {
         /// The path.
         path: PathBuf,
@@ -60,52 +74,13 @@ pub enum FileError {
         limit: u64,
     },
     /// Any other I/O error.
+    #[error("{}: {source}", path.display())]
     Io {
         /// The path.
         path: PathBuf,
         /// The error.
         source: std::io::Error,
     },
-}
-
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FileError::Symlink { path, target } => write!(
-                f,
-                "{} is a symbolic link (to {}); beads-git does not follow links it did not create, since a cloned \
-                 repository could point one at any file: replace the link with a regular file",
-                path.display(),
-                target.display()
-            ),
-            FileError::LinkedDir { path, target } => write!(
-                f,
-                "{} is a symbolic link (to {}); beads-git does not follow links it did not create to the directories it \
-                 manages, since a cloned repository could point one at another project's: replace the link with a directory",
-                path.display(),
-                target.display()
-            ),
-            FileError::NotDirectory { path, kind } => {
-                write!(f, "{} is a {kind}, not a directory; move it aside and run the command again", path.display())
-            }
-            FileError::NotRegular { path, kind } => {
-                write!(f, "{} is a {kind}, not a regular file; beads-git reads and writes regular files only", path.display())
-            }
-            FileError::TooLarge { path, limit } => {
-                write!(f, "{} is larger than {} MiB, far more than such a file holds; refusing to read it", path.display(), limit >> 20)
-            }
-            FileError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for FileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FileError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }
 
 /// The bound for small text files we manage (attributes, hook files, managers' configs,

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use beads_git::hook::{collect_ids, IdSources};
+use beads_git::notify::ids::{collect_ids, IdSources};
 
 use crate::deliver::Outlet;
 use crate::Cli;

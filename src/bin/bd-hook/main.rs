@@ -192,7 +192,7 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 
 /// `--state`: a plain file name.
 fn parse_state(text: &str) -> std::result::Result<String, String> {
-    beads_git::since_last::valid_state_name(text).map(|()| text.to_owned())
+    beads_git::notify::since_last::valid_state_name(text).map(|()| text.to_owned())
 }
 
 /// Runs the mode the flags chose.

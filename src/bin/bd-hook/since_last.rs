@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use beads_git::since_last::{self, RunOutcome};
+use beads_git::notify::since_last::{self, RunOutcome};
 
 use crate::deliver::Outlet;
 use crate::Cli;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use beads_git::watch::{self, WatchOptions};
+use beads_git::notify::watch::{self, WatchOptions};
 
 use crate::deliver::Outlet;
 use crate::Cli;

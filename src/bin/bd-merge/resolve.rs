@@ -76,7 +76,7 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
                 }
             );
             if report.exit_code() == 0 {
-                let shown = beads_git::cache::import::shown_path(&path);
+                let shown = beads_git::paths::shown_path(&path);
                 eprintln!("{}", next_step(&shown, stage));
             }
             Ok(ExitCode::from(report.exit_code()))

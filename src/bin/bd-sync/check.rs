@@ -28,7 +28,8 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         None => global.paths(None)?.file,
     };
     let bin_dir = if args.ci { None } else { Some(install::own_bin_dir()?) };
-    let report = doctor::check(&doctor::CheckOptions { file, bin_dir })?;
+    let mut report = doctor::check(&doctor::CheckOptions { file, bin_dir })?;
+    crate::common::fix::word_findings(&mut report.findings);
     if global.json {
         Global::print_json(&report)?;
     } else {

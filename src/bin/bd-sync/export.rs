@@ -33,7 +33,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     if args.flush_tracker {
         // The issues file found as the export finds it, without git: the common case costs a stat.
         let file =
-            args.file.clone().or_else(|| crate::repo_dir(None).ok().and_then(|start| beads_git::cache::find_issues_file(&start).ok()));
+            args.file.clone().or_else(|| crate::repo_dir(None).ok().and_then(|start| beads_git::paths::find_issues_file(&start).ok()));
         if let Some(file) = file {
             flush_tracker(&file, args.stage);
         }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use beads_git::cache::{self, Cache, OpenOptions, Paths};
+use beads_git::cache::{self, Cache, OpenMode, Paths};
 use beads_git::record::{escaped_path, printable_lines};
 
 use crate::explain;
@@ -44,13 +44,13 @@ impl Global {
     /// are the cache's: [`Cache::open_bound`]), waiting at most `timeout` for its lock.
     pub(crate) fn open_bound(&self, file: Option<&PathBuf>, timeout: Duration) -> Result<(Cache, cache::Binding)> {
         let start = repo_dir(None)?;
-        let options = OpenOptions::write(timeout).with_notice(notice);
+        let options = OpenMode::write(timeout).with_notice(notice);
         Cache::open_bound(&start, file.map(PathBuf::as_path), self.db.as_deref(), options).map_err(|e| explain(e, false))
     }
 
     /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
     pub(crate) fn open_fresh(&self) -> Result<Cache> {
-        let options = OpenOptions::read(Duration::from_secs(60)).with_notice(notice);
+        let options = OpenMode::read(Duration::from_secs(60)).with_notice(notice);
         let (cache, imported) = Cache::open_fresh(&self.paths(None)?, options).map_err(|e| explain(e, false))?;
         if let Some(r) = imported.filter(|r| !r.noop) {
             eprintln!(

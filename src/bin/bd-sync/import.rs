@@ -79,7 +79,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         eprintln!("bd-sync: warning: {} id(s) appear on several lines (see `bd-sync check`)", report.duplicate_ids.len());
     }
     if let Some(notice) = import::rename_notice(&report, &paths.file) {
-        eprintln!("bd-sync: {notice}");
+        eprintln!("bd-sync: {}", crate::common::fix::rename_notice(&notice));
     }
     if global.json {
         Global::print_json(&report)?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use beads_git::cache::{import, Cache, OpenOptions, Paths};
+use beads_git::cache::{import, Cache, OpenMode, Paths};
 use beads_git::install::{self, Action, Change, InstallOutcome};
 use beads_git::record::{escaped, printable_lines};
 
@@ -44,7 +44,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     };
     let actions = match install::install(&options)? {
         InstallOutcome::Refused(refusal) => {
-            eprintln!("bd-sync: {}", printable_lines(&refusal.to_string()));
+            eprintln!("bd-sync: {}", printable_lines(&crate::common::fix::install_refusal(&refusal)));
             return Ok(ExitCode::from(1));
         }
         InstallOutcome::Installed(actions) => actions,
@@ -54,7 +54,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         // Start the cache now, so the first pull reports only what it changed.
         if let Ok(paths) = Paths::discover(&repo, None, global.db.as_deref()) {
             let mut cache =
-                Cache::open(&paths, OpenOptions::write(Duration::from_secs(60)).with_notice(notice)).map_err(|e| explain(e, false))?;
+                Cache::open(&paths, OpenMode::write(Duration::from_secs(60)).with_notice(notice)).map_err(|e| explain(e, false))?;
             imported = Some(import::import(&mut cache, &import::ImportOptions::default()).map_err(|e| explain(e, false))?);
         }
     }

@@ -114,7 +114,7 @@ fn main() -> ExitCode {
 /// run (`--skip-invalid` only from a command that has it, `skip_invalid`).
 pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
     match e {
-        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", invalid.advice(skip_invalid)),
+        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
         other => other.into(),
     }
 }

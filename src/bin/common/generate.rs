@@ -73,7 +73,7 @@ pub fn from_args(args: &[OsString], cmd: impl FnOnce() -> clap::Command) -> Opti
 /// must not import or lock); nothing when there is no issues file or what was typed is not UTF-8.
 pub fn issue_ids(current: &std::ffi::OsStr) -> Vec<clap_complete::CompletionCandidate> {
     let Some(typed) = current.to_str() else { return Vec::new() };
-    let Ok(file) = beads_git::cache::find_issues_file(std::path::Path::new(".")) else { return Vec::new() };
+    let Ok(file) = beads_git::paths::find_issues_file(std::path::Path::new(".")) else { return Vec::new() };
     // As every command reads it: never through a link, never a FIFO, never past a bound.
     let Ok(Some(content)) = beads_git::safe_fs::read_regular(&file, 1 << 30) else { return Vec::new() };
     let mut out: Vec<(String, Option<String>)> = content

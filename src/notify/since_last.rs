@@ -261,14 +261,14 @@ pub enum RunOutcome {
         /// The changed ids (empty when nothing changed).
         ids: Vec<String>,
         /// What happened to each.
-        report: Option<crate::notify::Report>,
+        report: Option<super::post::Report>,
     },
 }
 
 /// One `--since-last` run: takes the snapshot, hands the changed ids to `send` (not called when
 /// nothing changed), and advances the state for the ids its report says got through (a 2xx or a
 /// 404). `dry_run` only matters for a first run: it then records no baseline.
-pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<crate::notify::Report>) -> Result<RunOutcome> {
+pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<super::post::Report>) -> Result<RunOutcome> {
     let Some(run) = prepare(options)? else { return Ok(RunOutcome::Busy) };
     if run.baseline {
         let (records, source) = (run.records, run.source_name.clone());
@@ -286,7 +286,7 @@ pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> 
     let report = send(&ids);
     if let Some(report) = &report {
         let through: std::collections::HashSet<&str> =
-            report.results.iter().filter(|(_, o)| !matches!(o, crate::notify::Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
+            report.results.iter().filter(|(_, o)| !matches!(o, super::post::Outcome::Failed { .. })).map(|(id, _)| id.as_str()).collect();
         run.record(|id| through.contains(id))?;
     }
     Ok(RunOutcome::Changed { ids, report })

@@ -15,24 +15,24 @@ use crate::safe_fs::Identity;
 
 /// The file facts kept in `meta` to tell whether it changed.
 #[derive(Debug, PartialEq, Eq)]
-struct FileStamp {
+struct FileFacts {
     size: i64,
     mtime_ns: i64,
     inode: i64,
 }
 
-impl FileStamp {
-    fn of(id: Identity) -> FileStamp {
-        FileStamp { size: id.size as i64, mtime_ns: id.mtime_ns, inode: id.ino as i64 }
+impl FileFacts {
+    fn of(id: Identity) -> FileFacts {
+        FileFacts { size: id.size as i64, mtime_ns: id.mtime_ns, inode: id.ino as i64 }
     }
 }
 
-/// The stamp of the file at `path` now, by `lstat` (a link is not followed).
-fn stamp(path: &Path) -> Option<FileStamp> {
-    Identity::at(path).map(FileStamp::of)
+/// The facts of the file at `path` now, by `lstat` (a link is not followed).
+fn facts_now(path: &Path) -> Option<FileFacts> {
+    Identity::at(path).map(FileFacts::of)
 }
 
-fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
+fn stored_facts(cache: &Cache) -> Result<Option<(FileFacts, String, i64)>> {
     let get = |k: &str| -> Result<Option<rusqlite::types::Value>> { cache.meta(k) };
     let int = |v: Option<rusqlite::types::Value>| match v {
         Some(rusqlite::types::Value::Integer(i)) => Some(i),
@@ -46,14 +46,14 @@ fn stored_stamp(cache: &Cache) -> Result<Option<(FileStamp, String, i64)>> {
     else {
         return Ok(None);
     };
-    Ok(Some((FileStamp { size, mtime_ns, inode }, path, hash)))
+    Ok(Some((FileFacts { size, mtime_ns, inode }, path, hash)))
 }
 
 /// Records, as "in sync", the version of the file that was read or written: `identity` comes
 /// from the descriptor that read or wrote the bytes hashed as `content_hash`, never from a later
 /// look at the path (another writer may have renamed a new file over it since).
 pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, identity: Identity, content_hash: i64) -> Result<()> {
-    let s = FileStamp::of(identity);
+    let s = FileFacts::of(identity);
     let mut st = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
     st.execute(params!["file_path", path.display().to_string()])?;
     st.execute(params!["file_size", s.size])?;
@@ -68,34 +68,34 @@ pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, identity: Ide
 /// How the file compares with what the cache last synced with.
 pub(crate) enum Freshness {
     /// Same path, size, inode and mtime: not even read.
-    SameStamp,
+    SameFacts,
     /// Touched, but the same bytes (its hash matches); `identity` is the version hashed.
     SameContent { hash: i64, identity: Identity },
     /// Different bytes, another file, or never synced.
     Changed,
 }
 
-/// The stamp and hash recorded for the cache's file (`None`: never synced with it).
-fn stored_for_file(cache: &Cache) -> Result<Option<(FileStamp, i64)>> {
+/// The facts and hash recorded for the cache's file (`None`: never synced with it).
+fn stored_for_file(cache: &Cache) -> Result<Option<(FileFacts, i64)>> {
     let path = cache.paths.file.display().to_string();
-    Ok(stored_stamp(cache)?.filter(|(_, p, _)| *p == path).map(|(s, _, h)| (s, h)))
+    Ok(stored_facts(cache)?.filter(|(_, p, _)| *p == path).map(|(s, _, h)| (s, h)))
 }
 
-fn same_stamp(cache: &Cache, stored: Option<&(FileStamp, i64)>) -> bool {
-    stored.is_some_and(|(s, _)| Some(s) == stamp(&cache.paths.file).as_ref())
+fn same_facts(cache: &Cache, stored: Option<&(FileFacts, i64)>) -> bool {
+    stored.is_some_and(|(s, _)| Some(s) == facts_now(&cache.paths.file).as_ref())
 }
 
 /// True when the file's size, inode and mtime are those of the last sync: a stat, no read.
-pub(crate) fn stamp_unchanged(cache: &Cache) -> Result<bool> {
-    Ok(same_stamp(cache, stored_for_file(cache)?.as_ref()))
+pub(crate) fn facts_unchanged(cache: &Cache) -> Result<bool> {
+    Ok(same_facts(cache, stored_for_file(cache)?.as_ref()))
 }
 
 /// Compares the file with the last sync: stat first, then the whole-file hash.
 pub(crate) fn freshness(cache: &Cache) -> Result<Freshness> {
     let path = &cache.paths.file;
     let stored = stored_for_file(cache)?;
-    if same_stamp(cache, stored.as_ref()) {
-        return Ok(Freshness::SameStamp);
+    if same_facts(cache, stored.as_ref()) {
+        return Ok(Freshness::SameFacts);
     }
     let Some((_, stored_hash)) = stored else { return Ok(Freshness::Changed) };
     Ok(match file_hash(path)? {
@@ -124,7 +124,7 @@ fn file_hash(path: &Path) -> Result<Option<(i64, Identity)>> {
 
 /// True when `identity` (of a file just opened) is the version the cache last synced with.
 pub(crate) fn is_recorded(cache: &Cache, identity: Identity) -> Result<bool> {
-    Ok(stored_for_file(cache)?.is_some_and(|(s, _)| s == FileStamp::of(identity)))
+    Ok(stored_for_file(cache)?.is_some_and(|(s, _)| s == FileFacts::of(identity)))
 }
 
 /// True when the file differs from what the cache last synced with.

@@ -1,4 +1,4 @@
-//! The notifier as `bd-hook` runs it: collect ids from every source, then deliver them.
+//! The ids the notifier delivers in its one-shot mode: collected from every source, in order.
 //!
 //! Ids come from `--id`, `--stdin` and `--from-diff`, combined in first-seen order with blanks and
 //! repeats dropped. An id is taken as it is: only the line format of `--stdin` (meant for people)
@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::diff::{digest_changes, Changes, Digest};
+use crate::diff::{digest_changes, Changes, Digest, DigestError};
 use crate::git::{BlobStream, Repo};
 use crate::jsonl::LineBlocks;
 
@@ -30,14 +30,6 @@ pub struct IdSources {
     pub path: Option<String>,
 }
 
-/// Parses `REV` or `A..B` into the two revisions to compare.
-pub fn diff_range(spec: &str) -> (String, String) {
-    match spec.split_once("..") {
-        Some((a, b)) => (if a.is_empty() { "HEAD".into() } else { a.into() }, if b.is_empty() { "HEAD".into() } else { b.into() }),
-        None => (spec.to_owned(), "HEAD".to_owned()),
-    }
-}
-
 /// Ids added, modified or deleted in the issues file between two revisions, read from git
 /// objects in the repository containing `dir` (`GIT_DIR` honoured).
 ///
@@ -45,7 +37,7 @@ pub fn diff_range(spec: &str) -> (String, String) {
 /// so memory follows the number of ids, not the file's size; the same blob on both sides is no
 /// change at all, and is not read.
 pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
-    let (old_rev, new_rev) = diff_range(spec);
+    let (old_rev, new_rev) = crate::git::diff_range(spec);
     let repo = Repo::discover(dir)?;
     let old_blob = repo.issues_blob_at(&old_rev, path)?;
     let new_blob = repo.issues_blob_at(&new_rev, path)?;
@@ -57,7 +49,7 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
     let digest = |rev: &str, blob: Option<crate::git::ObjectId>| -> Result<Digest> {
         let Some(blob) = blob else { return Ok(Digest::default()) };
         let name = format!("the issues file at {rev}");
-        let streamed = (|| -> Result<Digest> {
+        let streamed = (|| -> Result<Digest, DigestError> {
             let (stream, stdout) = BlobStream::open(dir, &blob)?;
             let digest = Digest::read(LineBlocks::from_reader(Box::new(stdout), Path::new(&name), BLOCK_SIZE), seed)?;
             stream.finish()?;
@@ -66,8 +58,8 @@ pub fn diff_ids(dir: &Path, spec: &str, path: Option<&str>) -> Result<Changes> {
         match streamed {
             Ok(digest) => Ok(digest),
             // A bad line is the file's.
-            Err(e) if e.downcast_ref::<crate::diff::SnapshotError>().is_some() => Err(e.context(format!("issues file at {rev}"))),
-            Err(e) => Err(e.context(format!("reading the issues file at {rev}"))),
+            Err(DigestError::BadLine(e)) => Err(anyhow::Error::new(e).context(format!("issues file at {rev}"))),
+            Err(DigestError::Read(e)) => Err(e.context(format!("reading the issues file at {rev}"))),
         }
     };
     let (old, new) = std::thread::scope(|s| {

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use ::notify::Watcher;
 use anyhow::{Context, Result};
-use notify::Watcher;
 
 use crate::diff::{changes, Snapshot};
 
@@ -178,18 +178,18 @@ pub fn stale_file_warning(dir: &Path) -> Option<String> {
 pub fn watch(options: &WatchOptions, stop: &AtomicBool, mut on_change: impl FnMut(Vec<String>) -> bool) -> Result<()> {
     let file = issues_file(&options.dir);
     let name = file.file_name().expect("a file name").to_owned();
-    let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
+    let (tx, rx) = mpsc::channel::<::notify::Result<::notify::Event>>();
     let handler = move |res| {
         let _ = tx.send(res);
     };
     let mut watcher: Box<dyn Watcher> = match options.poll {
         Some(interval) => Box::new(
-            notify::PollWatcher::new(handler, notify::Config::default().with_poll_interval(interval).with_compare_contents(true))
+            ::notify::PollWatcher::new(handler, ::notify::Config::default().with_poll_interval(interval).with_compare_contents(true))
                 .context("starting the polling watcher")?,
         ),
-        None => Box::new(notify::recommended_watcher(handler).context("starting the file watcher")?),
+        None => Box::new(::notify::recommended_watcher(handler).context("starting the file watcher")?),
     };
-    watcher.watch(&options.dir, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
+    watcher.watch(&options.dir, ::notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", options.dir.display()))?;
 
     let current = match read_snapshot(&file, None, options.max_bytes) {
         Ok(s) => s.unwrap_or_default(),
@@ -264,7 +264,7 @@ impl Watching<'_> {
     /// Sleeps until the next event, at most 25 ms, less when a read falls due sooner; then takes
     /// whatever else is queued, so a busy neighbour never holds the timers off. `None` when the
     /// watcher is gone.
-    fn next_events(&self, rx: &mpsc::Receiver<notify::Result<notify::Event>>) -> Option<Vec<notify::Result<notify::Event>>> {
+    fn next_events(&self, rx: &mpsc::Receiver<::notify::Result<::notify::Event>>) -> Option<Vec<::notify::Result<::notify::Event>>> {
         let mut timeout = Duration::from_millis(25);
         if let Some(first) = self.first_pending {
             let due = (self.last_event + self.options.debounce).min(first + self.max_wait);
@@ -286,7 +286,7 @@ impl Watching<'_> {
     }
 
     /// Events about the file start (or extend) the wait before a read; failures are reported once.
-    fn take(&mut self, events: Vec<notify::Result<notify::Event>>) {
+    fn take(&mut self, events: Vec<::notify::Result<::notify::Event>>) {
         for event in events {
             match event {
                 Ok(event) => {
@@ -333,7 +333,7 @@ impl Watching<'_> {
             None => (self.options.notice)(&format!("{} was removed; watching for it to come back", dir.display())),
             Some(_) => {
                 let _ = watcher.unwatch(dir);
-                match watcher.watch(dir, notify::RecursiveMode::NonRecursive) {
+                match watcher.watch(dir, ::notify::RecursiveMode::NonRecursive) {
                     Ok(()) => (self.options.notice)(&format!("{} is back; watching it again", dir.display())),
                     Err(e) => (self.options.notice)(&format!("watching {} again: {e}", dir.display())),
                 }

@@ -1,0 +1,113 @@
+//! The reading half of the import's second pass: the file read again on its own thread, each
+//! planned line checked against the first pass and decoded into batches for the writer.
+
+use super::scan::{DuplicateLine, Plan, Scan};
+use super::{Stop, BATCH_LINES};
+use crate::cache::codec::IssueRows;
+use crate::cache::line_hash;
+use crate::jsonl::LineBlocks;
+use crate::record::{LineProblem, RawObject};
+
+/// A decoded line: its rows, and whether it repeats a key.
+pub(super) type Decoded = Result<(IssueRows, bool), LineProblem>;
+
+pub(super) fn decode_line(text: &str) -> Decoded {
+    RawObject::parse_str(text).map(|obj| (IssueRows::from_record(&obj), !obj.repeated_keys().is_empty()))
+}
+
+/// A planned line, read and decoded ahead of the write; its text is `range` of its batch's bytes.
+pub(super) struct DecodedLine {
+    pub(super) plan: usize,
+    pub(super) range: std::ops::Range<usize>,
+    pub(super) decoded: Decoded,
+}
+
+/// Planned lines handed to the writer together (at most [`BATCH_LINES`] of them, or a block's
+/// worth of bytes): their texts in one buffer (handed back to the reader to be filled again, so
+/// the import allocates no string per line), and their decoded rows.
+#[derive(Default)]
+pub(super) struct Batch {
+    pub(super) texts: String,
+    pub(super) lines: Vec<DecodedLine>,
+}
+
+impl Batch {
+    pub(super) fn text(&self, line: &DecodedLine) -> &str {
+        &self.texts[line.range.clone()]
+    }
+
+    fn push(&mut self, plan: usize, text: &str) {
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        self.lines.push(DecodedLine { plan, range: start..self.texts.len(), decoded: decode_line(text) });
+    }
+}
+
+/// The reading half of [`Write::stream`](super::write::Write), on its own thread: reads the file again, checks each
+/// planned line against the first pass, decodes single-line plans into batches for the writer and
+/// keeps the texts of ids on several lines.
+pub(super) struct PlannedLines<'a> {
+    pub(super) path: &'a std::path::Path,
+    pub(super) block_size: usize,
+    pub(super) scan: &'a Scan,
+    pub(super) plans: &'a [Plan],
+    /// The later lines of ids on several lines: (line number, plan, hash), sorted.
+    pub(super) later: &'a [(usize, usize, i64)],
+}
+
+impl PlannedLines<'_> {
+    pub(super) fn read(
+        self,
+        file: std::fs::File,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+        recycled: &std::sync::mpsc::Receiver<Batch>,
+    ) -> Result<Vec<DuplicateLine>, Stop> {
+        let (scan, plans) = (self.scan, self.plans);
+        let mut copies = Vec::new();
+        let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+        let mut blocks = LineBlocks::from_file(file, self.path, self.block_size);
+        let fresh = || {
+            let mut batch: Batch = recycled.try_recv().unwrap_or_default();
+            batch.texts.clear();
+            batch.lines.clear();
+            batch
+        };
+        let mut batch = fresh();
+        // The plans' first lines come in plan order, which is line order.
+        let mut firsts = plans.iter().enumerate().peekable();
+        let mut laters = self.later.iter().peekable();
+        while let Some(block) = blocks.next_block()? {
+            hasher.update(block.bytes);
+            for line in &block.lines {
+                let first = firsts.next_if(|(_, p)| scan.first[p.at as usize].number == line.number);
+                let wanted = first
+                    .map(|(k, p)| (k, scan.first[p.at as usize].hash))
+                    .or_else(|| laters.next_if(|n| n.0 == line.number).map(|&(_, k, hash)| (k, hash)));
+                let Some((plan, hash)) = wanted else { continue };
+                if line_hash(line.bytes) != hash {
+                    return Err(Stop::FileChanged);
+                }
+                let text = std::str::from_utf8(line.bytes).map_err(|_| Stop::FileChanged)?;
+                if plans[plan].action.is_none() {
+                    copies.push((plan, line.number, text.to_owned()));
+                } else {
+                    batch.push(plan, text);
+                }
+                // A decoded row is about 500 bytes whatever its line's size: a batch is bounded by
+                // lines too, so a block of tiny records stays small.
+                if (batch.lines.len() >= BATCH_LINES || batch.texts.len() >= self.block_size)
+                    && send.send(std::mem::replace(&mut batch, fresh())).is_err()
+                {
+                    return Ok(copies); // the writer stopped on an error of its own
+                }
+            }
+        }
+        if !batch.lines.is_empty() && send.send(batch).is_err() {
+            return Ok(copies);
+        }
+        if hasher.digest() as i64 != scan.hash {
+            return Err(Stop::FileChanged);
+        }
+        Ok(copies)
+    }
+}

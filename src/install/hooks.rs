@@ -1,0 +1,270 @@
+//! Our blocks in git's hook files: the five hooks and their templates, where a hook's content
+//! lives (through a link that stays inside the repository), a hook in another language left alone
+//! with what to add, blocks git no longer runs, and `bd-sync hook` for hook managers.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::block::{self, install_block, uninstall_block, ModePolicy};
+use super::managers::Manager;
+use super::state::{common_dir, hooks_dir, inside, is_refusal, manager, read_optional, toplevel};
+use super::types::{refused, Action, Binaries, Change};
+use crate::git::run as git;
+/// The hooks we install, with their templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Notify the ids changed by the commit just made.
+    PostCommit,
+    /// Import after a merge (pull), then notify.
+    PostMerge,
+    /// Import after a rebase or amend, then notify.
+    PostRewrite,
+    /// Import after a branch switch, then notify.
+    PostCheckout,
+    /// Export cache edits and stage the issues file if that changed it.
+    PreCommit,
+}
+
+impl Hook {
+    /// Every hook `bd-sync install` sets up.
+    pub const ALL: [Hook; 5] = [Hook::PreCommit, Hook::PostCommit, Hook::PostMerge, Hook::PostRewrite, Hook::PostCheckout];
+
+    /// Hook files a manager may have generated, looked at to detect it.
+    pub const MANAGED_BY_MANAGERS: [&'static str; 6] =
+        ["pre-commit", "post-commit", "post-merge", "post-rewrite", "post-checkout", "pre-push"];
+
+    /// Git's name for the hook file.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Hook::PostCommit => "post-commit",
+            Hook::PostMerge => "post-merge",
+            Hook::PostRewrite => "post-rewrite",
+            Hook::PostCheckout => "post-checkout",
+            Hook::PreCommit => "pre-commit",
+        }
+    }
+
+    /// The hook named `name`.
+    pub fn from_name(name: &str) -> Option<Hook> {
+        Hook::ALL.into_iter().find(|h| h.file_name() == name)
+    }
+
+    fn template(self) -> &'static str {
+        match self {
+            Hook::PostCommit => include_str!("../../hooks/post-commit.sh"),
+            Hook::PostMerge | Hook::PostRewrite => include_str!("../../hooks/import-and-notify.sh"),
+            Hook::PostCheckout => include_str!("../../hooks/post-checkout.sh"),
+            Hook::PreCommit => include_str!("../../hooks/pre-commit.sh"),
+        }
+    }
+
+    /// The block for this hook.
+    pub fn block(self, binaries: &Binaries) -> String {
+        let probe = if self == Hook::PostCommit { "bd-hook" } else { "bd-sync" };
+        let from_path = format!("beads_git_bin=$(dirname \"$(command -v {probe} 2>/dev/null || echo /nonexistent/x)\")");
+        let find = match binaries {
+            Binaries::Dir(dir) => {
+                format!("  beads_git_bin={}\n  [ -x \"$beads_git_bin/{probe}\" ] || {from_path}", shell_quote(&dir.display().to_string()))
+            }
+            Binaries::Path => format!("  {from_path}"),
+        };
+        self.template().replace("@FIND_BINARIES@", &find)
+    }
+}
+
+pub(super) fn shell_quote(s: &str) -> String {
+    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Installs the block of one hook where `install` would put it (`bd-hook --install-git-hook`).
+pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change)> {
+    let (path, binaries, mode) = match manager(repo)? {
+        Manager::Plain => (hooks_dir(repo)?.join(hook.file_name()), Binaries::Dir(bin_dir.to_path_buf()), ModePolicy::Executable),
+        Manager::Husky { dir } => (dir.join(hook.file_name()), Binaries::Path, ModePolicy::Any),
+        other => bail!("{} runs this repository's hooks: use `bd-sync install`, which adds our jobs to its config", other.name()),
+    };
+    let action = install_hook_file(repo, &path, hook, &binaries, mode, false)?;
+    match (action.change, action.warning) {
+        (Change::Refused, Some(why)) => bail!("{why}"),
+        (change, _) => Ok((path, change)),
+    }
+}
+
+/// Removes the block of one hook from where `install_one` puts it.
+pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change)> {
+    let path = match manager(repo)? {
+        Manager::Husky { dir } => dir.join(hook.file_name()),
+        _ => hooks_dir(repo)?.join(hook.file_name()),
+    };
+    let change = match hook_target(&path, repo)? {
+        HookTarget::File(target) => uninstall_block(&target, false)?,
+        HookTarget::Refused(why) => bail!("{}", why.message(&path)),
+    };
+    Ok((path, change))
+}
+
+/// Where a hook's content lives. A hook file that is a symbolic link (a team's
+/// `.git/hooks/pre-commit -> ../../scripts/pre-commit`) is edited through its target when that
+/// is a regular file inside the repository (the work tree or the git dir), so the link stays a
+/// link; a link out of the repository, or to anything else, is not ours to edit.
+pub(crate) fn hook_target(path: &Path, repo: &Path) -> Result<HookTarget> {
+    let Ok(meta) = fs::symlink_metadata(path) else { return Ok(HookTarget::File(path.to_path_buf())) };
+    if !meta.file_type().is_symlink() {
+        if meta.is_file() {
+            return Ok(HookTarget::File(path.to_path_buf()));
+        }
+        return Ok(HookTarget::Refused(HookRefusal::NotAFile));
+    }
+    let link = fs::read_link(path).unwrap_or_default();
+    let bounds = [toplevel(repo)?, common_dir(repo)?, PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"])?)];
+    match fs::canonicalize(path) {
+        Ok(target) if target.is_file() && bounds.iter().any(|b| inside(&target, b)) => Ok(HookTarget::File(target)),
+        _ => Ok(HookTarget::Refused(HookRefusal::ForeignLink(link))),
+    }
+}
+
+/// Where a hook file's content lives ([`hook_target`]), or why install leaves it alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HookTarget {
+    /// The file to edit: the hook itself (present or not), or the regular file inside the
+    /// repository that its link points to.
+    File(PathBuf),
+    /// Not ours to edit.
+    Refused(HookRefusal),
+}
+
+impl HookTarget {
+    /// The file to edit, if there is one.
+    pub(crate) fn file(self) -> Option<PathBuf> {
+        match self {
+            HookTarget::File(p) => Some(p),
+            HookTarget::Refused(_) => None,
+        }
+    }
+}
+
+/// Why install leaves a hook file alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HookRefusal {
+    /// Something other than a regular file (a directory, a FIFO).
+    NotAFile,
+    /// A symbolic link out of the repository, or to something other than a regular file; holds
+    /// the link as written.
+    ForeignLink(PathBuf),
+}
+
+impl HookRefusal {
+    /// What the user is told about the hook file at `path`.
+    pub(crate) fn message(&self, path: &Path) -> String {
+        match self {
+            HookRefusal::NotAFile => format!("{} is not a regular file, so install does not edit it", path.display()),
+            HookRefusal::ForeignLink(link) => format!(
+                "{} is a symbolic link to {}, which is not a regular file inside this repository; install does not follow it. \
+                 Add our block to that file yourself if you own it (see `bd-sync hook --help`), or replace the link with a file",
+                path.display(),
+                crate::record::printable(&link.display().to_string(), 400)
+            ),
+        }
+    }
+}
+
+/// Every place an earlier install (or a manager renaming our files) may have left a block that
+/// git no longer runs: the default and current hooks dirs, their `*.old` / `*.legacy` renames.
+/// Callers leave out the files where blocks belong now.
+pub(super) fn stray_block_files(repo: &Path, hooks: &Path) -> Result<Vec<PathBuf>> {
+    let mut dirs = vec![hooks.to_path_buf(), common_dir(repo)?.join("hooks")];
+    dirs.dedup();
+    let mut out = Vec::new();
+    for dir in dirs {
+        for hook in Hook::ALL {
+            for suffix in ["", ".old", ".legacy"] {
+                let path = dir.join(format!("{}{suffix}", hook.file_name()));
+                let Some(target) = hook_target(&path, repo)?.file() else { continue };
+                let holds_block = read_optional(&target).ok().flatten().is_some_and(|c| block::find_block(&c).is_some());
+                if holds_block && !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Puts our block into one hook file, through a symlink that stays inside the repository; a hook
+/// in another language is left byte-identical and refused with the line its owner can add.
+pub(super) fn install_hook_file(
+    repo: &Path,
+    path: &Path,
+    hook: Hook,
+    binaries: &Binaries,
+    mode: ModePolicy,
+    dry_run: bool,
+) -> Result<Action> {
+    let target = match hook_target(path, repo)? {
+        HookTarget::File(t) => t,
+        HookTarget::Refused(why) => return Ok(refused(hook.file_name(), path, why.message(path))),
+    };
+    let content = match read_optional(&target) {
+        Ok(c) => c,
+        Err(e) if is_refusal(&e) => return Ok(refused(hook.file_name(), path, format!("{e:#}"))),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(content) = content.as_deref().filter(|c| !block::runs_posix_shell(c)) {
+        if block::calls_our_entry_point(content, hook.file_name()) {
+            return Ok(Action::new(hook.file_name(), path, Change::Unchanged));
+        }
+        return Ok(refused(hook.file_name(), path, foreign_hook_advice(path, hook, content)));
+    }
+    Ok(Action::new(hook.file_name(), path, install_block(&target, &hook.block(binaries), mode, dry_run)?))
+}
+
+/// What to add to a hook written for another interpreter, which our sh block would break.
+pub(super) fn foreign_hook_advice(path: &Path, hook: Hook, content: &[u8]) -> String {
+    let interpreter = block::interpreter(content).unwrap_or_default();
+    let name = hook.file_name();
+    let call = match interpreter.as_str() {
+        i if i.starts_with("python") => {
+            format!("import subprocess, sys; subprocess.call([\"bd-sync\", \"hook\", \"{name}\", *sys.argv[1:]], stdin=subprocess.DEVNULL)")
+        }
+        "node" | "deno" | "bun" => format!(
+            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: [\"ignore\", \"inherit\", \"inherit\"] }});"
+        ),
+        _ => format!("run `bd-sync hook {name} <the hook's arguments>` with stdin from /dev/null"),
+    };
+    format!(
+        "{} is a {} hook, and our block is POSIX sh: it was left byte-identical. To run beads-git's {name} step, make it \
+         call `bd-sync hook {name}` with the hook's arguments near its start (that always exits 0 and never reads stdin), \
+         e.g.\n    {call}\nthen run `bd-sync install` again to check",
+        path.display(),
+        crate::record::printable(&interpreter, 80)
+    )
+}
+
+/// `bd-sync hook NAME [ARGS]`: runs our block for `hook` (the entry point hook managers call).
+/// Fail-open: whatever happens, the caller exits 0.
+pub fn run_hook(hook: Hook, args: &[String], bin_dir: &Path) -> Result<()> {
+    let mut args = args.to_vec();
+    // pre-commit passes git's checkout arguments in the environment, not as arguments.
+    if hook == Hook::PostCheckout && args.len() < 3 {
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
+        args = vec![env("PRE_COMMIT_FROM_REF"), env("PRE_COMMIT_TO_REF"), env("PRE_COMMIT_CHECKOUT_TYPE")];
+    }
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(hook.block(&Binaries::Dir(bin_dir.to_path_buf())))
+        .arg(hook.file_name())
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .context("running sh")?;
+    if !status.success() {
+        bail!("the {} block exited with {status}", hook.file_name());
+    }
+    Ok(())
+}
