@@ -73,7 +73,11 @@ fn actions() -> Value {
 /// The schema of `command`'s `--json` output, or `None` for a command without one.
 pub fn schema(command: &str) -> Option<Value> {
     let body = match command {
-        "ready" | "blocked" => json!({"type": "array", "items": issue(json!({}))}),
+        "ready" => json!({"type": "array", "items": issue(json!({
+            "parent": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["id"], "properties": {
+                "id": {"type": "string"}, "title": {"type": ["string", "null"]}}}]},
+            "blocks": ids(), "unblocks": ids()}))}),
+        "blocked" => json!({"type": "array", "items": issue(json!({}))}),
         "show" => json!({"type": "array", "items": issue(json!({
             "blocks": ids(), "children": ids(), "dirty": {"type": "boolean"}}))}),
         "status" => {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod export;
 pub mod freshness;
 pub mod import;
+pub mod neighbourhood;
 pub mod query;
 
 pub use binding::Binding;

@@ -437,13 +437,26 @@ fn with_keys(id: &str, record: &str, extra: &[(&str, serde_json::Value)]) -> Res
 }
 
 /// `ready`/`blocked` as `bd ready --json` prints them: each issue's full record, in list order,
-/// with `blocked_by` added when something holds it up.
-pub fn full_issues(cache: &Cache, list: &[IssueSummary]) -> Result<Vec<Box<serde_json::value::RawValue>>> {
+/// with `blocked_by` added when something holds it up, and, when `hoods` gives them (one per
+/// issue, for `ready`), `parent`, `blocks` and `unblocks`. A key the record already has is left
+/// as the record has it.
+pub fn full_issues(
+    cache: &Cache,
+    list: &[IssueSummary],
+    hoods: Option<&[super::neighbourhood::Neighbourhood]>,
+) -> Result<Vec<Box<serde_json::value::RawValue>>> {
     let mut out = Vec::with_capacity(list.len());
-    for summary in list {
+    for (n, summary) in list.iter().enumerate() {
         let Some(line) = record(cache, &summary.id)? else { continue };
-        let extra: Vec<(&str, serde_json::Value)> =
-            if summary.blocked_by.is_empty() { Vec::new() } else { vec![("blocked_by", summary.blocked_by.clone().into())] };
+        let mut extra: Vec<(&str, serde_json::Value)> = Vec::new();
+        if !summary.blocked_by.is_empty() {
+            extra.push(("blocked_by", summary.blocked_by.clone().into()));
+        }
+        if let Some(hood) = hoods.and_then(|h| h.get(n)) {
+            extra.push(("parent", serde_json::to_value(&hood.parent)?));
+            extra.push(("blocks", hood.blocks.clone().into()));
+            extra.push(("unblocks", hood.unblocks.clone().into()));
+        }
         out.push(with_keys(&summary.id, &line, &extra)?);
     }
     Ok(out)

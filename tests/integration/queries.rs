@@ -362,3 +362,72 @@ fn ready_matches_the_real_br_on_the_real_file() {
     );
     assert!(default.is_subset(&all_types));
 }
+
+/// A dependency on `on` of type `kind`.
+fn dep(kind: &str, on: &str) -> String {
+    format!(r#"{{"depends_on_id":"{on}","type":"{kind}"}}"#)
+}
+
+fn deps(list: &[String]) -> String {
+    format!(r#""dependencies":[{}]"#, list.join(","))
+}
+
+/// `ready` gives each issue its parent, what it blocks and what it unblocks (SPEC §13, issue 33
+/// item 3): the issues whose only open blocker it is, and their children held up only by them.
+#[test]
+fn ready_work_knows_its_parent_what_it_blocks_and_what_it_unblocks() {
+    let ws = Workspace::new(&jsonl(&[
+        bead("E").title("The epic \\u001b]0;x\\u0007").line(),
+        bead("A").extra(&deps(&[dep("parent-child", "E")])).line(),
+        bead("B").line(),
+        bead("C").extra(&deps(&[dep("blocks", "A")])).line(),
+        bead("D").extra(&deps(&[dep("blocks", "A"), dep("blocks", "B")])).line(),
+        bead("F").extra(&deps(&[dep("parent-child", "C")])).line(),
+        bead("G").status("closed").extra(&deps(&[dep("blocks", "A")])).line(),
+        bead("H").status("in_progress").extra(&deps(&[dep("blocks", "A")])).line(),
+        bead("X").extra(&deps(&[dep("blocks", "Y"), dep("blocks", "A")])).line(),
+        bead("Y").extra(&deps(&[dep("blocks", "X")])).line(),
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&ws.ok(&["ready", "--json"])).expect("json");
+    let by_id =
+        |id: &str| v.as_array().expect("list").iter().find(|i| i["id"] == id).cloned().unwrap_or_else(|| panic!("{id} not ready: {v}"));
+    let a = by_id("A");
+    assert_eq!(a["parent"]["id"], "E");
+    assert_eq!(a["blocks"], serde_json::json!(["C", "D", "H", "X"]), "closed G is not held up");
+    assert_eq!(a["unblocks"], serde_json::json!(["C", "F"]), "D waits for B too, H is not open, X waits for Y");
+    let b = by_id("B");
+    assert_eq!(b["parent"], serde_json::Value::Null);
+    assert_eq!(b["unblocks"], serde_json::json!([]), "D still waits for A");
+    let text = ws.ok(&["ready"]);
+    let line = text.lines().find(|l| l.contains(" A ")).expect("A's row");
+    assert!(
+        line.contains("in E \"The epic \\u{1b}]0;x\\u{7}\"") && line.contains("blocks C, D, H, X") && line.contains("unblocks C, F"),
+        "{line}"
+    );
+    assert!(!text.contains('\u{1b}'), "a title's escape is shown, not sent");
+    assert_eq!(ids(&ws, &["ready", "--limit", "1", "--json"]).len(), 1, "the next issue");
+}
+
+/// The neighbourhood walk stays linear: a chain where each issue holds up the next (each
+/// `ready` issue's walk visits only what it frees), at N and 4N.
+#[test]
+fn the_neighbourhood_costs_linear_time() {
+    let time = |n: usize| {
+        let mut lines = Vec::with_capacity(2 * n);
+        for i in 0..n {
+            // n ready roots, each holding up a chain of one child and a shared-blocker issue.
+            lines.push(bead(&format!("r{i}")).line());
+            lines.push(bead(&format!("c{i}")).extra(&deps(&[dep("blocks", &format!("r{i}")), dep("blocks", "r0")])).line());
+        }
+        let ws = Workspace::new(&jsonl(&lines));
+        ws.ok(&["import"]);
+        let start = std::time::Instant::now();
+        let out = ws.ok(&["ready", "--json"]);
+        let took = start.elapsed();
+        assert!(out.contains("\"unblocks\""));
+        took
+    };
+    let small = time(2_000);
+    let large = time(8_000);
+    assert!(large < small * 8, "2k: {small:?}, 8k: {large:?}");
+}

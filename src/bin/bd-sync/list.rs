@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use beads_git::cache::neighbourhood::{self, Neighbourhood};
 use beads_git::cache::query;
 use beads_git::color::{paint, sgr};
 use beads_git::issue_diff::Style;
@@ -78,11 +79,19 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
             );
         }
     }
+    // Ready work knows its neighbourhood: its parent, what it blocks and what it unblocks.
+    let hoods = match which {
+        Which::Ready => {
+            let graph = neighbourhood::Graph::new(&cache)?;
+            Some(list.iter().map(|i| graph.of(&i.id)).collect::<Result<Vec<_>>>()?)
+        }
+        Which::Blocked => None,
+    };
     if global.json {
         // Full issue objects, as `bd ready --json` prints them (docs/json.md).
-        Global::print_json(&query::full_issues(&cache, &list)?)?;
+        Global::print_json(&query::full_issues(&cache, &list, hoods.as_deref())?)?;
     } else {
-        print_issues(&list);
+        print_issues(&list, hoods.as_deref());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -96,12 +105,42 @@ pub(crate) fn priority_label(p: &serde_json::Value) -> String {
     }
 }
 
-fn print_issues(list: &[query::IssueSummary]) {
+/// `  (in bd-e1 "Epic"; blocks bd-2; unblocks bd-2, bd-3)`: the neighbourhood after a ready
+/// issue's title, each list cut to five ids.
+fn neighbourhood_note(hood: &Neighbourhood) -> String {
+    let ids = |list: &[String]| {
+        let mut s = list.iter().take(5).map(|i| escaped(i).into_owned()).collect::<Vec<_>>().join(", ");
+        if list.len() > 5 {
+            s.push_str(&format!(" +{}", list.len() - 5));
+        }
+        s
+    };
+    let mut parts = Vec::new();
+    if let Some(p) = &hood.parent {
+        match &p.title {
+            Some(t) => parts.push(format!("in {} \"{}\"", escaped(&p.id), beads_git::record::printable(t, 40))),
+            None => parts.push(format!("in {}", escaped(&p.id))),
+        }
+    }
+    if !hood.blocks.is_empty() {
+        parts.push(format!("blocks {}", ids(&hood.blocks)));
+    }
+    if !hood.unblocks.is_empty() {
+        parts.push(format!("unblocks {}", ids(&hood.unblocks)));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("  ({})", parts.join("; "))
+    }
+}
+
+fn print_issues(list: &[query::IssueSummary], hoods: Option<&[Neighbourhood]>) {
     let color = Style::for_stdout().color;
     // Each value escaped: an id holding a newline or an ESC stays one cell of one row.
     let id_width = list.iter().map(|i| escaped(&i.id).chars().count()).max().unwrap_or(0);
     let status_width = list.iter().map(|i| escaped(i.status.as_deref().unwrap_or("-")).chars().count()).max().unwrap_or(0);
-    for i in list {
+    for (n, i) in list.iter().enumerate() {
         let p = priority_label(&i.priority);
         let urgent = p == "P0" || p == "P1" || p == "critical" || p == "high";
         let p = paint(color && urgent, sgr::BOLD_RED, &format!("{p:<4}"));
@@ -110,8 +149,9 @@ fn print_issues(list: &[query::IssueSummary]) {
         } else {
             format!("  (blocked by {})", i.blocked_by.iter().map(|b| escaped(b)).collect::<Vec<_>>().join(", "))
         };
+        let note = hoods.and_then(|h| h.get(n)).map(neighbourhood_note).unwrap_or_default();
         let line = format!(
-            "{p} {:<id_width$}  {:<status_width$}  {}{blockers}",
+            "{p} {:<id_width$}  {:<status_width$}  {}{blockers}{note}",
             escaped(&i.id),
             escaped(i.status.as_deref().unwrap_or("-")),
             escaped(i.title.as_deref().unwrap_or(""))
