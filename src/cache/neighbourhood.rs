@@ -33,6 +33,17 @@ pub struct Neighbourhood {
     pub unblocks: Vec<String>,
 }
 
+impl Neighbourhood {
+    /// The keys `ready --json` appends to the issue's record.
+    pub fn json_keys(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let parent = match &self.parent {
+            Some(p) => serde_json::json!({"id": p.id, "title": p.title}),
+            None => serde_json::Value::Null,
+        };
+        vec![("parent", parent), ("blocks", self.blocks.clone().into()), ("unblocks", self.unblocks.clone().into())]
+    }
+}
+
 /// The dependency graph around every issue, computed once for a list.
 pub struct Graph<'c> {
     cache: &'c Cache,

@@ -437,13 +437,12 @@ fn with_keys(id: &str, record: &str, extra: &[(&str, serde_json::Value)]) -> Res
 }
 
 /// `ready`/`blocked` as `bd ready --json` prints them: each issue's full record, in list order,
-/// with `blocked_by` added when something holds it up, and, when `hoods` gives them (one per
-/// issue, for `ready`), `parent`, `blocks` and `unblocks`. A key the record already has is left
-/// as the record has it.
+/// with `blocked_by` added when something holds it up, and the keys `more(n)` gives for the n-th
+/// issue (`ready`'s neighbourhood). A key the record already has is left as the record has it.
 pub fn full_issues(
     cache: &Cache,
     list: &[IssueSummary],
-    hoods: Option<&[super::neighbourhood::Neighbourhood]>,
+    more: &dyn Fn(usize) -> Vec<(&'static str, serde_json::Value)>,
 ) -> Result<Vec<Box<serde_json::value::RawValue>>> {
     let mut out = Vec::with_capacity(list.len());
     for (n, summary) in list.iter().enumerate() {
@@ -452,11 +451,7 @@ pub fn full_issues(
         if !summary.blocked_by.is_empty() {
             extra.push(("blocked_by", summary.blocked_by.clone().into()));
         }
-        if let Some(hood) = hoods.and_then(|h| h.get(n)) {
-            extra.push(("parent", serde_json::to_value(&hood.parent)?));
-            extra.push(("blocks", hood.blocks.clone().into()));
-            extra.push(("unblocks", hood.unblocks.clone().into()));
-        }
+        extra.extend(more(n));
         out.push(with_keys(&summary.id, &line, &extra)?);
     }
     Ok(out)

@@ -89,7 +89,8 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
     };
     if global.json {
         // Full issue objects, as `bd ready --json` prints them (docs/json.md).
-        Global::print_json(&query::full_issues(&cache, &list, hoods.as_deref())?)?;
+        let more = |n: usize| hoods.as_ref().and_then(|h| h.get(n)).map(Neighbourhood::json_keys).unwrap_or_default();
+        Global::print_json(&query::full_issues(&cache, &list, &more)?)?;
     } else {
         print_issues(&list, hoods.as_deref());
     }
