@@ -53,16 +53,16 @@ pub struct Graph<'c> {
 }
 
 impl<'c> Graph<'c> {
-    /// Reads the blocked set once; each [`Graph::of`] then costs a few indexed look-ups.
-    pub fn new(cache: &'c Cache) -> Result<Graph<'c>> {
-        let blocking = Blocking::compute(cache)?;
+    /// The graph around `blocking` (the blocked set, computed once); each [`Graph::of`] then
+    /// costs a few indexed look-ups.
+    pub fn new(cache: &'c Cache, blocking: Blocking) -> Graph<'c> {
         let mut held: FxHashMap<String, Vec<String>> = FxHashMap::default();
         for (blocked, blockers) in &blocking.blockers {
             for b in blockers {
                 held.entry(b.clone()).or_default().push(blocked.clone());
             }
         }
-        Ok(Graph { cache, blocking, held })
+        Graph { cache, blocking, held }
     }
 
     /// The neighbourhood of `id`.

@@ -245,7 +245,10 @@ fn filter_sql(options: &ListOptions, ready: bool) -> String {
 }
 
 fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSummary>> {
-    let blocking = Blocking::compute(cache)?;
+    list_with(cache, options, ready, &Blocking::compute(cache)?)
+}
+
+fn list_with(cache: &Cache, options: &ListOptions, ready: bool, blocking: &Blocking) -> Result<Vec<IssueSummary>> {
     // Ready: the open issues in list order, blocked ones skipped here by a hash lookup instead of
     // a probe of a temporary table per row, stopping at the limit. Blocked: the blocked ids
     // joined to their rows.
@@ -334,6 +337,13 @@ pub fn left_out_of_ready(cache: &Cache, options: &ListOptions, listed: &[IssueSu
 /// the types, pinned, ephemeral and deferred issues bd leaves out.
 pub fn ready(cache: &Cache, options: &ListOptions) -> Result<Vec<IssueSummary>> {
     list(cache, options, true)
+}
+
+/// [`ready`], and the blocked set it was computed from (for the neighbourhood of its issues,
+/// without computing the set twice).
+pub fn ready_and_blocking(cache: &Cache, options: &ListOptions) -> Result<(Vec<IssueSummary>, Blocking)> {
+    let blocking = Blocking::compute(cache)?;
+    Ok((list_with(cache, options, true, &blocking)?, blocking))
 }
 
 /// Issues held up by an open blocker (directly or through a parent) that are not done, same order.

@@ -65,9 +65,12 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode> {
     let cache = global.open_fresh()?;
     let options = args.options();
-    let list = match which {
-        Which::Ready => query::ready(&cache, &options)?,
-        Which::Blocked => query::blocked(&cache, &options)?,
+    let (list, blocking) = match which {
+        Which::Ready => {
+            let (list, blocking) = query::ready_and_blocking(&cache, &options)?;
+            (list, Some(blocking))
+        }
+        Which::Blocked => (query::blocked(&cache, &options)?, None),
     };
     if matches!(which, Which::Ready) {
         let left_out = query::left_out_of_ready(&cache, &options, &list)?;
@@ -80,12 +83,12 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
         }
     }
     // Ready work knows its neighbourhood: its parent, what it blocks and what it unblocks.
-    let hoods = match which {
-        Which::Ready => {
-            let graph = neighbourhood::Graph::new(&cache)?;
+    let hoods = match blocking {
+        Some(blocking) => {
+            let graph = neighbourhood::Graph::new(&cache, blocking);
             Some(list.iter().map(|i| graph.of(&i.id)).collect::<Result<Vec<_>>>()?)
         }
-        Which::Blocked => None,
+        None => None,
     };
     if global.json {
         // Full issue objects, as `bd ready --json` prints them (docs/json.md).
