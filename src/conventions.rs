@@ -145,7 +145,7 @@ pub fn order_keys<'k>(ours: &[&'k str], added: &[&'k str]) -> Vec<&'k str> {
     keys
 }
 
-/// Where a new key goes among a record's `keys` (README, "The merge rules, in plain words"): before the first key its writer
+/// Where a new key goes among a record's `keys` (docs/merge-rules.md): before the first key its writer
 /// puts after it, or at the end when the record follows no known writer order.
 pub fn insert_position(keys: &[&str], key: &str) -> usize {
     place_in(writer_order(keys), keys, key)

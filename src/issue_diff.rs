@@ -90,7 +90,7 @@ pub enum FieldChange {
         field: String,
         /// The changed lines, with a little context.
         lines: Vec<TextLine>,
-        /// The values were too large to diff by lines within the bound (README "Linear work"):
+        /// The values were too large to diff by lines within the bound (docs/merge-rules.md, "Linear work"):
         /// `lines` are the whole old value removed and the whole new one added.
         #[serde(skip)]
         whole: bool,

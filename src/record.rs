@@ -104,7 +104,7 @@ pub fn is_conflict_marker(line: &[u8]) -> bool {
     false
 }
 
-/// The identity of a record line (README "Record kinds"): an issue's `id`, or one of the other
+/// The identity of a record line (docs/merge-rules.md, "Record kinds"): an issue's `id`, or one of the other
 /// kinds bd 1.0 writes beside issues.
 ///
 /// The merge and the index key their maps by one string per record

@@ -154,7 +154,7 @@ impl Format<'_> {
 /// same separator and the same number of fractional digits; a tick is one unit of the last digit
 /// (a second when there is no fraction), or two when one tick would end the fraction in `0`, which
 /// writers that trim trailing zeros would shorten. Importers that skip a record whose `updated_at` equals
-/// the one they hold take a merged record stamped this way (README "Timestamps of merged records"). `None` for text that is
+/// the one they hold take a merged record stamped this way (docs/merge-rules.md, "Timestamps of merged records"). `None` for text that is
 /// not a timestamp.
 pub fn one_tick_after(text: &str) -> Option<String> {
     let format = format_of(text)?;
@@ -172,7 +172,7 @@ pub fn write_like(instant: Instant, like: &str) -> Option<String> {
     format.write(if exact { units } else { units + 1 })
 }
 
-/// The `updated_at` of a record a merge wrote that equals neither side (README "Timestamps of
+/// The `updated_at` of a record a merge wrote that equals neither side (docs/merge-rules.md, "Timestamps of
 /// merged records"): one tick after the later of the two sides' stamps, written in that stamp's
 /// format, and never earlier than `now`, the merge's own time (written in the same format).
 /// Ticking the later side, not the merged value, keeps the record newer than both clones even when

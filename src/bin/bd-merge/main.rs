@@ -1,5 +1,5 @@
-//! `bd-merge`: git merge driver for beads JSONL issue files, and the commands around it (see the
-//! README for wiring).
+//! `bd-merge`: git merge driver for beads JSONL issue files, and the commands around it (see
+//! docs/merge-rules.md, "Registering the merge driver with git").
 //!
 //! The three-file merge is the default form, the one git runs (`bd-merge %O %A %B -l %L ...`);
 //! every other command is a subcommand, one file each. What git and hooks call (the driver's

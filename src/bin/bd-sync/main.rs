@@ -1,6 +1,6 @@
 //! `bd-sync`: the SQLite cache of a beads issues file (import, export, status, check, ready,
 //! blocked, show, diff, log, schema) and the one-command setup of the merge driver, attributes
-//! and hooks (install, uninstall, hook). See the README for the schema and exit codes.
+//! and hooks (install, uninstall, hook). See docs/cache.md for the schema and docs/exit-codes.md for exit codes.
 //!
 //! This file holds the clap tree and the dispatch; what every subcommand shares is in
 //! `global.rs` ([`Global`]), and each subcommand is one file holding its arguments, its `run` and

@@ -1,7 +1,7 @@
 //! Shell completions and man pages, generated from each binary's clap definition so they can
 //! never drift from the flags the binary accepts. Every binary takes one `--generate KIND` flag,
 //! left out of `--help` as ripgrep does: `complete-bash`, `complete-zsh`, `complete-fish` or
-//! `man`; the README has the lines that install what it prints.
+//! `man`; docs/install.md has the lines that install what it prints.
 //!
 //! Those scripts are static. Issue ids are completed dynamically: `bd-sync` honours clap's
 //! completion protocol under `BD_SYNC_COMPLETE=<shell>` (`source <(BD_SYNC_COMPLETE=bash bd-sync)`;

@@ -84,7 +84,7 @@ struct Sides<'s> {
 }
 
 /// An issue created through SQL (never exported) and an issue the file brought under the same id
-/// with another `created_at`: two issues (README "Two issues created under one id"). For a child
+/// with another `created_at`: two issues (docs/merge-rules.md, "Two issues created under one id"). For a child
 /// id `P.N` the earlier creation keeps the id and the later moves to the next free child number
 /// (over the cache and the file); both end up in the cache, and what the file does not hold yet
 /// stays dirty for the next export. For a plain id the policy's winner is kept whole and the other

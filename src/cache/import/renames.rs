@@ -12,7 +12,7 @@ use crate::fix::Fix;
 use crate::timestamp;
 
 /// What to tell the user after an import that found issues of this clone moved to a new id by a
-/// merge (README "Two issues created under one id"). Shown as "a merge kept two issues created
+/// merge (docs/merge-rules.md, "Two issues created under one id"). Shown as "a merge kept two issues created
 /// under one id: A is now B, ...", then its fix, when there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenameNotice {
