@@ -10,7 +10,13 @@ pub const JSON_VERSION: u32 = 2;
 
 /// The commands that have a schema, in the order `bd-sync schema` prints them.
 pub const COMMANDS: &[&str] =
-    &["ready", "blocked", "show", "status", "check", "import", "export", "install", "uninstall", "diff", "log", "error"];
+    &["ready", "blocked", "show", "status", "check", "import", "export", "install", "uninstall", "diff", "log", "log-commits", "error"];
+
+fn links() -> Value {
+    json!({"type": "array", "items": {"type": "object", "required": ["commit", "time", "how", "subject"], "properties": {
+        "commit": {"type": "string"}, "time": {"type": "integer"}, "how": {"enum": ["trailer", "mention"]},
+        "subject": {"type": "string"}}}})
+}
 
 fn ids() -> Value {
     json!({"type": "array", "items": {"type": "string"}})
@@ -79,7 +85,7 @@ pub fn schema(command: &str) -> Option<Value> {
             "blocks": ids(), "unblocks": ids()}))}),
         "blocked" => json!({"type": "array", "items": issue(json!({}))}),
         "show" => json!({"type": "array", "items": issue(json!({
-            "blocks": ids(), "children": ids(), "dirty": {"type": "boolean"}}))}),
+            "blocks": ids(), "children": ids(), "dirty": {"type": "boolean"}, "commits": links()}))}),
         "status" => {
             json!({"type": "object", "required": ["cache_exists", "file", "db", "schema_version", "issues", "dirty"], "properties": {
             "cache_exists": {"type": "boolean"}, "file": {"type": "string"}, "db": {"type": "string"},
@@ -108,6 +114,7 @@ pub fn schema(command: &str) -> Option<Value> {
             "commit": {"type": "string"}, "author": {"type": "string"}, "email": {"type": "string"},
             "date": {"type": "string"}, "subject": {"type": "string"}, "change": change()}}})
         }
+        "log-commits" => links(),
         // What every `--json` command writes on stdout when it fails (the exit code unchanged).
         "error" => json!({"type": "object", "required": ["error"], "properties": {
             "error": {"type": "object", "required": ["kind", "message", "fix"], "properties": {

@@ -32,7 +32,8 @@ const MAX_INDEX_BYTES: u64 = 1 << 30;
 const HEADER: &str = "beads-links 1";
 
 /// How a commit names its issue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum How {
     /// A `Beads-Issue:` trailer.
     Trailer,
@@ -41,7 +42,7 @@ pub enum How {
 }
 
 /// One commit linked to an issue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Link {
     /// The full commit id.
     pub commit: String,

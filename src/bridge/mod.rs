@@ -11,6 +11,31 @@
 pub mod commit_msg;
 pub mod links;
 
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::Result;
+
+/// Whether the bridge is on in the repository at `dir` for this process: `BEADS_BRIDGE`, else
+/// `git config beads.bridge`, else on.
+pub fn enabled_in(dir: &Path) -> bool {
+    let env = std::env::var("BEADS_BRIDGE").ok();
+    let config = crate::git::run(dir, &["config", "--get", "beads.bridge"]).ok();
+    enabled(env.as_deref(), config.as_deref())
+}
+
+/// The commits linked to `id` in the repository at `dir`, newest first, after bringing the index
+/// up to date; `None` when the bridge is off or `dir` is not in a repository. `prefixes` are the
+/// issues' id prefixes (`cache::query::id_prefixes`).
+pub fn linked_commits(dir: &Path, prefixes: &BTreeSet<String>, id: &str) -> Result<Option<Vec<links::Link>>> {
+    if !enabled_in(dir) {
+        return Ok(None);
+    }
+    let Some(index) = links::Index::of(dir)? else { return Ok(None) };
+    index.refresh(prefixes)?;
+    Ok(Some(index.links(id)?))
+}
+
 /// Whether the bridge is on, from the process's `BEADS_BRIDGE` (first) and the clone's
 /// `beads.bridge` git config value: `0`, `false`, `no` and `off` (any case) turn it off; anything
 /// else, or nothing, leaves it on.

@@ -366,6 +366,14 @@ pub struct Shown {
     pub children: Vec<String>,
 }
 
+/// The id prefixes of the issues (`bd` of `bd-a1b2`), for telling an issue id from any other
+/// hyphenated word in a commit message.
+pub fn id_prefixes(cache: &Cache) -> Result<std::collections::BTreeSet<String>> {
+    let mut st = cache.conn.prepare("SELECT DISTINCT substr(id, 1, instr(id, '-') - 1) FROM issues WHERE instr(id, '-') > 1")?;
+    let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// What a possibly partial id names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdMatch {
@@ -465,6 +473,14 @@ pub fn full_issues(
         out.push(with_keys(&summary.id, &line, &extra)?);
     }
     Ok(out)
+}
+
+/// A JSON object with `extra` keys appended (a key it already has is left as it is).
+pub fn with_keys_appended(
+    object: Box<serde_json::value::RawValue>,
+    extra: &[(&str, serde_json::Value)],
+) -> Result<Box<serde_json::value::RawValue>> {
+    with_keys("the issue", object.get(), extra)
 }
 
 /// `show --json` of one issue: its full record, with what `show` computes appended:

@@ -255,6 +255,7 @@ fn violations(schema: &serde_json::Value, value: &serde_json::Value, at: &str, o
 fn schema_describes_every_json_output() {
     let repo = TestRepo::new();
     repo.commit_file(".beads/issues.jsonl", FULL.as_bytes(), "issues");
+    repo.git(&["commit", "-q", "--allow-empty", "-m", "Work on bd-full"]);
     repo.write(".beads/issues.jsonl", FULL.replace("Epic", "The epic").as_bytes());
     let all: serde_json::Value = serde_json::from_slice(&tool(repo.path(), "bd-sync", &["schema"]).stdout).expect("schema json");
     for (command, args) in [
@@ -268,6 +269,7 @@ fn schema_describes_every_json_output() {
         ("export", &["export", "--json"]),
         ("diff", &["diff", "--json"]),
         ("log", &["log", "bd-full", "--json"]),
+        ("log-commits", &["log", "--commits", "bd-full", "--json"]),
         ("uninstall", &["uninstall", "--json", "--dry-run"]),
     ] {
         let out = tool(repo.path(), "bd-sync", args);

@@ -19,16 +19,31 @@ pub(crate) struct Args {
     /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
     #[arg(allow_hyphen_values = true)]
     range: Option<String>,
+    /// Only the code commits linked to the issue (a `Beads-Issue:` trailer, or its id in the message), newest first, from the index kept in the git directory; not with a RANGE.
+    #[arg(long, conflicts_with = "range")]
+    commits: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let dir = crate::repo_dir(None)?;
     // A partial id resolves against the issues file; an id no longer in it is taken as given.
-    let id = match global.open_fresh().and_then(|cache| query::resolve_id(&cache, &args.id)) {
-        Ok(query::IdMatch::Ambiguous(candidates)) => return Ok(ambiguous(global, &args.id, &candidates)),
-        Ok(query::IdMatch::One(full)) => full,
+    let cache = global.open_fresh().ok();
+    let id = match cache.as_ref().map(|cache| query::resolve_id(cache, &args.id)) {
+        Some(Ok(query::IdMatch::Ambiguous(candidates))) => return Ok(ambiguous(global, &args.id, &candidates)),
+        Some(Ok(query::IdMatch::One(full))) => full,
         _ => args.id,
     };
+    let linked = match &cache {
+        Some(cache) => beads_git::bridge::linked_commits(&dir, &query::id_prefixes(cache)?, &id)?,
+        None => Some(Vec::new()),
+    };
+    if args.commits {
+        if linked.is_none() {
+            eprintln!("bd-sync: the git-issue bridge is off here (BEADS_BRIDGE=0 or git config beads.bridge false)");
+        }
+        return print_linked(global, &id, linked.as_deref().unwrap_or_default());
+    }
+    let linked = linked.unwrap_or_default();
     let entries = history::log(&dir, &id, args.range.as_deref())?;
     for e in &entries {
         for (id, field) in issue_diff::shown_whole(std::slice::from_ref(&e.change)) {
@@ -52,5 +67,32 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     if entries.is_empty() {
         eprintln!("bd-sync: no commit changed {id:?}");
     }
+    if !linked.is_empty() {
+        println!("code commits linked to {} ({}):", escaped(&id), linked.len());
+        print_links(&linked);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `log --commits`: the linked commits alone (`--json`: `[{commit, time, how, subject}]`).
+fn print_linked(global: &Global, id: &str, linked: &[beads_git::bridge::links::Link]) -> Result<ExitCode> {
+    if global.json {
+        Global::print_json(&linked)?;
+    } else {
+        print_links(linked);
+        if linked.is_empty() {
+            eprintln!("bd-sync: no commit names {} (a `Beads-Issue:` trailer, or the id in its message)", escaped(id));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_links(linked: &[beads_git::bridge::links::Link]) {
+    for l in linked {
+        let how = match l.how {
+            beads_git::bridge::links::How::Trailer => "trailer",
+            beads_git::bridge::links::How::Mention => "mention",
+        };
+        println!("{}  {how:<7}  {}", escaped(&l.commit[..l.commit.len().min(12)]), l.subject);
+    }
 }

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use beads_git::bridge::links::Link;
 use beads_git::cache::query;
 use beads_git::record::{escaped, escaped_path};
 
@@ -18,6 +19,8 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let cache = global.open_fresh()?;
+    let prefixes = query::id_prefixes(&cache)?;
+    let dir = crate::repo_dir(None)?;
     let mut all = Vec::new();
     for id in &args.ids {
         let full = match query::resolve_id(&cache, id)? {
@@ -28,21 +31,57 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         let Some(shown) = query::show(&cache, &full)? else {
             return Ok(not_found(global, &full, &cache));
         };
-        all.push(shown);
+        let commits = recent_commits(&dir, &prefixes, &full);
+        all.push((shown, commits));
     }
     if global.json {
-        // An array of full issue objects, as `bd show --json` prints (docs/json.md).
-        let issues = all.iter().map(query::shown_json).collect::<Result<Vec<_>>>()?;
+        // An array of full issue objects, as `bd show --json` prints (docs/json.md), with the
+        // last commits linked to each.
+        let mut issues = Vec::with_capacity(all.len());
+        for (shown, commits) in &all {
+            issues.push(query::with_keys_appended(query::shown_json(shown)?, &[("commits", serde_json::to_value(commits)?)])?);
+        }
         Global::print_json(&issues)?;
     } else {
-        for (i, shown) in all.iter().enumerate() {
+        for (i, (shown, commits)) in all.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             print_shown(shown);
+            print_commits(commits);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many linked commits `show` names.
+const RECENT_COMMITS: usize = 5;
+
+/// The last commits linked to `id` (empty when the bridge is off or git cannot say; a show never
+/// fails for want of them: the reason goes to stderr).
+fn recent_commits(dir: &std::path::Path, prefixes: &std::collections::BTreeSet<String>, id: &str) -> Vec<Link> {
+    match beads_git::bridge::linked_commits(dir, prefixes, id) {
+        Ok(Some(mut links)) => {
+            links.truncate(RECENT_COMMITS);
+            links
+        }
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            eprintln!("bd-sync: linked commits of {}: {}", escaped(id), beads_git::record::printable_lines(&format!("{e:#}")));
+            Vec::new()
+        }
+    }
+}
+
+fn print_commits(commits: &[Link]) {
+    if commits.is_empty() {
+        return;
+    }
+    println!();
+    println!("  COMMITS (last {})", commits.len());
+    for c in commits {
+        println!("    {}  {}", escaped(&c.commit[..c.commit.len().min(12)]), c.subject);
+    }
 }
 
 /// Reports an id no issue has (exit 1); under `--json` as an error object on stdout too.
