@@ -477,7 +477,7 @@ pub fn full_issues(
 
 /// A JSON object with `extra` keys appended (a key it already has is left as it is).
 pub fn with_keys_appended(
-    object: Box<serde_json::value::RawValue>,
+    object: &serde_json::value::RawValue,
     extra: &[(&str, serde_json::Value)],
 ) -> Result<Box<serde_json::value::RawValue>> {
     with_keys("the issue", object.get(), extra)

@@ -39,7 +39,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         // last commits linked to each.
         let mut issues = Vec::with_capacity(all.len());
         for (shown, commits) in &all {
-            issues.push(query::with_keys_appended(query::shown_json(shown)?, &[("commits", serde_json::to_value(commits)?)])?);
+            issues.push(query::with_keys_appended(&query::shown_json(shown)?, &[("commits", serde_json::to_value(commits)?)])?);
         }
         Global::print_json(&issues)?;
     } else {
