@@ -24,7 +24,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use serde_json::value::RawValue;
 
-use crate::merge_log::{Cut, Entry, Labels, Reason};
+use crate::merge::Labels;
+use crate::merge_log::{Cut, Entry, Reason};
 
 /// The trailer of an overridden value (or record).
 pub const OVERRIDDEN_KEY: &str = "Beads-Overridden";

@@ -52,7 +52,7 @@ pub struct MergeHistory {
     /// The file at the second parent (the branch merged in).
     pub theirs: Vec<u8>,
     /// The parents' names: a branch name when `git name-rev` finds one exactly, else a short hash.
-    pub labels: crate::merge_log::Labels,
+    pub labels: crate::merge::Labels,
 }
 
 /// Why no history can be used; the caller falls back to merging against an empty base.
@@ -186,7 +186,7 @@ pub fn find(top: &Path, rel: &str, made: Made, working: &[u8]) -> Result<MergeHi
             Ok(id) => read(&id.map(|id| id.as_str().to_owned()))?,
             Err(e) => return Err(NoHistory::Unreadable(format!("{e:#}"))),
         };
-        let labels = crate::merge_log::Labels { ours: name(top, ids[1]), theirs: name(top, ids[2]) };
+        let labels = crate::merge::Labels { ours: name(top, ids[1]), theirs: name(top, ids[2]) };
         return Ok(MergeHistory { commit, merge_base: short(top, &merge_base), base, ours, theirs, labels });
     }
     Err(NoHistory::NoMergeCommit { shallow })

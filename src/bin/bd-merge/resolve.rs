@@ -29,18 +29,23 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    use beads_git::merge::repair::{self, History, Resolution, ResolveOptions, Sides};
+    use beads_git::merge::repair::{self, History, ResolveOptions, ResolveOutcome, Sides};
     let Args { path, conflict, stage, check, quiet } = args;
     let path = default_issues_file(path.as_ref())?;
-    let options =
-        ResolveOptions { path: path.clone(), merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() }, stage, check };
+    let options = ResolveOptions {
+        path: path.clone(),
+        merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() },
+        stage,
+        check,
+        log: Some(beads_git::merge_log::decision_log(beads_git::merge_log::RESOLVE_COMMAND)),
+    };
     let name = escaped_path(&path);
     match repair::resolve(&options)? {
-        Resolution::NothingToDo => {
+        ResolveOutcome::NothingToDo => {
             eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
             Ok(ExitCode::SUCCESS)
         }
-        Resolution::Merged { sides, report, history } => {
+        ResolveOutcome::Merged { sides, report, history } => {
             let from = match (sides, &history) {
                 (Sides::MergeCommit, History::Used { commit, merge_base, labels }) => format!(
                     "merge commit {commit}, which committed the markers: the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
