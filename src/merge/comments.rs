@@ -142,16 +142,9 @@ fn compare_created(a: &str, b: &str, parsed: &rustc_hash::FxHashMap<&str, Option
     }
 }
 
-/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
-/// for every comment, not only those the two sides added): for each shared id, in ascending
-/// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
-/// later one takes the next id above the file's highest. The copies of an id that stands on
-/// several lines are one record: an id they repeat between them is left alone, so those lines
-/// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
-/// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
-/// every id is unique (the common case costs one pass that reads only the comments' ids). One
-/// sort of the comments involved, however many ids repeat.
-pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+/// The comment ids that occur more than once in `lines`, the lines that hold them (sorted) and
+/// the highest comment id; `None` when no id repeats. Reads only the comments' ids.
+fn repeated_comment_ids(lines: &[&[u8]]) -> Option<(rustc_hash::FxHashSet<i64>, Vec<usize>, i64)> {
     #[derive(serde::Deserialize)]
     struct IdOnly {
         #[serde(default)]
@@ -187,11 +180,24 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
         }
     }
     if repeated.is_empty() {
-        return Vec::new();
+        return None;
     }
     involved.sort_unstable();
     involved.dedup();
-    let repeated: rustc_hash::FxHashSet<i64> = repeated.into_iter().collect();
+    Some((repeated.into_iter().collect(), involved, highest))
+}
+
+/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
+/// for every comment, not only those the two sides added): for each shared id, in ascending
+/// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
+/// later one takes the next id above the file's highest. The copies of an id that stands on
+/// several lines are one record: an id they repeat between them is left alone, so those lines
+/// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
+/// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
+/// every id is unique (the common case costs one pass that reads only the comments' ids). One
+/// sort of the comments involved, however many ids repeat.
+pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+    let Some((repeated, involved, highest)) = repeated_comment_ids(lines) else { return Vec::new() };
     // Every comment holding a repeated id: (line, record, number, identity, created_at).
     let mut sites: Vec<(usize, String, i64, String, String)> = Vec::new();
     for &i in &involved {

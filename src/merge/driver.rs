@@ -188,23 +188,29 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             if options.detect_conflict_style && !wants_markers {
                 merge_options.markers.diff3 = git::conflict_style_shows_base();
             }
-            let (content, conflicted) = merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
-                .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
-            // Markers that came in with an input and survived the line merge are still markers:
-            // never report such a result as clean.
-            let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
-            write_result(options, |w| w.write_all(&content))?;
-            DriverReport {
-                outcome: DriverOutcome::Fallback { reason, conflicted },
-                reports: Vec::new(),
-                warnings: Vec::new(),
-                renames: Vec::new(),
-                labels: labels_of(&merge_options),
-                rebase: false,
-            }
+            line_merge(options, &merge_options, reason)?
         }
     };
     Ok(report)
+}
+
+/// The fallback for input that cannot be merged record by record (`reason` says why):
+/// `git merge-file`, written like a structural result.
+fn line_merge(options: &DriverOptions, merge_options: &MergeOptions, reason: String) -> Result<DriverReport> {
+    let (content, conflicted) = merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
+        .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
+    // Markers that came in with an input and survived the line merge are still markers:
+    // never report such a result as clean.
+    let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
+    write_result(options, |w| w.write_all(&content))?;
+    Ok(DriverReport {
+        outcome: DriverOutcome::Fallback { reason, conflicted },
+        reports: Vec::new(),
+        warnings: Vec::new(),
+        renames: Vec::new(),
+        labels: labels_of(merge_options),
+        rebase: false,
+    })
 }
 
 /// Reads base, ours and theirs on two threads (copying a big file out of the page cache is a

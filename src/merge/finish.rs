@@ -25,7 +25,7 @@ pub(super) enum Order {
     Theirs,
 }
 
-impl<'m, 'a> Merger<'m, 'a> {
+impl<'a> Merger<'_, 'a> {
     /// What both paths do once every key is merged: the mass-deletion warnings (`gone`: how many
     /// of the base's `base_records` keys ours and theirs lack), the whole-file rules (comment
     /// ids, renames, derived counts), bd's order when ours has it, and the rendered lines.
@@ -174,9 +174,21 @@ impl<'m, 'a> Merger<'m, 'a> {
             self.warnings.push(rename.warning(&c.later.to_string(), &c.later.other().to_string()));
             self.renames.push(rename);
         }
-        if moved.iter().all(FxHashMap::is_empty) {
-            return;
+        if !moved.iter().all(FxHashMap::is_empty) {
+            self.follow_moved_issues(items, &whole_from, &moved, go_style);
         }
+    }
+
+    /// Makes the references each side wrote to an issue that moved on that side (`moved`, per
+    /// side: old id -> new id) follow it, in every written record; `whole_from` names the items
+    /// that are a collision's two issues, written whole from one side each.
+    fn follow_moved_issues(
+        &self,
+        items: &mut [(Cow<'a, str>, Out<'a>)],
+        whole_from: &FxHashMap<usize, Side>,
+        moved: &[FxHashMap<String, String>; 2],
+        go_style: bool,
+    ) {
         for (i, (id, out)) in items.iter_mut().enumerate() {
             let Out::Line(line) = out else { continue };
             let mut deps: FxHashMap<rename::Reference, String> = FxHashMap::default();

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::format::read_all;
 use super::record::DRIVER_COMMAND;
-use super::types::{Entry, HookEvent, Reason};
+use super::types::{Announcement, Entry, HookEvent, Reason};
 use crate::safe_fs;
 
 /// The highest sequence number the post-merge / post-rewrite hook announced.
@@ -51,11 +51,11 @@ pub(super) fn made_by(e: &Entry, event: HookEvent, merge_parent: Option<&str>, i
     }
 }
 
-/// For the post-merge / post-rewrite hook run in the work tree `repo`: the line to print about
+/// For the post-merge / post-rewrite hook run in the work tree `repo`: what to say about
 /// the values the merge or rebase that just ended overrode (none when it overrode none, or was a
 /// fast-forward, an amend or a squash), and the mark moved past every entry logged so far, so no
 /// decision is announced twice nor by a later operation.
-pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<String>> {
+pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<Announcement>> {
     let entries = read_all(dir)?;
     let mark = read_mark(dir, ANNOUNCED_NAME);
     let pending: Vec<&Entry> = entries.iter().filter(|e| e.seq > mark).collect();
@@ -98,14 +98,7 @@ pub fn announce(dir: &Path, repo: &Path, event: HookEvent) -> Result<Option<Stri
         })
         .sum();
     let renamed = new.iter().filter(|e| e.reason == Reason::Rename).count();
-    let mut parts = Vec::new();
-    if values > 0 {
-        parts.push(format!("{values} value(s) overridden"));
-    }
-    if renamed > 0 {
-        parts.push(format!("{renamed} issue(s) renamed"));
-    }
-    Ok(Some(format!("beads-git: the merge chose for you: {}; see them with `bd-merge review`", parts.join(", "))))
+    Ok(Some(Announcement { values, renamed }))
 }
 
 /// Records that a person has seen `shown` (`bd-merge review`): the reviewed mark moves past

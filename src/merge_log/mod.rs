@@ -50,5 +50,8 @@ pub use record::{
     IMPORT_COMMAND, RESOLVE_COMMAND,
 };
 pub use restore::{restore, restore_entry, value_in_record};
-pub use review::{address, parse_since, render, select};
-pub use types::{Context, Cut, Entry, Filter, HookEvent, Reason, RestoreOutcome, Restored, TRAILER_VALUE_BYTES};
+pub use review::{address, parse_since, render, select, NotATime};
+pub use types::{
+    Announcement, Context, Cut, Entry, Filter, HookEvent, NotRestorable, Reason, Refusal, RestoreOutcome, Restored, Word,
+    TRAILER_VALUE_BYTES,
+};

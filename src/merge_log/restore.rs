@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use super::format::{read_all, LOG_NAME};
 use super::review::not_restorable;
-use super::types::{Entry, RestoreOutcome, Restored};
+use super::types::{Entry, Refusal, RestoreOutcome, Restored};
 use crate::safe_fs;
 
 pub(super) fn same_json(a: Option<&str>, b: Option<&str>) -> bool {
@@ -85,17 +85,13 @@ pub fn value_in_record(record: &str, field: &str, dropped: Option<&str>) -> Opti
 /// clock), every other record byte for byte. Refuses when the record's field no longer holds the
 /// value the merge kept (it changed again since), or when the entry is not a value.
 pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
-    let refuse = |why: String| Ok(RestoreOutcome::Refused(why));
+    let refuse = |why: Refusal| Ok(RestoreOutcome::Refused(why));
     let mut found: Vec<Entry> = read_all(dir)?.into_iter().filter(|e| e.seq == seq).collect();
     if found.len() > 1 {
-        return refuse(format!(
-            "#{seq} names {} entries in the merge log (merges that ran at once before entries were numbered under a lock); \
-             restore cannot tell which one you mean: see them with `bd-merge review` and edit the issue by hand",
-            found.len()
-        ));
+        return refuse(Refusal::Ambiguous { seq, count: found.len() });
     }
     let Some(entry) = found.pop() else {
-        return refuse(format!("no entry #{seq} in the merge log ({}); list them with `bd-merge review`", dir.join(LOG_NAME).display()));
+        return refuse(Refusal::NoEntry { seq, log: dir.join(LOG_NAME) });
     };
     restore_entry(entry, file)
 }
@@ -103,25 +99,26 @@ pub fn restore(dir: &Path, seq: u64, file: &Path) -> Result<RestoreOutcome> {
 /// Puts `entry`'s dropped value back into the issues file at `file` (see [`restore`]); the
 /// entry's `kept` is what the field must still hold.
 pub fn restore_entry(entry: Entry, file: &Path) -> Result<RestoreOutcome> {
-    let refuse = |why: String| Ok(RestoreOutcome::Refused(why));
+    let refuse = |why: Refusal| Ok(RestoreOutcome::Refused(why));
     if let Some(why) = not_restorable(&entry) {
-        return refuse(why);
+        return refuse(Refusal::NotRestorable(why));
     }
     let label = crate::record::printable(&crate::record::key_label(&entry.id), 200);
     let field = crate::record::printable(&entry.field, 200);
+    let shown = file.display().to_string();
     let content = safe_fs::read_regular(file, 1 << 32)?.with_context(|| format!("{} does not exist", file.display()))?;
     let split = crate::jsonl::Jsonl::split(&content);
     let mut at = None;
     for (i, line) in split.lines.iter().enumerate() {
         if crate::record::record_id(line.bytes).ok().is_some_and(|id| id == entry.id) {
             if at.is_some() {
-                return refuse(format!("{}: {label} stands on several lines; run `bd-merge dedupe` first", file.display()));
+                return refuse(Refusal::SeveralLines { file: shown, label });
             }
             at = Some(i);
         }
     }
     let Some(at) = at else {
-        return refuse(format!("{}: {label} is not in the file any more; nothing to restore it into", file.display()));
+        return refuse(Refusal::Gone { file: shown, label });
     };
     let line = std::str::from_utf8(split.lines[at].bytes)
         .map_err(|_| anyhow::anyhow!("{}, line {}: not UTF-8", file.display(), split.lines[at].number))?;
@@ -132,16 +129,12 @@ pub fn restore_entry(entry: Entry, file: &Path) -> Result<RestoreOutcome> {
     let path: Vec<&str> = entry.field.split('.').collect();
     let current = value_in_record(line, &entry.field, dropped);
     if same_json(current.as_deref(), dropped) {
-        return refuse(format!("{}: {label}: {field} already has the dropped value; nothing to restore", file.display()));
+        return refuse(Refusal::AlreadyThere { file: shown, label, field });
     }
     if !same_json(current.as_deref(), kept) {
-        return refuse(format!(
-            "{}: {label}: {field} changed again since that merge (now {}, the merge kept {}); not restored, edit it by hand if you still want {}",
-            file.display(),
-            current.as_deref().map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into()),
-            kept.map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into()),
-            dropped.map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into())
-        ));
+        let shown_value = |v: Option<&str>| v.map(|c| crate::record::printable(c, 80)).unwrap_or_else(|| "(absent)".into());
+        let values = Box::new([shown_value(current.as_deref()), shown_value(kept), shown_value(dropped)]);
+        return refuse(Refusal::ChangedSince { file: shown, label, field, values });
     }
     let mut record = line.to_owned();
     if group {
@@ -153,11 +146,12 @@ pub fn restore_entry(entry: Entry, file: &Path) -> Result<RestoreOutcome> {
     } else {
         record = set_at(&record, &path, dropped, go_style).context("rewriting the record")?;
     }
-    let stamp = value_at(&record, &["updated_at"]).and_then(|v| crate::record::parse_json_str(&v).map(std::borrow::Cow::into_owned));
+    let current_updated_at =
+        value_at(&record, &["updated_at"]).and_then(|v| crate::record::parse_json_str(&v).map(std::borrow::Cow::into_owned));
     let mut updated_at = None;
-    if let Some(stamp) = stamp {
+    if let Some(current) = current_updated_at {
         let now = crate::timestamp::merge_now()?;
-        if let Some(next) = crate::timestamp::merge_stamp([stamp.as_str()], Some(now)) {
+        if let Some(next) = crate::timestamp::merge_stamp([current.as_str()], Some(now)) {
             record = set_at(&record, &["updated_at"], Some(&crate::record::json_string(&next, go_style)), go_style)
                 .context("rewriting the record")?;
             updated_at = Some(next);

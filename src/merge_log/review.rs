@@ -1,12 +1,20 @@
 //! Listing the log for a person: which entries a filter selects, `--since`'s times, and the
 //! human listing with each entry's address and whether it can be restored.
 
-use anyhow::{bail, Result};
 use serde_json::value::RawValue;
 
-use super::types::{Entry, Filter, Reason, TRAILER_VALUE_BYTES};
+use super::types::{Announcement, Entry, Filter, NotRestorable, Reason, Refusal, Word, TRAILER_VALUE_BYTES};
+use crate::fix::Fix;
 use crate::merge::sides::{name_sides, possessive, side_name};
 use crate::merge::Side;
+
+/// A text [`parse_since`] does not read as a time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}: not a time; write an RFC 3339 instant (2026-01-05T10:00:00Z), a date (2026-01-05) or an age (90m, 12h, 2d, 1w)")]
+pub struct NotATime {
+    /// The text, escaped.
+    pub text: String,
+}
 
 /// The entries `filter` selects, newest first.
 pub fn select(mut entries: Vec<Entry>, filter: &Filter) -> Vec<Entry> {
@@ -21,9 +29,9 @@ pub fn select(mut entries: Vec<Entry>, filter: &Filter) -> Vec<Entry> {
     entries
 }
 
-/// `--since WHEN`: an RFC 3339 instant, a date (`2026-01-05`, midnight UTC), or an age before
+/// A time `review` filters by: an RFC 3339 instant, a date (`2026-01-05`, midnight UTC), or an age before
 /// `now` (`90m`, `12h`, `2d`, `1w`).
-pub fn parse_since(text: &str, now: crate::timestamp::Instant) -> Result<crate::timestamp::Instant> {
+pub fn parse_since(text: &str, now: crate::timestamp::Instant) -> Result<crate::timestamp::Instant, NotATime> {
     let t = text.trim();
     if let Some(i) = crate::timestamp::parse(t).or_else(|| crate::timestamp::parse(&format!("{t}T00:00:00Z"))) {
         return Ok(i);
@@ -41,10 +49,7 @@ pub fn parse_since(text: &str, now: crate::timestamp::Instant) -> Result<crate::
         Ok(n) if seconds > 0 => {
             Ok(crate::timestamp::Instant { seconds: now.seconds.saturating_sub(n.saturating_mul(seconds)), nanos: now.nanos })
         }
-        _ => bail!(
-            "--since {}: not a time; write an RFC 3339 instant (2026-01-05T10:00:00Z), a date (2026-01-05) or an age (90m, 12h, 2d, 1w)",
-            crate::record::printable(text, 60)
-        ),
+        _ => Err(NotATime { text: crate::record::printable(text, 60) }),
     }
 }
 
@@ -62,8 +67,9 @@ pub(super) fn shown_part(e: &Entry, part: &str, value: Option<&RawValue>, width:
     format!("{}... (cut: the value is {} bytes)", crate::record::printable(&begins, width), cut.bytes)
 }
 
-/// The human listing of `entries` (already selected and ordered), control characters escaped.
-pub fn render(entries: &[Entry]) -> String {
+/// The human listing of `entries` (already selected and ordered), control characters escaped;
+/// `word` names the fixes (the command that puts a value back).
+pub fn render(entries: &[Entry], word: Word<'_>) -> String {
     let mut out = String::new();
     if entries.is_empty() {
         out.push_str("no merge decisions logged\n");
@@ -101,8 +107,8 @@ pub fn render(entries: &[Entry]) -> String {
                 p(&side(&e.dropped_from))
             ));
             match not_restorable(e) {
-                None => out.push_str(&format!("  put it back: bd-merge review --restore {}\n", p(&address(e)))),
-                Some(why) if !e.cut.is_empty() => out.push_str(&format!("  not restorable: {why}\n")),
+                None => out.push_str(&format!("  put it back: {}\n", word(&Fix::RestoreEntry { address: address(e) }))),
+                Some(why) if !e.cut.is_empty() => out.push_str(&format!("  not restorable: {}\n", why.text(word))),
                 Some(_) => {}
             }
         }
@@ -111,50 +117,102 @@ pub fn render(entries: &[Entry]) -> String {
 }
 
 /// Why an entry cannot be restored (`None`: it can).
-pub(super) fn not_restorable(e: &Entry) -> Option<String> {
+pub(super) fn not_restorable(e: &Entry) -> Option<NotRestorable> {
+    let address = printable_address(e);
     if e.reason == Reason::Rename || e.field == "id" {
-        return Some(format!("{} is a rename, not a dropped value: both issues are in the file", printable_address(e)));
+        return Some(NotRestorable::Rename { address });
     }
     if e.reason == Reason::Omitted {
-        return Some(format!(
-            "{} counts {} decision(s) the merge log had no room for; it holds no value to restore",
-            printable_address(e),
-            e.omitted
-        ));
+        return Some(NotRestorable::Omitted { address, count: e.omitted });
     }
     if e.field == "(record)" {
-        return Some(format!(
-            "{} is a whole record ({}); edit the issue with your tracker instead",
-            printable_address(e),
-            crate::record::printable(&e.detail, 200)
-        ));
+        return Some(NotRestorable::WholeRecord { address, detail: crate::record::printable(&e.detail, 200) });
     }
     // A value, id or field logged cut could only be restored wrong.
-    let cut = ["dropped", "kept", "id", "field"].iter().find_map(|part| e.cut.iter().find(|c| c.part == *part));
-    if let (Some(cut), Some(commit)) = (cut, &e.commit) {
+    let cut = ["dropped", "kept", "id", "field"].iter().find_map(|part| e.cut.iter().find(|c| c.part == *part))?;
+    if let Some(commit) = &e.commit {
         let parent = if e.dropped_from == "ours" { 1 } else { 2 };
-        return Some(format!(
-            "{}'s trailer holds the {} value cut to its first {} bytes (it is {} bytes), so it cannot be restored from there; \
-             take it from the merge's parent: git show {}^{parent}:{}",
-            printable_address(e),
-            cut.part,
-            TRAILER_VALUE_BYTES,
-            cut.bytes,
-            crate::record::printable(commit, 40),
-            crate::record::printable(&e.path, 200)
-        ));
+        let fix = Fix::ShowAtParent { commit: commit.clone(), parent, path: e.path.clone() };
+        return Some(NotRestorable::CutInTrailer { address, part: cut.part.clone(), bytes: cut.bytes, fix });
     }
-    if let Some(cut) = cut {
-        let part = if matches!(cut.part.as_str(), "dropped" | "kept") { format!("{} value", cut.part) } else { cut.part.clone() };
-        let side = side_name(&e.labels, e.rebase, if e.dropped_from == "ours" { Side::Ours } else { Side::Theirs });
-        return Some(format!(
-            "{}'s {part} was logged cut ({} bytes, past the merge log's bound), so it cannot be restored; take the value from {} side of that merge",
-            printable_address(e),
-            cut.bytes,
-            crate::record::printable(&possessive(&side), 200)
-        ));
+    let part = if matches!(cut.part.as_str(), "dropped" | "kept") { format!("{} value", cut.part) } else { cut.part.clone() };
+    let side = side_name(&e.labels, e.rebase, if e.dropped_from == "ours" { Side::Ours } else { Side::Theirs });
+    Some(NotRestorable::Cut { address, part, bytes: cut.bytes, side: crate::record::printable(&possessive(&side), 200) })
+}
+
+impl NotRestorable {
+    /// The reason for a person, `word` naming the fix's command.
+    pub fn text(&self, word: Word<'_>) -> String {
+        match self {
+            NotRestorable::Rename { address } => format!("{address} is a rename, not a dropped value: both issues are in the file"),
+            NotRestorable::Omitted { address, count } => {
+                format!("{address} counts {count} decision(s) the merge log had no room for; it holds no value to restore")
+            }
+            NotRestorable::WholeRecord { address, detail } => {
+                format!("{address} is a whole record ({detail}); edit the issue with your tracker instead")
+            }
+            NotRestorable::CutInTrailer { address, part, bytes, fix } => format!(
+                "{address}'s trailer holds the {part} value cut to its first {TRAILER_VALUE_BYTES} bytes (it is {bytes} bytes), so it cannot be restored from there; \
+                 take it from the merge's parent: {}",
+                word(fix)
+            ),
+            NotRestorable::Cut { address, part, bytes, side } => format!(
+                "{address}'s {part} was logged cut ({bytes} bytes, past the merge log's bound), so it cannot be restored; take the value from {side} side of that merge"
+            ),
+        }
     }
-    None
+}
+
+impl Refusal {
+    /// The reason for a person, `word` naming the fix's command.
+    pub fn text(&self, word: Word<'_>) -> String {
+        let review = || word(&Fix::ReviewMergeLog);
+        match self {
+            Refusal::Ambiguous { seq, count } => format!(
+                "#{seq} names {count} entries in the merge log (merges that ran at once before entries were numbered under a lock); \
+                 restore cannot tell which one you mean: see them with `{}` and edit the issue by hand",
+                review()
+            ),
+            Refusal::NoEntry { seq, log } => format!("no entry #{seq} in the merge log ({}); list them with `{}`", log.display(), review()),
+            Refusal::NotRestorable(why) => why.text(word),
+            Refusal::SeveralLines { file, label } => {
+                format!("{file}: {label} stands on several lines; run `{}` first", word(&Fix::DedupeFile))
+            }
+            Refusal::Gone { file, label } => format!("{file}: {label} is not in the file any more; nothing to restore it into"),
+            Refusal::AlreadyThere { file, label, field } => {
+                format!("{file}: {label}: {field} already has the dropped value; nothing to restore")
+            }
+            Refusal::ChangedSince { file, label, field, values } => {
+                let [now, kept, dropped] = values.as_ref();
+                format!(
+                "{file}: {label}: {field} changed again since that merge (now {now}, the merge kept {kept}); not restored, edit it by hand if you still want {dropped}"
+                )
+            }
+            Refusal::NotAnAddress { address } => format!("{address} is not an entry's number"),
+            Refusal::NotANumber { address, n } => format!("{address}: {n} is not a number"),
+            Refusal::NotAHash { address, hash } => format!("{address}: {hash} is not a commit hash"),
+            Refusal::NoTrailer { address, searched } => {
+                format!("no trailer #{address} in the last {searched} merge commits of HEAD's history; list them with `{}`", review())
+            }
+            Refusal::SeveralTrailers { address, count } => {
+                format!("#{address} names {count} entries of different commits; give more of the hash")
+            }
+        }
+    }
+}
+
+impl Announcement {
+    /// The hook's one line, `word` naming the fix's command.
+    pub fn text(&self, word: Word<'_>) -> String {
+        let mut parts = Vec::new();
+        if self.values > 0 {
+            parts.push(format!("{} value(s) overridden", self.values));
+        }
+        if self.renamed > 0 {
+            parts.push(format!("{} issue(s) renamed", self.renamed));
+        }
+        format!("beads-git: the merge chose for you: {}; see them with `{}`", parts.join(", "), word(&Fix::ReviewMergeLog))
+    }
 }
 
 /// How `review` names an entry and `--restore` takes it: `#N` for this clone's log, `#HASH:N`

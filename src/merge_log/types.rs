@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::fix::Fix;
 use crate::merge::Labels;
 
 /// The longest value (its JSON text) an `update-branch` trailer holds whole (`merge_trailers`
@@ -186,7 +187,7 @@ pub enum RestoreOutcome {
     Restored(Restored),
     /// Nothing was written, for this reason (the field changed again since, the entry is not a
     /// value, the issue is gone, ...).
-    Refused(String),
+    Refused(Refusal),
 }
 
 /// What `restore` did.
@@ -200,4 +201,155 @@ pub struct Restored {
     pub path: String,
     /// The record's new `updated_at`, when it has one.
     pub updated_at: Option<String>,
+}
+
+/// How the library's texts name a fix: the binaries pass their one wording function
+/// (`src/bin/common/fix.rs`), so no command or flag name is spelled in the library.
+pub type Word<'w> = &'w dyn Fn(&Fix) -> String;
+
+/// Why an entry holds nothing `restore` can put back. Said to a person by
+/// [`NotRestorable::text`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRestorable {
+    /// A rename: both issues are in the file.
+    Rename {
+        /// The entry, as `review` shows it (`#N`, `#HASH:N`).
+        address: String,
+    },
+    /// The entry counting decisions the log had no room for.
+    Omitted {
+        /// The entry, as `review` shows it.
+        address: String,
+        /// How many decisions it counts.
+        count: u64,
+    },
+    /// A whole record (a deletion against a change).
+    WholeRecord {
+        /// The entry, as `review` shows it.
+        address: String,
+        /// The merge's words for why, escaped.
+        detail: String,
+    },
+    /// A merge commit's trailer holds the value cut; the whole value is in the merge's parent.
+    CutInTrailer {
+        /// The entry, as `review` shows it.
+        address: String,
+        /// Which part was cut (`dropped`, `kept`, `id`, `field`).
+        part: String,
+        /// Its full size in bytes.
+        bytes: u64,
+        /// Where the whole value is.
+        fix: Fix,
+    },
+    /// The log holds the value (or its id or field) cut.
+    Cut {
+        /// The entry, as `review` shows it.
+        address: String,
+        /// The part, as a person says it (`dropped value`, `id`).
+        part: String,
+        /// Its full size in bytes.
+        bytes: u64,
+        /// The side the dropped value came from, escaped.
+        side: String,
+    },
+}
+
+/// Why `restore` wrote nothing. Said to a person by [`Refusal::text`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// `#N` names several entries (merges that ran at once before entries were numbered under a
+    /// lock).
+    Ambiguous {
+        /// The number asked for.
+        seq: u64,
+        /// How many entries hold it.
+        count: usize,
+    },
+    /// No entry has that number.
+    NoEntry {
+        /// The number asked for.
+        seq: u64,
+        /// The log file, for the message.
+        log: PathBuf,
+    },
+    /// The entry holds no value to restore.
+    NotRestorable(NotRestorable),
+    /// The issue stands on several lines of the file.
+    SeveralLines {
+        /// The issues file, as shown.
+        file: String,
+        /// The issue, escaped.
+        label: String,
+    },
+    /// The issue is not in the file any more.
+    Gone {
+        /// The issues file, as shown.
+        file: String,
+        /// The issue, escaped.
+        label: String,
+    },
+    /// The field already holds the dropped value.
+    AlreadyThere {
+        /// The issues file, as shown.
+        file: String,
+        /// The issue, escaped.
+        label: String,
+        /// The field, escaped.
+        field: String,
+    },
+    /// The field changed again since the merge.
+    ChangedSince {
+        /// The issues file, as shown.
+        file: String,
+        /// The issue, escaped.
+        label: String,
+        /// The field, escaped.
+        field: String,
+        /// What the field holds now, the value the merge kept and the dropped one (JSON, escaped
+        /// and shortened; `(absent)` when absent).
+        values: Box<[String; 3]>,
+    },
+    /// A trailer address (`HASH:N`) that is not one.
+    NotAnAddress {
+        /// The address, escaped.
+        address: String,
+    },
+    /// A trailer address whose `N` is not a number.
+    NotANumber {
+        /// The address, escaped.
+        address: String,
+        /// Its `N`, escaped.
+        n: String,
+    },
+    /// A trailer address whose `HASH` is not a commit hash.
+    NotAHash {
+        /// The address, escaped.
+        address: String,
+        /// Its `HASH`, escaped.
+        hash: String,
+    },
+    /// No merge commit of the searched history carries that trailer.
+    NoTrailer {
+        /// The address, escaped.
+        address: String,
+        /// How many merge commits were searched.
+        searched: usize,
+    },
+    /// The hash is the start of several commits that carry that trailer.
+    SeveralTrailers {
+        /// The address, escaped.
+        address: String,
+        /// How many entries it names.
+        count: usize,
+    },
+}
+
+/// What the post-merge / post-rewrite hook says about the operation that just ended (see
+/// [`super::announce`]); [`Announcement::text`] words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Announcement {
+    /// Values the merge overrode (an omitted entry counts the decisions it stands for).
+    pub values: u64,
+    /// Issues it moved to a new id.
+    pub renamed: usize,
 }

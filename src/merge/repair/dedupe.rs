@@ -85,7 +85,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
 /// looks for the merge commit that produced the file ([`producing::find`]) and, when the file is
 /// still that commit's, writes the parents' three-way merge (then merges any copies the parents
 /// already had); otherwise merges the copies against an empty base ([`dedupe`]) and says why in
-/// [`DedupeRun::history`]. Nothing is written: see [`log_dedupe_run`] for the merge log.
+/// [`DedupeRun::history`]. Nothing is written: see `merge_log::record_dedupe` for the merge log.
 pub fn dedupe_with_history(path: &Path, content: &[u8], options: &MergeOptions) -> DedupeRun {
     let (out, done, warnings) = dedupe(content, options);
     let fallback = |history, out, warnings, done: Vec<Deduped>| DedupeRun {
