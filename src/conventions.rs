@@ -2,7 +2,7 @@
 //! order a writer puts a record's keys in, the sort it gives dependency and comment arrays, and
 //! what makes two array elements "the same" element.
 //!
-//! The merge engine (`merge::field`, `merge::writer`) and the cache's codec (`cache::codec`) both
+//! The merge engine (`merge::field`, `merge::comments`) and the cache's codec (`cache::codec`) both
 //! write records a tracker will read back and rewrite on its next flush; both follow these rules,
 //! so they live here, below both (docs/architecture.md).
 

@@ -17,6 +17,30 @@ pub enum Fix {
         /// The issues file, as the user would type it.
         file: PathBuf,
     },
+    /// List the values merges dropped: the clone's merge log and update-branch's trailers.
+    ReviewMergeLog,
+    /// Put one dropped value back, as a new edit to commit.
+    RestoreEntry {
+        /// The entry: `N` in the clone's log, `HASH:N` for a merge commit's trailer.
+        address: String,
+    },
+    /// Merge the copies of every id that stands on several lines into one record.
+    DedupeFile,
+    /// Merge a conflicted issues file as the driver would have.
+    ResolveFile,
+    /// Read a file as one parent of a merge commit holds it.
+    ShowAtParent {
+        /// The merge commit, abbreviated.
+        commit: String,
+        /// 1 for the first parent, 2 for the second.
+        parent: u8,
+        /// The file, relative to the work tree.
+        path: String,
+    },
+    /// Name the branch a checkout with a detached HEAD is for.
+    NameBranch,
+    /// Run the CI merge of a base branch again (once what stopped it is fixed).
+    UpdateBranch,
 
     // ---- cache, install, check, notifier ----
     /// Install (or repair) the merge driver, attributes and hook blocks in this clone.

@@ -24,7 +24,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use serde_json::value::RawValue;
 
-use crate::merge_log::{Cut, Entry, Labels, Reason};
+use crate::merge::Labels;
+use crate::merge_log::{Cut, Entry, Reason, Refusal};
 
 /// The trailer of an overridden value (or record).
 pub const OVERRIDDEN_KEY: &str = "Beads-Overridden";
@@ -259,21 +260,21 @@ pub fn from_history(repo: &Path) -> Result<Vec<Entry>> {
 
 /// The entry `address` (`HASH:N`, the N-th trailer of a merge commit whose hash starts with
 /// HASH) names among `entries`; `Err` says why none or several do.
-pub fn find<'a>(entries: &'a [Entry], address: &str) -> std::result::Result<&'a Entry, String> {
+pub fn find<'a>(entries: &'a [Entry], address: &str) -> std::result::Result<&'a Entry, Refusal> {
     let shown = crate::record::printable(address, 80);
-    let Some((hash, n)) = address.split_once(':') else { return Err(format!("{shown} is not an entry's number")) };
-    let n: u64 = n.parse().map_err(|_| format!("{shown}: {} is not a number", crate::record::printable(n, 40)))?;
+    let Some((hash, n)) = address.split_once(':') else { return Err(Refusal::NotAnAddress { address: shown }) };
+    let Ok(n) = n.parse::<u64>() else {
+        return Err(Refusal::NotANumber { address: shown, n: crate::record::printable(n, 40) });
+    };
     let hash = hash.to_ascii_lowercase();
     if hash.len() < 4 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("{shown}: {} is not a commit hash", crate::record::printable(&hash, 60)));
+        return Err(Refusal::NotAHash { address: shown, hash: crate::record::printable(&hash, 60) });
     }
     let found: Vec<&Entry> = entries.iter().filter(|e| e.seq == n && e.commit.as_deref().is_some_and(|c| c.starts_with(&hash))).collect();
     match found.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!(
-            "no trailer #{shown} in the last {HISTORY_COMMITS} merge commits of HEAD's history; list them with `bd-merge review`"
-        )),
-        _ => Err(format!("#{shown} names {} entries of different commits; give more of the hash", found.len())),
+        [] => Err(Refusal::NoTrailer { address: shown, searched: HISTORY_COMMITS }),
+        _ => Err(Refusal::SeveralTrailers { address: shown, count: found.len() }),
     }
 }
 

@@ -25,6 +25,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use crate::diff::{changes, Snapshot};
+use crate::fix::Fix;
 use crate::git::{run as git, ISSUES_PATHS};
 
 /// What to merge, and where.
@@ -84,6 +85,47 @@ impl UpdateOutcome {
     }
 }
 
+/// Why an update stopped before committing, for the cases a person acts on; [`UpdateError::text`]
+/// words them.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    /// HEAD is detached and no branch was named.
+    #[error("HEAD is detached and no branch was named")]
+    Detached,
+    /// The work tree has uncommitted changes.
+    #[error("the work tree has uncommitted changes")]
+    Dirty,
+    /// The merged issues files hold what must never be committed (each problem named); the merge
+    /// was aborted and nothing was committed or pushed.
+    #[error("the merged issues file is not sound")]
+    Unsound(Vec<String>),
+    /// git, a fetch or the driver failed.
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl UpdateError {
+    /// The error for a person, `word` naming the fixes' commands and flags.
+    pub fn text(&self, word: &dyn Fn(&Fix) -> String) -> String {
+        match self {
+            UpdateError::Detached => format!("HEAD is detached: pass {}, the branch this checkout is for", word(&Fix::NameBranch)),
+            UpdateError::Dirty => format!(
+                "the work tree has uncommitted changes; {} runs on a clean checkout (commit or stash them first)",
+                word(&Fix::UpdateBranch)
+            ),
+            UpdateError::Unsound(problems) => format!(
+                "the merged issues file is not sound, so nothing was committed or pushed:\n  {}\n\
+                 Repair it on the base branch (`{}`, `{}`) and run {} again",
+                problems.join("\n  "),
+                word(&Fix::DedupeFile),
+                word(&Fix::ResolveFile),
+                word(&Fix::UpdateBranch)
+            ),
+            UpdateError::Failed(e) => format!("{e:#}"),
+        }
+    }
+}
+
 /// The command name update-branch's driver runs log under (and its trailers are read back as).
 const UPDATE_COMMAND: &str = crate::merge_trailers::COMMAND;
 
@@ -97,17 +139,17 @@ fn last_seq(dir: &Path) -> u64 {
 const DEEPEN_STEPS: u32 = 8;
 
 /// Merges `options.base` into the checked-out branch with the field-level driver.
-pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
+pub fn update_branch(options: &UpdateOptions) -> std::result::Result<UpdateOutcome, UpdateError> {
     let top = PathBuf::from(git(&options.repo, &["rev-parse", "--show-toplevel"])?);
     let repo = top.as_path();
     let branch = match (git(repo, &["symbolic-ref", "--short", "-q", "HEAD"]).ok().filter(|b| !b.is_empty()), &options.branch) {
         (_, Some(b)) => b.clone(),
         (Some(b), None) => b,
-        (None, None) => bail!("HEAD is detached: pass --branch NAME, the branch this checkout is for"),
+        (None, None) => return Err(UpdateError::Detached),
     };
     let dirty = git(repo, &["status", "--porcelain", "--untracked-files=no"])?;
     if !dirty.is_empty() {
-        bail!("the work tree has uncommitted changes; update-branch runs on a clean checkout (commit or stash them first)");
+        return Err(UpdateError::Dirty);
     }
     let remote = git(repo, &["config", "--get", &format!("branch.{branch}.remote")]).unwrap_or_else(|_| "origin".to_owned());
     let base = resolve_base(repo, &remote, &options.base)?;
@@ -129,11 +171,7 @@ pub fn update_branch(options: &UpdateOptions) -> Result<UpdateOutcome> {
     let problems = unsound_result(repo)?;
     if !problems.is_empty() {
         git(repo, &["merge", "--abort"]).context("aborting the merge")?;
-        bail!(
-            "the merged issues file is not sound, so nothing was committed or pushed:\n  {}\n\
-             Repair it on the base branch (`bd-merge dedupe`, `bd-merge resolve`) and run update-branch again",
-            problems.join("\n  ")
-        );
+        return Err(UpdateError::Unsound(problems));
     }
     // This merge's decisions, from the log its driver runs appended to: the log of a CI clone is
     // thrown away with it, so the merge commit carries them as trailers.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::hooks::shell_quote;
+use super::git_hooks::shell_quote;
 use super::state::{config_get, InstallState, Recorder};
 use super::types::{Action, Change, InstallOptions};
 use crate::git::run as git;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::block;
-use super::hooks::Hook;
+use super::git_hooks::Hook;
 use super::managers::{self, Manager};
 use super::state::{common_dir, inside, is_refusal, read_optional, InstallState, Recorder};
 use super::types::{refused, Action, Change, InstallOptions, InstallRefusal, Stop};

@@ -17,7 +17,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::block::{find_block, BEGIN, END};
-use super::Hook;
+use super::git_hooks::Hook;
+pub use super::types::{ListEdit, ManualEdit};
 
 /// Who runs the hooks in this repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,17 +166,6 @@ pub fn pre_commit_block(indent: usize, with_types: bool) -> String {
     s
 }
 
-/// Why a config file cannot take our block safely.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManualEdit {
-    /// The file to edit.
-    pub file: PathBuf,
-    /// Why we did not edit it.
-    pub reason: String,
-    /// What to add.
-    pub snippet: String,
-}
-
 /// Top-level keys of a YAML file (lines starting in column 0 with `key:`), with their line index.
 fn top_level_keys(text: &str) -> Vec<(usize, String)> {
     text.lines()
@@ -211,18 +201,6 @@ pub struct Edited {
     pub content: String,
     /// The hook-type list extended in place.
     pub list: Option<ListEdit>,
-}
-
-/// The lines of a list install extended in place (`default_install_hook_types`), as they were and
-/// as install left them: uninstall puts `before` back where it finds `after`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ListEdit {
-    /// The lines before install.
-    pub before: String,
-    /// The same lines after install.
-    pub after: String,
-    /// The items install added.
-    pub added: Vec<String>,
 }
 
 /// The hook types our pre-commit entries need, in the order install adds them.

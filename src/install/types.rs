@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::managers;
 use crate::fix::Fix;
 
 /// Where a block finds our binaries.
@@ -99,7 +98,7 @@ impl Action {
 pub enum InstallRefusal {
     /// A manager's config must be edited by hand; the snippet says what to add.
     #[error("{} was not edited: {}", .0.file.display(), .0.reason)]
-    ManualEdit(managers::ManualEdit),
+    ManualEdit(ManualEdit),
     /// The hooks directory is shared by every repository on the machine.
     #[error(
         "git runs this repository's hooks from {}, outside the repository (a global core.hooksPath): \
@@ -144,4 +143,27 @@ pub(super) enum Stop {
     /// Anything else.
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
+}
+
+/// Why a config file cannot take our block safely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManualEdit {
+    /// The file to edit.
+    pub file: PathBuf,
+    /// Why we did not edit it.
+    pub reason: String,
+    /// What to add.
+    pub snippet: String,
+}
+
+/// The lines of a list install extended in place (`default_install_hook_types`), as they were and
+/// as install left them: uninstall puts `before` back where it finds `after`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ListEdit {
+    /// The lines before install.
+    pub before: String,
+    /// The same lines after install.
+    pub after: String,
+    /// The items install added.
+    pub added: Vec<String>,
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use super::{merge, Markers, MergeOptions, Report, Unmergeable};
+use super::{merge, DecisionLog, Decisions, Labels, Markers, MergeOptions, Report, SideNames, Unmergeable};
 use crate::git;
 use crate::jsonl::{self, Durability};
 
@@ -70,9 +70,9 @@ pub struct DriverOptions {
     pub merge: MergeOptions,
     /// The file is an append-only log (`interactions.jsonl`, `deletions.jsonl`): union of lines.
     pub append_only: bool,
-    /// Log what the merge dropped to the clone's merge log under this command name (see
-    /// [`crate::merge_log`]); `None` logs nothing.
-    pub log: Option<String>,
+    /// Where to keep what the merge dropped (the clone's merge log, `merge_log::decision_log`),
+    /// and under which command name; `None` keeps nothing.
+    pub log: Option<DecisionLog>,
 }
 
 /// How a driver run ended.
@@ -106,7 +106,7 @@ pub struct DriverReport {
     /// Issues created on both sides under one id, the later one moved to a new id.
     pub renames: Vec<super::Rename>,
     /// The sides' labels (git's `%X` / `%Y`; in a rebase, upstream's name), for the report lines.
-    pub labels: crate::merge_log::Labels,
+    pub labels: Labels,
     /// The merge was a step of a rebase.
     pub rebase: bool,
 }
@@ -188,23 +188,29 @@ pub fn run(options: &DriverOptions) -> Result<DriverReport> {
             if options.detect_conflict_style && !wants_markers {
                 merge_options.markers.diff3 = git::conflict_style_shows_base();
             }
-            let (content, conflicted) = merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
-                .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
-            // Markers that came in with an input and survived the line merge are still markers:
-            // never report such a result as clean.
-            let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
-            write_result(options, |w| w.write_all(&content))?;
-            DriverReport {
-                outcome: DriverOutcome::Fallback { reason, conflicted },
-                reports: Vec::new(),
-                warnings: Vec::new(),
-                renames: Vec::new(),
-                labels: labels_of(&merge_options),
-                rebase: false,
-            }
+            line_merge(options, &merge_options, reason)?
         }
     };
     Ok(report)
+}
+
+/// The fallback for input that cannot be merged record by record (`reason` says why):
+/// `git merge-file`, written like a structural result.
+fn line_merge(options: &DriverOptions, merge_options: &MergeOptions, reason: String) -> Result<DriverReport> {
+    let (content, conflicted) = merge_file(&options.ours, &options.base, &options.theirs, &merge_options.markers)
+        .with_context(|| format!("{reason}; falling back to a line merge with `git merge-file`"))?;
+    // Markers that came in with an input and survived the line merge are still markers:
+    // never report such a result as clean.
+    let conflicted = conflicted || content.split(|&b| b == b'\n').any(crate::record::is_conflict_marker);
+    write_result(options, |w| w.write_all(&content))?;
+    Ok(DriverReport {
+        outcome: DriverOutcome::Fallback { reason, conflicted },
+        reports: Vec::new(),
+        warnings: Vec::new(),
+        renames: Vec::new(),
+        labels: labels_of(merge_options),
+        rebase: false,
+    })
 }
 
 /// Reads base, ours and theirs on two threads (copying a big file out of the page cache is a
@@ -219,36 +225,44 @@ fn read_inputs(options: &DriverOptions) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>)> {
     Ok((base?, ours?, theirs?))
 }
 
-fn labels_of(options: &MergeOptions) -> crate::merge_log::Labels {
-    crate::merge_log::Labels { ours: options.markers.ours.clone(), theirs: options.markers.theirs.clone() }
+fn labels_of(options: &MergeOptions) -> Labels {
+    Labels { ours: options.markers.ours.clone(), theirs: options.markers.theirs.clone() }
 }
 
-/// Names the sides as the person knows them (a rebase's upstream and commit) and appends what
-/// was dropped to the merge log; a log that cannot be written is one warning, never an error.
+/// Names the sides as the person knows them (a rebase's upstream and commit) and hands what was
+/// dropped to the decision log; a log that cannot be written is one warning, never an error.
 /// Outside a repository nothing is logged.
 fn log(options: &DriverOptions, merge_options: &MergeOptions, report: &mut DriverReport) {
-    let name = display_name(options);
     let markers = &merge_options.markers;
-    let command = options.log.as_deref().unwrap_or("bd-merge");
-    let Some(ctx) = crate::merge_log::Context::detect(Path::new("."), command, &name, Some(&markers.ours), Some(&markers.theirs)) else {
+    let Some(sides) = SideNames::detect(Path::new("."), Some(&markers.ours), Some(&markers.theirs)) else {
         return;
     };
-    report.labels = ctx.labels.clone();
-    report.rebase = ctx.rebase;
-    if options.log.is_some() {
-        if let Some(warning) = crate::merge_log::record(&ctx, &report.reports, &report.renames, Some(merge_options.policy)) {
+    report.labels = sides.labels.clone();
+    report.rebase = sides.rebase;
+    if let Some(log) = &options.log {
+        let path = display_name(options);
+        let decisions = Decisions {
+            dir: Path::new("."),
+            command: &log.command,
+            path: &path,
+            sides: &sides,
+            reports: &report.reports,
+            renames: &report.renames,
+            policy: Some(merge_options.policy),
+        };
+        if let Some(warning) = (log.keep)(&decisions) {
             report.warnings.push(warning);
         }
     }
 }
 
 /// The engine's rename warnings name the sides `ours` / `theirs`; the driver's report names them
-/// as its title lines do ([`crate::merge_log::describe`]): git's labels, and in a rebase
+/// as its title lines do ([`super::sides::describe`]): git's labels, and in a rebase
 /// upstream and your commit.
 fn name_renamed_sides(report: &mut DriverReport) {
     for rename in &report.renames {
         let plain = rename.warning(&rename.side.to_string(), &rename.side.other().to_string());
-        let name = |side| crate::record::printable(&crate::merge_log::side_name(&report.labels, report.rebase, side), 200);
+        let name = |side| crate::record::printable(&super::sides::side_name(&report.labels, report.rebase, side), 200);
         if let Some(w) = report.warnings.iter_mut().find(|w| **w == plain) {
             *w = rename.warning(&name(rename.side), &name(rename.side.other()));
         }

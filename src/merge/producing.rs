@@ -52,35 +52,47 @@ pub struct MergeHistory {
     /// The file at the second parent (the branch merged in).
     pub theirs: Vec<u8>,
     /// The parents' names: a branch name when `git name-rev` finds one exactly, else a short hash.
-    pub labels: crate::merge_log::Labels,
+    pub labels: crate::merge::Labels,
 }
 
 /// Why no history can be used; the caller falls back to merging against an empty base.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoHistory {
     /// The file is not in a git repository (or git is not installed).
+    #[error("no merge commit was found (the file is not in a git repository)")]
     NotARepository,
     /// No merge commit in the searched history produced the file (`shallow`: the clone's history
     /// is cut off, so the parents may simply be missing).
+    #[error("{}", no_merge_commit(*shallow))]
     NoMergeCommit {
         /// The repository is a shallow clone.
         shallow: bool,
     },
     /// The producing merge was found, but its parents' merge base is not in the repository (a
     /// shallow clone) or they have none.
+    #[error(
+        "no merge commit with a usable history was found (merge commit {commit} produced the file, but its parents' merge base is not in this repository, as in a shallow clone)"
+    )]
     NoMergeBase {
         /// The merge commit, abbreviated.
         commit: String,
     },
     /// The producing merge was found, but the file changed after it (a later commit or an
     /// uncommitted edit), and redoing the merge would undo that change.
+    #[error(
+        "no merge commit was used: merge commit {commit} produced the copies, but the file has changed since (a later commit or an uncommitted edit), and redoing that merge would undo the change"
+    )]
     FileChanged {
         /// The merge commit, abbreviated.
         commit: String,
     },
     /// git failed while reading the history.
+    #[error("no merge commit was found (git could not read the history: {0})")]
     Unreadable(String),
     /// The parents' files cannot be merged record by record.
+    #[error(
+        "no merge commit was used: merge commit {commit} produced the file, but its parents' files cannot be merged record by record ({reason})"
+    )]
     Unmergeable {
         /// The merge commit, abbreviated.
         commit: String,
@@ -89,30 +101,11 @@ pub enum NoHistory {
     },
 }
 
-impl std::fmt::Display for NoHistory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoHistory::NotARepository => write!(f, "no merge commit was found (the file is not in a git repository)"),
-            NoHistory::NoMergeCommit { shallow: false } => {
-                write!(f, "no merge commit that produced the file was found in the last {SEARCH_DEPTH} commits of HEAD")
-            }
-            NoHistory::NoMergeCommit { shallow: true } => write!(
-                f,
-                "no merge commit that produced the file was found (this is a shallow clone: its history may lack the merge's parents)"
-            ),
-            NoHistory::NoMergeBase { commit } => write!(
-                f,
-                "no merge commit with a usable history was found (merge commit {commit} produced the file, but its parents' merge base is not in this repository, as in a shallow clone)"
-            ),
-            NoHistory::FileChanged { commit } => write!(
-                f,
-                "no merge commit was used: merge commit {commit} produced the copies, but the file has changed since (a later commit or an uncommitted edit), and redoing that merge would undo the change"
-            ),
-            NoHistory::Unreadable(e) => write!(f, "no merge commit was found (git could not read the history: {e})"),
-            NoHistory::Unmergeable { commit, reason } => {
-                write!(f, "no merge commit was used: merge commit {commit} produced the file, but its parents' files cannot be merged record by record ({reason})")
-            }
-        }
+fn no_merge_commit(shallow: bool) -> String {
+    if shallow {
+        "no merge commit that produced the file was found (this is a shallow clone: its history may lack the merge's parents)".to_owned()
+    } else {
+        format!("no merge commit that produced the file was found in the last {SEARCH_DEPTH} commits of HEAD")
     }
 }
 
@@ -186,7 +179,7 @@ pub fn find(top: &Path, rel: &str, made: Made, working: &[u8]) -> Result<MergeHi
             Ok(id) => read(&id.map(|id| id.as_str().to_owned()))?,
             Err(e) => return Err(NoHistory::Unreadable(format!("{e:#}"))),
         };
-        let labels = crate::merge_log::Labels { ours: name(top, ids[1]), theirs: name(top, ids[2]) };
+        let labels = crate::merge::Labels { ours: name(top, ids[1]), theirs: name(top, ids[2]) };
         return Ok(MergeHistory { commit, merge_base: short(top, &merge_base), base, ours, theirs, labels });
     }
     Err(NoHistory::NoMergeCommit { shallow })

@@ -112,14 +112,14 @@ pub fn references(line: &[u8]) -> (Vec<Reference>, Option<String>) {
 
 /// Rewrites, in a merged record `line`, each dependency whose `(depends_on_id, type)` is a key of
 /// `deps` to point at the id it maps to, and a `parent` equal to `parent.0` to `parent.1`; the
-/// record then gets the merge stamp of `side_stamps`. `None` when nothing was rewritten. One pass
+/// record then gets the merge stamp of `sides_updated_at`. `None` when nothing was rewritten. One pass
 /// over the record, however many of its references follow a rename.
 pub fn follow_references(
     line: &[u8],
     deps: &FxHashMap<Reference, String>,
     parent: Option<(&str, &str)>,
     go_style: bool,
-    side_stamps: &[Option<String>],
+    sides_updated_at: &[Option<String>],
     now: Option<timestamp::Instant>,
 ) -> Option<String> {
     let obj = RawObject::parse(line).ok()?;
@@ -164,7 +164,7 @@ pub fn follow_references(
     if !changed {
         return None;
     }
-    super::writer::bump_updated_at(&mut entries, side_stamps, now);
+    super::stamp::bump_updated_at(&mut entries, sides_updated_at, now);
     Some(render_entries(&entries, &colon, &comma))
 }
 

@@ -36,7 +36,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         History::NotNeeded => {}
         History::Used { commit, merge_base, labels } => {
             for report in &run.history_reports {
-                eprintln!("bd-merge: {name}: {}", beads_git::merge_log::describe(report, labels, false));
+                eprintln!("bd-merge: {name}: {}", beads_git::merge::sides::describe(report, labels, false));
             }
             eprintln!(
                 "bd-merge: {name}: the copies came from merge commit {commit}: redone as the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
@@ -51,7 +51,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if run.content != content {
         beads_git::jsonl::write_atomic(&path, &run.content)?;
-        if let Some(w) = repair::log_dedupe_run(&path, &run) {
+        if let Some(w) = beads_git::merge_log::record_dedupe(&path, &run) {
             eprintln!("bd-merge: {name}: warning: {}", printable_lines(&w));
         }
     } else if run.done.is_empty() {

@@ -87,7 +87,7 @@ pub(crate) fn print_report(name: &str, report: &driver::DriverReport, quiet: boo
     }
     if !quiet {
         for r in &report.reports {
-            eprintln!("bd-merge: {name}: {}", escaped(&beads_git::merge_log::describe(r, &report.labels, report.rebase)));
+            eprintln!("bd-merge: {name}: {}", escaped(&beads_git::merge::sides::describe(r, &report.labels, report.rebase)));
         }
     }
     match &report.outcome {
@@ -158,6 +158,6 @@ fn options(cli: &Args) -> anyhow::Result<DriverOptions> {
         detect_conflict_style: true,
         merge: MergeOptions { policy: cli.conflict.into(), markers, ..MergeOptions::default() },
         append_only: cli.append,
-        log: Some(beads_git::merge_log::DRIVER_COMMAND.to_owned()),
+        log: Some(beads_git::merge_log::decision_log(beads_git::merge_log::DRIVER_COMMAND)),
     })
 }

@@ -26,7 +26,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
-    use beads_git::merge::repair::{self, History, Resolution, ResolveOptions, Sides};
+    use beads_git::merge::repair::{self, History, ResolveOptions, ResolveOutcome, Sides};
     let Args { file, conflict, stage, dry_run } = args;
     let quiet = global.quiet;
     let path = default_issues_file(file.as_ref())?;
@@ -35,14 +35,15 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
         merge: MergeOptions { policy: conflict.into(), ..MergeOptions::default() },
         stage,
         check: dry_run,
+        log: Some(beads_git::merge_log::decision_log(beads_git::merge_log::RESOLVE_COMMAND)),
     };
     let name = escaped_path(&path);
     match repair::resolve(&options)? {
-        Resolution::NothingToDo => {
+        ResolveOutcome::NothingToDo => {
             eprintln!("bd-merge: {name}: nothing to resolve (no index stages, no conflict markers)");
             Ok(ExitCode::SUCCESS)
         }
-        Resolution::Merged { sides, report, history } => {
+        ResolveOutcome::Merged { sides, report, history } => {
             let from = match (sides, &history) {
                 (Sides::MergeCommit, History::Used { commit, merge_base, labels }) => format!(
                     "merge commit {commit}, which committed the markers: the three-way merge of its parents ({} and {}) and their merge base {merge_base}",

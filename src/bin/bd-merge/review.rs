@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use beads_git::merge_log;
 
-use crate::default_issues_file;
+use crate::{common, default_issues_file};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -60,8 +60,8 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
     };
     if let Some(hook_arg) = announce {
         let event = merge_log::HookEvent::from_arg(Some(hook_arg.as_str()).filter(|a| !a.is_empty()));
-        if let Some(line) = merge_log::announce(&dir, &cwd, event)? {
-            eprintln!("{line}");
+        if let Some(announcement) = merge_log::announce(&dir, &cwd, event)? {
+            eprintln!("{}", announcement.text(&common::fix::word));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -88,20 +88,20 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
                 ExitCode::SUCCESS
             }
             merge_log::RestoreOutcome::Refused(why) => {
-                eprintln!("bd-merge: not restored: {why}");
+                eprintln!("bd-merge: not restored: {}", why.text(&common::fix::word));
                 ExitCode::from(1)
             }
         });
     }
     let now = beads_git::timestamp::merge_now()?;
-    let since = since.map(|s| merge_log::parse_since(&s, now)).transpose()?;
+    let since = since.map(|s| merge_log::parse_since(&s, now).map_err(|e| anyhow::anyhow!("--since {e}"))).transpose()?;
     let all = merge_log::read_all(&dir)?;
     let listed = with_commit_trailers(&cwd, all.clone());
     let shown = merge_log::select(listed, &merge_log::Filter { last, since, id });
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
-        print!("{}", merge_log::render(&shown));
+        print!("{}", merge_log::render(&shown, &common::fix::word));
     }
     // Listing them is reviewing them: `bd-sync check` stops mentioning what was shown.
     let shown_here: Vec<merge_log::Entry> = shown.into_iter().filter(|e| e.commit.is_none()).collect();

@@ -21,7 +21,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
     let Args { base, push, message, branch } = args;
     let json = global.json;
-    use beads_git::update_branch::{update_branch, UpdateOptions, UpdateOutcome};
+    use beads_git::update_branch::{update_branch, UpdateError, UpdateOptions, UpdateOutcome};
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the running executable: {e}"))?;
     let options = UpdateOptions {
         repo: std::env::current_dir()?,
@@ -32,7 +32,12 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
         bd_merge: std::fs::canonicalize(&exe).unwrap_or(exe),
         notice: |line| eprintln!("{line}"),
     };
-    let outcome = update_branch(&options)?;
+    // The errors a person acts on are worded here (they name flags and commands); the rest keep
+    // their context chain.
+    let outcome = update_branch(&options).map_err(|e| match e {
+        UpdateError::Failed(e) => e,
+        other => anyhow::anyhow!(other.text(&crate::common::fix::word)),
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

@@ -13,6 +13,15 @@ pub fn word(fix: &Fix) -> String {
             let file = printable(&file.to_string_lossy(), 200);
             format!("bd-merge resolve --stage {file}")
         }
+        Fix::ReviewMergeLog => "bd-merge review".to_owned(),
+        Fix::RestoreEntry { address } => format!("bd-merge review --restore {}", printable(address, 200)),
+        Fix::DedupeFile => "bd-merge dedupe".to_owned(),
+        Fix::ResolveFile => "bd-merge resolve".to_owned(),
+        Fix::ShowAtParent { commit, parent, path } => {
+            format!("git show {}^{parent}:{}", printable(commit, 40), printable(path, 200))
+        }
+        Fix::NameBranch => "--branch NAME".to_owned(),
+        Fix::UpdateBranch => "update-branch".to_owned(),
 
         // ---- cache, install, check, notifier ----
         Fix::Install => "bd-sync install".to_owned(),

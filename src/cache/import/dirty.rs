@@ -131,8 +131,8 @@ fn two_issues(
     if kept_side == merge::Side::Ours {
         // The cache's issue keeps the id, stamped past both, so a clone that holds the file's
         // issue under it takes the replacement.
-        let sides_stamps = [merge::stamp_of(sides.ours.1), merge::stamp_of(sides.theirs.1)];
-        if let Some(next) = merge::writer::merge_stamp(&sides_stamps, options.now) {
+        let sides_stamps = [merge::updated_at_of(sides.ours.1), merge::updated_at_of(sides.theirs.1)];
+        if let Some(next) = merge::stamp::merge_stamp(&sides_stamps, options.now) {
             tx.execute("UPDATE issues SET updated_at = ?2 WHERE id = ?1", params![id, next])?;
         }
         tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
@@ -186,7 +186,7 @@ fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &
     let cache_wins = match options.policy {
         ConflictPolicy::Ours => true,
         ConflictPolicy::Theirs => false,
-        _ => match (merge::stamp_of(sides.ours.1), merge::stamp_of(sides.theirs.1)) {
+        _ => match (merge::updated_at_of(sides.ours.1), merge::updated_at_of(sides.theirs.1)) {
             (Some(a), Some(b)) => timestamp::compare(&a, &b).is_ge(),
             (a, b) => a.is_some() >= b.is_some(),
         },

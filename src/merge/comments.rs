@@ -1,43 +1,19 @@
-//! What the trackers that read our merged file expect of it (README, "The merge rules, in plain words").
+//! Comment ids in a merged file (README, "The merge rules, in plain words"): two comments added
+//! on the two sides never share an id, and no two comments anywhere in the written file do.
 //!
-//! A merge that keeps every edit is not enough: br validates the file and imports it by
-//! last-write-wins on `updated_at`, and both br and Go `bd` rewrite a record in their own key
-//! order and array sort on their next flush. So a merged record follows its writer's conventions:
-//! keys a merge adds go where the writer puts them, dependency and comment arrays keep the
-//! writer's sort, a record merged from both sides is stamped one tick after the later side (so an
-//! importer that skips "equal" timestamps takes it), and two comments added on the two sides never
-//! share an id. Everything here is deterministic and symmetric in the two sides.
-
-use serde_json::Value;
+//! A comment's id is its clone's own database's counter, so two clones that each add a comment to
+//! one issue both write the next number. The later comment (by `created_at`, then content) takes
+//! the next id above the highest one in the file, and the record it is in gets the merge stamp
+//! ([`super::stamp`]), like any record merged from both sides. Everything here is deterministic
+//! and symmetric in the two sides.
 
 use std::borrow::Cow;
+
+use serde_json::Value;
 
 use crate::conventions::identity;
 use crate::record::{render_entries, split_array, Entry, RawObject};
 use crate::timestamp;
-
-/// The merge stamp (README "Timestamps of merged records"): one tick after the later of
-/// `side_stamps` (the sides' `updated_at` texts), never before `now`, the merge's one clock
-/// (`BD_MERGE_NOW` or the system clock, read once per command by its caller). Every path that
-/// stamps a record (field merge, renames, comment renumbering, resolve, dedupe, import) takes its
-/// stamp from here, so a fixed clock fixes every stamp. `None` when no side has a timestamp.
-pub(crate) fn merge_stamp(side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> Option<String> {
-    timestamp::merge_stamp(side_stamps.iter().flatten().map(String::as_str), now)
-}
-
-/// Sets the `updated_at` entry to the [`merge_stamp`] of `side_stamps`. False when the record has
-/// no timestamp entry or no side has a timestamp.
-pub(crate) fn bump_updated_at(entries: &mut [Entry<'_>], side_stamps: &[Option<String>], now: Option<timestamp::Instant>) -> bool {
-    let Some(entry) = entries.iter_mut().find(|e| e.key == "updated_at") else {
-        return false;
-    };
-    let Some(next) = merge_stamp(side_stamps, now) else {
-        return false;
-    };
-    // A timestamp has nothing to escape, so the new text is the string quoted.
-    entry.raw_value = Cow::Owned(format!("\"{next}\""));
-    true
-}
 
 /// A comment one side added to a record (its identity is not in the base record).
 #[derive(Debug, Clone)]
@@ -134,12 +110,12 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
     let shared: rustc_hash::FxHashSet<i64> = ours.iter().map(|c| c.number).filter(|n| theirs_numbers.contains(n)).collect();
     // Every comment under a shared id, grouped by id: one sort, not a scan per id.
     let mut sharing: Vec<&AddedComment> = ours.iter().chain(theirs).filter(|c| shared.contains(&c.number)).collect();
-    let stamps: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
+    let created: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
         sharing.iter().map(|c| (c.created_at.as_str(), timestamp::parse(&c.created_at))).collect();
     sharing.sort_by(|a, b| {
         a.number
             .cmp(&b.number)
-            .then_with(|| compare_stamps(&a.created_at, &b.created_at, &stamps))
+            .then_with(|| compare_created(&a.created_at, &b.created_at, &created))
             .then_with(|| a.identity.cmp(&b.identity))
             .then_with(|| a.record.cmp(&b.record))
     });
@@ -156,7 +132,7 @@ pub(crate) fn renumber_collisions(ours: &[AddedComment], theirs: &[AddedComment]
 }
 
 /// [`timestamp::compare`] with the parsed instants looked up, not parsed again per comparison.
-fn compare_stamps(a: &str, b: &str, parsed: &rustc_hash::FxHashMap<&str, Option<timestamp::Instant>>) -> std::cmp::Ordering {
+fn compare_created(a: &str, b: &str, parsed: &rustc_hash::FxHashMap<&str, Option<timestamp::Instant>>) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     match (parsed.get(a).copied().flatten(), parsed.get(b).copied().flatten()) {
         (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
@@ -166,16 +142,9 @@ fn compare_stamps(a: &str, b: &str, parsed: &rustc_hash::FxHashMap<&str, Option<
     }
 }
 
-/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
-/// for every comment, not only those the two sides added): for each shared id, in ascending
-/// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
-/// later one takes the next id above the file's highest. The copies of an id that stands on
-/// several lines are one record: an id they repeat between them is left alone, so those lines
-/// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
-/// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
-/// every id is unique (the common case costs one pass that reads only the comments' ids). One
-/// sort of the comments involved, however many ids repeat.
-pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+/// The comment ids that occur more than once in `lines`, the lines that hold them (sorted) and
+/// the highest comment id; `None` when no id repeats. Reads only the comments' ids.
+fn repeated_comment_ids(lines: &[&[u8]]) -> Option<(rustc_hash::FxHashSet<i64>, Vec<usize>, i64)> {
     #[derive(serde::Deserialize)]
     struct IdOnly {
         #[serde(default)]
@@ -211,11 +180,24 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
         }
     }
     if repeated.is_empty() {
-        return Vec::new();
+        return None;
     }
     involved.sort_unstable();
     involved.dedup();
-    let repeated: rustc_hash::FxHashSet<i64> = repeated.into_iter().collect();
+    Some((repeated.into_iter().collect(), involved, highest))
+}
+
+/// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
+/// for every comment, not only those the two sides added): for each shared id, in ascending
+/// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
+/// later one takes the next id above the file's highest. The copies of an id that stands on
+/// several lines are one record: an id they repeat between them is left alone, so those lines
+/// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
+/// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
+/// every id is unique (the common case costs one pass that reads only the comments' ids). One
+/// sort of the comments involved, however many ids repeat.
+pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+    let Some((repeated, involved, highest)) = repeated_comment_ids(lines) else { return Vec::new() };
     // Every comment holding a repeated id: (line, record, number, identity, created_at).
     let mut sites: Vec<(usize, String, i64, String, String)> = Vec::new();
     for &i in &involved {
@@ -229,13 +211,13 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
             }
         }
     }
-    let stamps: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
+    let created: rustc_hash::FxHashMap<&str, Option<timestamp::Instant>> =
         sites.iter().map(|s| (s.4.as_str(), timestamp::parse(&s.4))).collect();
     let mut order: Vec<usize> = (0..sites.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&sites[a], &sites[b]);
         a.2.cmp(&b.2)
-            .then_with(|| compare_stamps(&a.4, &b.4, &stamps))
+            .then_with(|| compare_created(&a.4, &b.4, &created))
             .then_with(|| a.3.cmp(&b.3))
             .then_with(|| a.1.cmp(&b.1))
             .then(a.0.cmp(&b.0))
@@ -275,12 +257,12 @@ pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
 }
 
 /// Applies the renumberings of one record to its line; `None` when none of them matched. The
-/// record then equals neither side, so it gets the merge stamp of `side_stamps` (the sides'
+/// record then equals neither side, so it gets the merge stamp of `sides_updated_at` (the sides'
 /// `updated_at` values), the same one the field merge gives, so stamping twice changes nothing.
 pub(crate) fn apply_renumbering(
     line: &[u8],
     changes: &[&Renumbering],
-    side_stamps: &[Option<String>],
+    sides_updated_at: &[Option<String>],
     now: Option<timestamp::Instant>,
 ) -> Option<String> {
     let obj = RawObject::parse(line).ok()?;
@@ -311,9 +293,6 @@ pub(crate) fn apply_renumbering(
         return None;
     }
     comments.raw_value = Cow::Owned(format!("[{}]", rendered.join(&comma)));
-    bump_updated_at(&mut entries, side_stamps, now);
+    super::stamp::bump_updated_at(&mut entries, sides_updated_at, now);
     Some(render_entries(&entries, &colon, &comma))
 }
-
-/// The conventions this module's callers used from here, now in [`crate::conventions`].
-pub(crate) use crate::conventions::same_record;

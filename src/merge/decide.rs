@@ -1,0 +1,385 @@
+//! The per-id decisions: for one key, given where its lines are in base, ours and theirs, what
+//! the merge writes (the line as it is, a field-by-field merge, a record between conflict
+//! markers, the copies of a repeated id as a set, two issues created under one id) and what it
+//! reports. The [`Merger`] holds what the decisions gather for the finishing passes.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
+use rustc_hash::FxHashSet;
+use serde_json::Value;
+
+use super::field::{self, merge_entries, FieldCtx};
+use super::inputs::{parse, validate, At, Indexed, Parsed};
+use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Rename, Report, Resolution, Side, Unmergeable};
+use super::{rename, stamp};
+use crate::jsonl::Line;
+use crate::record::{key_label, render_entries, LineProblem, RawObject, HEADER_KEY};
+use crate::timestamp;
+
+pub(super) struct Merger<'m, 'a> {
+    pub(super) b: &'m Indexed<'a>,
+    pub(super) o: &'m Indexed<'a>,
+    pub(super) t: &'m Indexed<'a>,
+    pub(super) options: &'m MergeOptions,
+    pub(super) go_style: OnceCell<bool>,
+    pub(super) ours_bytes: &'a [u8],
+    pub(super) reports: Vec<Report>,
+    pub(super) warnings: Vec<String>,
+    pub(super) conflicts: usize,
+    /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
+    /// records that can carry comments a side added; with their base, ours and theirs lines.
+    pub(super) touched: Vec<(String, [Option<&'a [u8]>; 3])>,
+    /// A side deleted more than half of the base's records.
+    pub(super) mass_deletion: bool,
+    /// Ids added on both sides as two different issues, waiting for their new ids.
+    pub(super) collisions: Vec<Collision>,
+    /// The renames done.
+    pub(super) renames: Vec<Rename>,
+}
+
+/// An id both sides created for two different issues (README "Two issues created under one id").
+pub(super) struct Collision {
+    pub(super) id: String,
+    /// The side whose issue was created later and moves to a new id.
+    pub(super) later: Side,
+    /// Index in the merge's items of the later issue's line, once pushed.
+    pub(super) item: Option<usize>,
+}
+
+impl<'m, 'a> Merger<'m, 'a> {
+    pub(super) fn new(inputs: [&'m Indexed<'a>; 3], options: &'m MergeOptions, ours_bytes: &'a [u8], warnings: Vec<String>) -> Self {
+        let [b, o, t] = inputs;
+        Merger {
+            b,
+            o,
+            t,
+            options,
+            go_style: OnceCell::new(),
+            ours_bytes,
+            reports: Vec::new(),
+            warnings,
+            conflicts: 0,
+            touched: Vec::new(),
+            mass_deletion: false,
+            collisions: Vec::new(),
+            renames: Vec::new(),
+        }
+    }
+
+    pub(super) fn merge_id(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
+        // One lookup per input: is the id there, on one line or on several.
+        let (b, o, t) = (self.b, self.o, self.t);
+        self.merge_at(id, [b.at(id), o.at(id), t.at(id)])
+    }
+
+    /// Merges one key, given where its lines are in base, ours and theirs.
+    pub(super) fn merge_at(&mut self, id: &str, slots: [Option<At<'_>>; 3]) -> Result<Vec<Out<'a>>, Unmergeable> {
+        if slots.iter().any(|s| matches!(s, Some(At::Many(_)))) {
+            return self.merge_duplicates(id);
+        }
+        let line = |file: &Indexed<'a>, slot: Option<At<'_>>| match slot {
+            Some(At::One(n)) => Some(file.line(n)),
+            _ => None,
+        };
+        let (b, o, t) = (line(self.b, slots[0]), line(self.o, slots[1]), line(self.t, slots[2]));
+        let bytes = |l: Option<Line<'a>>| l.map(|l| l.bytes);
+        // Each comparison of whole lines once: most records are the same in all three.
+        let (ours_is_base, theirs_is_base) = (bytes(o) == bytes(b), bytes(t) == bytes(b));
+        if !ours_is_base || !theirs_is_base {
+            self.touched.push((id.to_owned(), [bytes(b), bytes(o), bytes(t)]));
+        }
+        let keep = |line: Line<'a>| Ok(vec![Out::Line(Cow::Borrowed(line.bytes))]);
+        match (b, o, t) {
+            (Some(_), Some(x), Some(_)) if ours_is_base && theirs_is_base => keep(x),
+            (_, Some(x), Some(y)) if x.bytes == y.bytes => {
+                if b.is_none_or(|b| b.bytes != x.bytes) {
+                    validate(Input::Ours, x)?;
+                }
+                keep(x)
+            }
+            (None, Some(x), None) => {
+                validate(Input::Ours, x)?;
+                keep(x)
+            }
+            (None, None, Some(y)) => {
+                validate(Input::Theirs, y)?;
+                keep(y)
+            }
+            (None, Some(x), Some(y)) => {
+                let (px, py) = (parse(Input::Ours, x)?, parse(Input::Theirs, y)?);
+                if px.value == py.value {
+                    return keep(x);
+                }
+                if !self.options.partial {
+                    if let Some(order) = rename::concurrent_creation(&px.value, &py.value) {
+                        return Ok(self.two_issues(id, &px, &py, order));
+                    }
+                }
+                Ok(vec![self.merge_fields(id, None, &px, &py)])
+            }
+            (Some(_) | None, None, None) => Ok(Vec::new()),
+            (Some(b), Some(x), None) => self.deleted_on_one_side(id, b, x, Side::Ours),
+            (Some(b), None, Some(y)) => self.deleted_on_one_side(id, b, y, Side::Theirs),
+            (Some(b), Some(x), Some(y)) => {
+                if theirs_is_base {
+                    validate(Input::Ours, x)?;
+                    return keep(x);
+                }
+                if ours_is_base {
+                    // Theirs may only have re-formatted it (another writer): then the record is
+                    // unchanged, and an unchanged record keeps ours' bytes.
+                    let (pb, py) = (parse(Input::Base, b)?, parse(Input::Theirs, y)?);
+                    return if py.value == pb.value { keep(x) } else { keep(y) };
+                }
+                let (pb, px, py) = (parse(Input::Base, b)?, parse(Input::Ours, x)?, parse(Input::Theirs, y)?);
+                if py.value == pb.value || px.value == py.value {
+                    return keep(x);
+                }
+                if px.value == pb.value {
+                    return keep(y);
+                }
+                Ok(vec![self.merge_fields(id, Some(&pb), &px, &py)])
+            }
+        }
+    }
+
+    /// `kept_side` still has the record (`line`); the other side deleted it.
+    pub(super) fn deleted_on_one_side(
+        &mut self,
+        id: &str,
+        base: Line<'a>,
+        line: Line<'a>,
+        kept_side: Side,
+    ) -> Result<Vec<Out<'a>>, Unmergeable> {
+        let input = if kept_side == Side::Ours { Input::Ours } else { Input::Theirs };
+        if line.bytes == base.bytes {
+            return Ok(Vec::new());
+        }
+        let (pb, pl) = (parse(Input::Base, base)?, parse(input, line)?);
+        if pb.value == pl.value {
+            return Ok(Vec::new());
+        }
+        if self.options.policy == ConflictPolicy::Markers {
+            self.conflicts += 1;
+            let kept = Some(Cow::Borrowed(line.bytes));
+            let (ours, theirs) = if kept_side == Side::Ours { (kept, None) } else { (None, kept) };
+            return Ok(vec![Out::Conflict(Box::new(Conflict { ours, base: Some(base.bytes), theirs }))]);
+        }
+        let deleter = if kept_side == Side::Ours { Side::Theirs } else { Side::Ours };
+        self.reports.push(Report {
+            id: id.to_owned(),
+            resolution: Resolution {
+                field: "(record)".into(),
+                kept: kept_side,
+                kept_value: "its modified record".into(),
+                other_value: "the deletion".into(),
+                reason: format!("{deleter} deleted it, {kept_side} changed it; a change is never lost"),
+                kept_json: std::str::from_utf8(line.bytes).ok().map(str::to_owned),
+                dropped_json: None,
+            },
+        });
+        Ok(vec![Out::Line(Cow::Borrowed(line.bytes))])
+    }
+
+    pub(super) fn go_style(&self) -> bool {
+        *self.go_style.get_or_init(|| crate::record::uses_go_escapes(self.ours_bytes))
+    }
+
+    pub(super) fn merge_fields(&mut self, id: &str, base: Option<&Parsed<'a>>, ours: &Parsed<'a>, theirs: &Parsed<'a>) -> Out<'a> {
+        // The header (bd's `_dolt_commit` and friends) is bookkeeping: never a conflict for a human.
+        let policy =
+            if id == HEADER_KEY && self.options.policy == ConflictPolicy::Markers { ConflictPolicy::Newest } else { self.options.policy };
+        let (winner, reason) = match policy {
+            ConflictPolicy::Newest | ConflictPolicy::Markers => newest(ours, theirs),
+            ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
+            ConflictPolicy::Theirs => (Side::Theirs, "--conflict theirs"),
+        };
+        let base_entries = base.map(|b| b.obj.entries.as_slice()).unwrap_or(&[]);
+        let go_style = self.go_style();
+        let now = self.options.now;
+        let run = |winner: Side| {
+            let mut ctx = FieldCtx { winner, winner_reason: reason, go_style, comma: ours.obj.comma, open: 0, resolutions: Vec::new() };
+            let mut entries = merge_entries(base_entries, &ours.obj.entries, &theirs.obj.entries, &mut ctx, "", true);
+            let line = render_entries(&entries, ours.obj.colon, ours.obj.comma);
+            // A record that equals neither side is newer than both (README, "The merge rules, in plain words").
+            if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
+                let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
+                // Volatile keys (heartbeats) alone never make a record newer than both sides.
+                let (value, o, t) =
+                    (field::without_volatile(&value), field::without_volatile(&ours.value), field::without_volatile(&theirs.value));
+                if !crate::conventions::same_record(&value, &o)
+                    && !crate::conventions::same_record(&value, &t)
+                    && stamp::bump_updated_at(&mut entries, &[updated_at_of(&ours.value), updated_at_of(&theirs.value)], now)
+                {
+                    return (render_entries(&entries, ours.obj.colon, ours.obj.comma), ctx);
+                }
+            }
+            (line, ctx)
+        };
+        let (line, ctx) = run(winner);
+        if policy == ConflictPolicy::Markers && ctx.open > 0 {
+            self.conflicts += 1;
+            let (other_line, _) = run(if winner == Side::Ours { Side::Theirs } else { Side::Ours });
+            let (ours_line, theirs_line) = if winner == Side::Ours { (line, other_line) } else { (other_line, line) };
+            return Out::Conflict(Box::new(Conflict {
+                ours: Some(Cow::Owned(ours_line.into_bytes())),
+                base: base.map(|b| b.bytes),
+                theirs: Some(Cow::Owned(theirs_line.into_bytes())),
+            }));
+        }
+        self.reports.extend(ctx.resolutions.into_iter().map(|resolution| Report { id: id.to_owned(), resolution }));
+        if line.as_bytes() == ours.bytes {
+            Out::Line(Cow::Borrowed(ours.bytes))
+        } else {
+            Out::Line(Cow::Owned(line.into_bytes()))
+        }
+    }
+
+    /// An id on several lines: merge its lines as a set of exact lines. A line is matched
+    /// across the inputs by its value (a copy another writer only re-formatted is the same line,
+    /// README "Equal"), and what is kept is written in ours' bytes when ours has it, byte-identical
+    /// repeats once. A line that is not UTF-8 is not guessed about (the line fallback) unless all
+    /// three inputs hold it as it is. Hash sets throughout: thousands of copies cost thousands of
+    /// steps, not millions.
+    pub(super) fn merge_duplicates(&mut self, id: &str) -> Result<Vec<Out<'a>>, Unmergeable> {
+        let (b, o, t) = (self.b.lines_of(id), self.o.lines_of(id), self.t.lines_of(id));
+        let bytes_of = |ls: &[Line<'a>]| -> FxHashSet<&'a [u8]> { ls.iter().map(|l| l.bytes).collect() };
+        let (bb, ob, tb) = (bytes_of(&b), bytes_of(&o), bytes_of(&t));
+        for (input, lines) in [(Input::Base, &b), (Input::Ours, &o), (Input::Theirs, &t)] {
+            for l in lines {
+                if std::str::from_utf8(l.bytes).is_err() && !(bb.contains(l.bytes) && ob.contains(l.bytes) && tb.contains(l.bytes)) {
+                    return Err(Unmergeable { input, line: l.number, problem: LineProblem::InvalidUtf8 });
+                }
+            }
+        }
+        // A line's value as compact JSON with sorted keys (the raw bytes when it does not parse).
+        let value_of = |l: &Line<'a>| -> Cow<'a, [u8]> {
+            match serde_json::from_slice::<Value>(l.bytes) {
+                Ok(v) => Cow::Owned(v.to_string().into_bytes()),
+                Err(_) => Cow::Borrowed(l.bytes),
+            }
+        };
+        let values = |ls: &[Line<'a>]| -> Vec<Cow<'a, [u8]>> { ls.iter().map(value_of).collect() };
+        let (bv, ov, tv) = (values(&b), values(&o), values(&t));
+        fn set<'v>(vs: &'v [Cow<'_, [u8]>]) -> FxHashSet<&'v [u8]> {
+            vs.iter().map(AsRef::as_ref).collect()
+        }
+        let (bs, os, ts) = (set(&bv), set(&ov), set(&tv));
+        let mut seen: FxHashSet<&'a [u8]> = FxHashSet::default();
+        let mut kept: Vec<&'a [u8]> = Vec::new();
+        for (l, v) in o.iter().zip(&ov) {
+            if (ts.contains(v.as_ref()) || !bs.contains(v.as_ref())) && seen.insert(l.bytes) {
+                kept.push(l.bytes);
+            }
+        }
+        for (l, v) in t.iter().zip(&tv) {
+            if !os.contains(v.as_ref()) && !bs.contains(v.as_ref()) && seen.insert(l.bytes) {
+                kept.push(l.bytes);
+            }
+        }
+        let numbers = |name: &str, ls: &[Line<'a>]| -> Option<String> {
+            (ls.len() > 1).then(|| format!("{name} lines {}", ls.iter().map(|l| l.number.to_string()).collect::<Vec<_>>().join(", ")))
+        };
+        let places: Vec<String> = [numbers("base", &b), numbers("ours", &o), numbers("theirs", &t)].into_iter().flatten().collect();
+        self.warnings.push(format!(
+            "id {} appears on several lines ({}); merged its lines as a set of exact lines (run `bd-sync check`)",
+            key_label(id),
+            places.join("; ")
+        ));
+        Ok(kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect())
+    }
+
+    /// The two sides' `updated_at` values of a record on one line (absent sides left out).
+    pub(super) fn sides_updated_at(&self, id: &str) -> Vec<Option<String>> {
+        let stamp = |bytes: &[u8]| {
+            RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))
+        };
+        [self.o.single(id), self.t.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect()
+    }
+
+    /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
+    /// the last of them.
+    pub(super) fn note_renamed_item(&mut self, len: usize) {
+        if let Some(c) = self.collisions.last_mut().filter(|c| c.item.is_none()) {
+            c.item = Some(len - 1);
+        }
+    }
+
+    /// An id both sides added for two different issues (README "Two issues created under one id"). A child id `P.N`: the
+    /// earlier creation keeps it, stamped past both sides so the clone that held the other issue
+    /// under it takes the replacement, and the later one is written too, to be moved to a free
+    /// child number once every id is known ([`Self::apply_renames`]). Any other id cannot be
+    /// renamed: a conflict under `--conflict markers`, else the policy's winner whole, stamped past
+    /// both, and the other issue named in a warning.
+    pub(super) fn two_issues(&mut self, id: &str, ours: &Parsed<'a>, theirs: &Parsed<'a>, order: std::cmp::Ordering) -> Vec<Out<'a>> {
+        let sides_updated_at = [updated_at_of(&ours.value), updated_at_of(&theirs.value)];
+        let created = |p: &Parsed<'_>| p.value.get("created_at").map(Value::to_string).unwrap_or_default();
+        let title = |p: &Parsed<'_>| crate::record::printable(p.value.get("title").and_then(Value::as_str).unwrap_or(""), 60);
+        let stamped = |p: &Parsed<'a>| -> Cow<'a, [u8]> {
+            let mut entries = p.obj.entries.clone();
+            if stamp::bump_updated_at(&mut entries, &sides_updated_at, self.options.now) {
+                Cow::Owned(render_entries(&entries, p.obj.colon, p.obj.comma).into_bytes())
+            } else {
+                Cow::Borrowed(p.bytes)
+            }
+        };
+        if rename::child_number(id).is_some() {
+            let (earlier, later, later_side) = if order.is_lt() { (ours, theirs, Side::Theirs) } else { (theirs, ours, Side::Ours) };
+            self.collisions.push(Collision { id: id.to_owned(), later: later_side, item: None });
+            return vec![Out::Line(stamped(earlier)), Out::Line(Cow::Borrowed(later.bytes))];
+        }
+        if self.options.policy == ConflictPolicy::Markers {
+            self.conflicts += 1;
+            return vec![Out::Conflict(Box::new(Conflict {
+                ours: Some(Cow::Borrowed(ours.bytes)),
+                base: None,
+                theirs: Some(Cow::Borrowed(theirs.bytes)),
+            }))];
+        }
+        let (winner, reason) = match self.options.policy {
+            ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
+            ConflictPolicy::Theirs => (Side::Theirs, "--conflict theirs"),
+            _ => newest(ours, theirs),
+        };
+        let (kept, dropped) = if winner == Side::Ours { (ours, theirs) } else { (theirs, ours) };
+        let loser = if winner == Side::Ours { Side::Theirs } else { Side::Ours };
+        self.warnings.push(format!(
+            "{}: two different issues were created under this id (ours created {}, theirs {}); it has no child number to move one to, so the one from {winner} \"{}\" was kept ({reason}) and the one from {loser} was dropped: {}",
+            key_label(id),
+            created(ours),
+            created(theirs),
+            title(kept),
+            crate::record::printable(&String::from_utf8_lossy(dropped.bytes), 2000)
+        ));
+        vec![Out::Line(stamped(kept))]
+    }
+}
+
+/// A record's `updated_at`, when it is a string.
+pub(crate) fn updated_at_of(value: &Value) -> Option<String> {
+    value.get("updated_at").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The side whose record has the later `updated_at`; a tie goes to the record that sorts greater
+/// as compact JSON with sorted keys, so swapping the sides never changes the answer.
+pub(super) fn newest(ours: &Parsed<'_>, theirs: &Parsed<'_>) -> (Side, &'static str) {
+    let stamp = |p: &Parsed<'_>| p.value.get("updated_at").and_then(Value::as_str).map(str::to_owned);
+    let order = match (stamp(ours), stamp(theirs)) {
+        (Some(a), Some(b)) => timestamp::compare(&a, &b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    };
+    match order {
+        std::cmp::Ordering::Greater => (Side::Ours, "ours has the newer updated_at"),
+        std::cmp::Ordering::Less => (Side::Theirs, "theirs has the newer updated_at"),
+        std::cmp::Ordering::Equal => {
+            // Compact JSON with sorted keys (serde_json's map is ordered by key here).
+            let (ours_text, theirs_text) = (ours.value.to_string(), theirs.value.to_string());
+            if ours_text >= theirs_text {
+                (Side::Ours, "same updated_at; tie broken by record content")
+            } else {
+                (Side::Theirs, "same updated_at; tie broken by record content")
+            }
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The finishing passes, run once every key is merged: the mass-deletion warnings, comment ids
+//! made distinct ([`super::comments`]), issues created under one id moved to free child numbers
+//! and the references to them followed ([`super::rename`]), derived counts made true
+//! ([`super::derived`]), the lines put in order, and the check that no id is written twice.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::decide::Merger;
+use super::inputs::{At, Indexed};
+use super::types::{ConflictPolicy, Merged, Out, Rename, Side};
+use super::{comments, derived, rename};
+use crate::record::{key_label, key_order, RawObject};
+
+/// The order of the merged lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Order {
+    /// bd's order (ours is sorted that way).
+    Sorted,
+    /// Ours' order, then theirs' additions.
+    Ours,
+    /// Theirs' order: ours only moved lines.
+    Theirs,
+}
+
+impl<'a> Merger<'_, 'a> {
+    /// What both paths do once every key is merged: the mass-deletion warnings (`gone`: how many
+    /// of the base's `base_records` keys ours and theirs lack), the whole-file rules (comment
+    /// ids, renames, derived counts), bd's order when ours has it, and the rendered lines.
+    pub(super) fn finish(
+        mut self,
+        mut items: Vec<(Cow<'a, str>, Out<'a>)>,
+        base_records: usize,
+        gone: [usize; 2],
+        order: Order,
+        (ours, theirs): (&'a [u8], &'a [u8]),
+    ) -> Merged<'a> {
+        let options = self.options;
+        for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
+            if base_records >= 2 && gone * 2 > base_records {
+                self.warnings.push(format!(
+                    "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
+                    gone * 100 / base_records,
+                    if file.is_empty() { ": its file is empty" } else { "" }
+                ));
+                self.mass_deletion = true;
+            }
+        }
+        if comments::mentions_comments(ours) && comments::mentions_comments(theirs) {
+            self.renumber_comments(&mut items);
+        }
+        self.apply_renames(&mut items);
+        if comments::mentions_comments(ours) || comments::mentions_comments(theirs) {
+            self.renumber_shared_comments(&mut items);
+        }
+        if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
+            self.fix_derived(&mut items);
+        }
+        match order {
+            // bd's order: the header, issues by id, memories by key, other kinds.
+            Order::Sorted => items.sort_by(|x, y| key_order(&x.0, &y.0)),
+            Order::Ours => {}
+            Order::Theirs => {
+                // Each key where theirs has it (a key it lacks last); a line without a key stays
+                // after the key it was filed under. A stable sort: O(n log n).
+                let at: Vec<u32> = items
+                    .iter()
+                    .map(|(key, _)| match self.t.at(key) {
+                        Some(At::One(n)) => n,
+                        Some(At::Many(ns)) => ns.first().copied().unwrap_or(u32::MAX),
+                        None => u32::MAX,
+                    })
+                    .collect();
+                let mut indexed: Vec<(u32, (Cow<'a, str>, Out<'a>))> = at.into_iter().zip(items.drain(..)).collect();
+                indexed.sort_by_key(|(n, _)| *n);
+                items.extend(indexed.into_iter().map(|(_, item)| item));
+            }
+        }
+        let written_twice = self.ids_written_twice(&items);
+        let layout = if ours.is_empty() && !theirs.is_empty() { self.t.layout() } else { self.o.layout() };
+        let lines = Self::render(items);
+        let needs_review = self.mass_deletion && options.policy == ConflictPolicy::Markers;
+        Merged {
+            layout,
+            lines,
+            markers: options.markers.clone(),
+            verbatim: None,
+            conflicts: self.conflicts,
+            needs_review,
+            reports: self.reports,
+            warnings: self.warnings,
+            renames: self.renames,
+            written_twice,
+        }
+    }
+
+    /// The ids the merge would write on more than one line though no input has them on several
+    /// (README "Renames": the writer refuses such a result). Empty for every sound merge; the
+    /// check is one pass over the keys, and a second over the lines of repeated keys only.
+    pub(super) fn ids_written_twice(&self, items: &[(Cow<'a, str>, Out<'a>)]) -> Vec<String> {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        seen.reserve(items.len());
+        let mut repeated: FxHashSet<&str> = FxHashSet::default();
+        for (key, out) in items {
+            if matches!(out, Out::Line(_)) && !seen.insert(key.as_ref()) {
+                repeated.insert(key.as_ref());
+            }
+        }
+        repeated.retain(|key| ![self.b, self.o, self.t].iter().any(|f| matches!(f.at(key), Some(At::Many(_)))));
+        if repeated.is_empty() {
+            return Vec::new();
+        }
+        // A line without an id is filed under the key before it: count record lines only.
+        let mut lines: FxHashMap<&str, usize> = FxHashMap::default();
+        for (key, out) in items {
+            let Out::Line(line) = out else { continue };
+            if repeated.contains(key.as_ref())
+                && crate::record::record_key(line).is_ok_and(|k| crate::record::Key::into_string_key(k) == key.as_ref())
+            {
+                *lines.entry(key.as_ref()).or_default() += 1;
+            }
+        }
+        let mut twice: Vec<String> = lines.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k.to_owned()).collect();
+        twice.sort();
+        twice
+    }
+
+    /// Gives each later issue of a collision a free child number under its parent (1 + the
+    /// highest in any input, handed out in id order so the answer does not depend on the sides'
+    /// order; checked, never wrapped: [`rename::ChildNumbers`]), rewrites its own id fields, makes
+    /// the references its side wrote to it follow it, and reports each rename. One pass over the
+    /// inputs' ids and one over what is written, however many collisions there are.
+    pub(super) fn apply_renames(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        if self.collisions.is_empty() {
+            return;
+        }
+        let mut collisions = std::mem::take(&mut self.collisions);
+        collisions.sort_by(|a, b| a.id.cmp(&b.id));
+        let go_style = self.go_style();
+        let mut numbers = rename::ChildNumbers::new(collisions.iter().filter_map(|c| rename::child_number(&c.id).map(|(p, _)| p)));
+        for file in [self.b, self.o, self.t] {
+            for key in file.keys() {
+                numbers.note(&key);
+            }
+        }
+        // The two issues of each collision are written whole from one side each: item -> side.
+        let mut whole_from: FxHashMap<usize, Side> = FxHashMap::default();
+        // Per side (ours, theirs): the ids that moved on that side, and where to.
+        let mut moved: [FxHashMap<String, String>; 2] = [FxHashMap::default(), FxHashMap::default()];
+        for c in &collisions {
+            let Some((parent, _)) = rename::child_number(&c.id) else { continue };
+            let Some(index) = c.item else { continue };
+            let Some(n) = numbers.next_free(parent) else {
+                self.warnings.push(format!(
+                    "{}: two different issues were created under this id and no child number under {} is free to move one to",
+                    key_label(&c.id),
+                    key_label(parent)
+                ));
+                continue;
+            };
+            let to = format!("{parent}.{n}");
+            let (key, Out::Line(line)) = &mut items[index] else { continue };
+            let Some(renamed) = rename::rename_record(line, &c.id, &to, go_style) else { continue };
+            *line = Cow::Owned(renamed.into_bytes());
+            *key = Cow::Owned(to.clone());
+            whole_from.insert(index, c.later);
+            if let Some(kept) = index.checked_sub(1) {
+                whole_from.insert(kept, c.later.other());
+            }
+            moved[c.later.index()].insert(c.id.clone(), to.clone());
+            let rename = Rename { from: c.id.clone(), to, side: c.later };
+            self.warnings.push(rename.warning(&c.later.to_string(), &c.later.other().to_string()));
+            self.renames.push(rename);
+        }
+        if !moved.iter().all(FxHashMap::is_empty) {
+            self.follow_moved_issues(items, &whole_from, &moved, go_style);
+        }
+    }
+
+    /// Makes the references each side wrote to an issue that moved on that side (`moved`, per
+    /// side: old id -> new id) follow it, in every written record; `whole_from` names the items
+    /// that are a collision's two issues, written whole from one side each.
+    fn follow_moved_issues(
+        &self,
+        items: &mut [(Cow<'a, str>, Out<'a>)],
+        whole_from: &FxHashMap<usize, Side>,
+        moved: &[FxHashMap<String, String>; 2],
+        go_style: bool,
+    ) {
+        for (i, (id, out)) in items.iter_mut().enumerate() {
+            let Out::Line(line) = out else { continue };
+            let mut deps: FxHashMap<rename::Reference, String> = FxHashMap::default();
+            let mut parent: Option<(String, String)> = None;
+            let mut follow = |side: Side, refs: Vec<rename::Reference>, own_parent: Option<String>, other: Option<&[u8]>| {
+                let moves = &moved[side.index()];
+                // A reference the other side's version of this record holds too points at the
+                // issue that kept the id (the other line is the same issue, never a moving one).
+                let (other_refs, other_parent) = other.map(rename::references).unwrap_or_default();
+                let other_refs: FxHashSet<&rename::Reference> = other_refs.iter().collect();
+                for r in refs {
+                    if let Some(to) = moves.get(&r.0) {
+                        if !other_refs.contains(&r) {
+                            deps.insert(r, to.clone());
+                        }
+                    }
+                }
+                if let Some(p) = own_parent {
+                    if let Some(to) = moves.get(&p).filter(|_| other_parent.as_deref() != Some(p.as_str())) {
+                        parent = Some((p, to.clone()));
+                    }
+                }
+            };
+            match whole_from.get(&i) {
+                // One of a collision's two issues: everything in it is what its side wrote.
+                Some(&side) => {
+                    if moved[side.index()].is_empty() || !rename::mentions_references(line) {
+                        continue;
+                    }
+                    let (refs, own_parent) = rename::references(line);
+                    follow(side, refs, own_parent, None);
+                }
+                // Any other record: the references a side added or changed.
+                None => {
+                    for side in [Side::Ours, Side::Theirs] {
+                        if moved[side.index()].is_empty() {
+                            continue;
+                        }
+                        let (file, other) = if side == Side::Ours { (self.o, self.t) } else { (self.t, self.o) };
+                        let Some(side_line) = file.single(id).map(|l| l.bytes) else { continue };
+                        if !rename::mentions_references(side_line) || self.b.single(id).is_some_and(|l| l.bytes == side_line) {
+                            continue;
+                        }
+                        let (refs, own_parent) = rename::references(side_line);
+                        follow(side, refs, own_parent, other.single(id).map(|l| l.bytes));
+                    }
+                }
+            }
+            if deps.is_empty() && parent.is_none() {
+                continue;
+            }
+            let updated_at = self.updated_at_before(id, line);
+            let parent = parent.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+            if let Some(text) = rename::follow_references(line, &deps, parent, go_style, &updated_at, self.options.now) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// The `updated_at` values a change to the written record `id` is stamped past: both sides' `updated_at`,
+    /// or, for a record this merge renamed (no side has its id), its own.
+    pub(super) fn updated_at_before(&self, id: &str, line: &[u8]) -> Vec<Option<String>> {
+        let sides = self.sides_updated_at(id);
+        if !sides.is_empty() {
+            return sides;
+        }
+        vec![RawObject::parse(line).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))]
+    }
+
+    /// Makes the derived counts of the records the merge wrote true (README "Derived fields"): those of every
+    /// record whose line is not ours' as it was, and the `dependent_count` of every record a
+    /// `blocks` dependency now points at more or fewer times than in ours.
+    pub(super) fn fix_derived(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let written = derived::dependents(items.iter().filter_map(|(_, out)| match out {
+            Out::Line(l) => Some(l.as_ref()),
+            Out::Conflict(_) => None,
+        }));
+        let before = derived::dependents(self.o.lines());
+        let go_style = self.go_style();
+        for (id, out) in items.iter_mut() {
+            let Out::Line(line) = out else { continue };
+            let unchanged = self.o.single(id).is_some_and(|l| l.bytes == line.as_ref());
+            if unchanged && written.get(id.as_ref()) == before.get(id.as_ref()) {
+                continue;
+            }
+            if let Some(text) = derived::fix_line(line, &written, go_style) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// No two comments in the written file share an id, whoever wrote them (a clone's comment
+    /// ids are its own database's): what the collision rule for added comments leaves is
+    /// renumbered file-wide, and each record so changed is stamped like any merged record.
+    pub(super) fn renumber_shared_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let at: Vec<usize> = (0..items.len()).filter(|&i| matches!(items[i].1, Out::Line(_))).collect();
+        let lines: Vec<&[u8]> = at
+            .iter()
+            .map(|&i| match &items[i].1 {
+                Out::Line(l) => l.as_ref(),
+                Out::Conflict(_) => &[][..],
+            })
+            .collect();
+        let changes = comments::shared_comment_ids(&lines);
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_line: HashMap<usize, Vec<&comments::Renumbering>> = HashMap::new();
+        for (line, change) in &changes {
+            by_line.entry(at[*line]).or_default().push(change);
+        }
+        for (index, mine) in by_line {
+            let (id, Out::Line(line)) = &mut items[index] else { continue };
+            let sides_updated_at = self.updated_at_before(id, line);
+            if let Some(text) = comments::apply_renumbering(line, &mine, &sides_updated_at, self.options.now) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// Comments added on both sides with the same id get distinct ids.
+    pub(super) fn renumber_comments(&self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
+        let finder = memchr::memmem::Finder::new(comments::COMMENTS_KEY);
+        let touched = &self.touched;
+        // `side`: 1 ours, 2 theirs (the lines were kept when the records were merged).
+        let added = |side: usize| -> Vec<comments::AddedComment> {
+            let mut out = Vec::new();
+            for (id, lines) in touched {
+                let (Some(line), base) = (lines[side], lines[0]) else {
+                    continue;
+                };
+                if base != Some(line) && finder.find(line).is_some() {
+                    out.extend(comments::added_comments(id, base, line));
+                }
+            }
+            out
+        };
+        let (ours, theirs) = (added(1), added(2));
+        if ours.is_empty() || theirs.is_empty() {
+            return;
+        }
+        // Only now is the highest comment id of each side needed: a pass over every line. The
+        // two sides are independent: read them on two threads.
+        let highest_of = |side: &Indexed<'a>| comments::highest_comment_id(side.lines());
+        let (ours_highest, theirs_highest) = std::thread::scope(|s| {
+            let theirs_file = self.t;
+            let other = s.spawn(|| highest_of(theirs_file));
+            let mine = highest_of(self.o);
+            (mine, other.join().expect("reading comments does not panic"))
+        });
+        let highest = ours_highest.max(theirs_highest);
+        let changes = comments::renumber_collisions(&ours, &theirs, highest);
+        if changes.is_empty() {
+            return;
+        }
+        let mut by_record: rustc_hash::FxHashMap<&str, Vec<&comments::Renumbering>> = rustc_hash::FxHashMap::default();
+        for change in &changes {
+            by_record.entry(change.record.as_str()).or_default().push(change);
+        }
+        for (id, out) in items.iter_mut() {
+            let Some(mine) = by_record.get(id.as_ref()) else { continue };
+            let Out::Line(line) = out else { continue };
+            let sides_updated_at = self.sides_updated_at(id);
+            if let Some(text) = comments::apply_renumbering(line, mine, &sides_updated_at, self.options.now) {
+                *line = Cow::Owned(text.into_bytes());
+            }
+        }
+    }
+
+    /// The items without their keys (collected in place: no second list of a million entries).
+    pub(super) fn render(items: Vec<(Cow<'a, str>, Out<'a>)>) -> Vec<Out<'a>> {
+        items.into_iter().map(|(_, out)| out).collect()
+    }
+}

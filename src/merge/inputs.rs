@@ -1,0 +1,175 @@
+//! The merge's inputs: each of base, ours and theirs indexed by key (hashed, or by its sorted
+//! key column when the file is sorted), a record line parsed or validated on demand, and the
+//! checks a whole input must pass before any record is merged.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+use super::sorted::SortedIndex;
+use super::types::{Input, Unmergeable};
+use crate::index::{IdIndex, Slot};
+use crate::jsonl::{Jsonl, Layout, Line};
+use crate::record::{LineProblem, RawObject};
+
+/// One input, indexed by key: hashed (any file, the index shared with import, diff and check) or,
+/// when the file is sorted by key, by its sorted key column ([`sorted`]).
+pub(super) struct Indexed<'a> {
+    pub(super) input: Input,
+    pub(super) index: Index<'a>,
+}
+
+pub(super) enum Index<'a> {
+    Hashed(IdIndex<'a>),
+    Sorted(SortedIndex<'a>),
+}
+
+/// Where a key's lines are in one input.
+#[derive(Clone, Copy)]
+pub(super) enum At<'s> {
+    One(u32),
+    Many(&'s [u32]),
+}
+
+impl<'a> Indexed<'a> {
+    pub(super) fn new(input: Input, content: &'a [u8]) -> Self {
+        Indexed { input, index: Index::Hashed(IdIndex::new(content)) }
+    }
+
+    pub(super) fn layout(&self) -> Layout {
+        match &self.index {
+            Index::Hashed(i) => i.file.layout,
+            Index::Sorted(s) => s.layout,
+        }
+    }
+
+    /// Every line, in file order.
+    pub(super) fn lines(&self) -> Box<dyn Iterator<Item = &'a [u8]> + '_> {
+        match &self.index {
+            Index::Hashed(i) => Box::new(i.file.lines.iter().map(|l| l.bytes)),
+            Index::Sorted(s) => Box::new(s.lines()),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        match &self.index {
+            Index::Hashed(i) => i.file.lines.is_empty(),
+            Index::Sorted(s) => s.len() == 0,
+        }
+    }
+
+    pub(super) fn line(&self, idx: u32) -> Line<'a> {
+        match &self.index {
+            Index::Hashed(i) => i.file.lines[idx as usize],
+            Index::Sorted(s) => s.line(idx),
+        }
+    }
+
+    pub(super) fn at(&self, id: &str) -> Option<At<'_>> {
+        match &self.index {
+            Index::Hashed(i) => i.ids.get(id).map(|slot| match slot {
+                Slot::One(n) => At::One(*n),
+                Slot::Many(v) => At::Many(v),
+            }),
+            Index::Sorted(s) => s.find(id).map(At::One),
+        }
+    }
+
+    /// The key's line when it is on exactly one.
+    pub(super) fn single(&self, id: &str) -> Option<Line<'a>> {
+        match self.at(id)? {
+            At::One(n) => Some(self.line(n)),
+            At::Many(_) => None,
+        }
+    }
+
+    /// Every line of a key, in file order (empty when absent).
+    pub(super) fn lines_of(&self, id: &str) -> Vec<Line<'a>> {
+        match self.at(id) {
+            None => Vec::new(),
+            Some(At::One(n)) => vec![self.line(n)],
+            Some(At::Many(v)) => v.iter().map(|n| self.line(*n)).collect(),
+        }
+    }
+
+    /// The distinct keys, in no particular order.
+    pub(super) fn keys(&self) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
+        match &self.index {
+            Index::Hashed(i) => Box::new(i.ids.keys().map(|k| Cow::Borrowed(k.as_ref()))),
+            Index::Sorted(s) => Box::new(s.keys()),
+        }
+    }
+}
+
+/// A record line, parsed.
+pub(super) struct Parsed<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) obj: RawObject<'a>,
+    pub(super) value: Value,
+}
+
+pub(super) fn parse(input: Input, line: Line<'_>) -> Result<Parsed<'_>, Unmergeable> {
+    let unmergeable = |problem| Unmergeable { input, line: line.number, problem };
+    let obj = RawObject::parse(line.bytes).map_err(unmergeable)?;
+    let value = serde_json::from_slice(line.bytes).map_err(|e| unmergeable(LineProblem::InvalidJson(e.to_string())))?;
+    Ok(Parsed { bytes: line.bytes, obj, value })
+}
+
+/// Checks that a line is a valid record, without building its value (a record only one side
+/// changed is kept as it is).
+pub(super) fn validate(input: Input, line: Line<'_>) -> Result<(), Unmergeable> {
+    RawObject::parse(line.bytes).map(|_| ()).map_err(|problem| Unmergeable { input, line: line.number, problem })
+}
+
+/// Lines without an id are fine only when the same bytes stand in all three inputs.
+pub(super) fn check_bad_lines(inputs: [(&Indexed<'_>, &IdIndex<'_>); 3], warnings: &mut Vec<String>) -> Result<(), Unmergeable> {
+    for (side, index) in inputs {
+        for (i, problem) in &index.bad {
+            let line = index.file.lines[*i];
+            if inputs.iter().all(|(_, s)| s.has_bad_line(line.bytes)) && *problem != LineProblem::ConflictMarker {
+                if side.input == Input::Ours {
+                    warnings.push(format!(
+                        "ours line {}: {problem}; the line is the same in all three versions and was kept as it is",
+                        line.number
+                    ));
+                }
+                continue;
+            }
+            return Err(Unmergeable { input: side.input, line: line.number, problem: problem.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// Whether `side` holds exactly the lines of `base` (as many times each), in any order: a side
+/// that only reordered its lines. Blank lines do not count. One pass over each.
+pub(super) fn only_moved(base: &IdIndex<'_>, side: &IdIndex<'_>) -> bool {
+    let lines = |f: &IdIndex<'_>| f.file.lines.iter().filter(|l| !l.bytes.iter().all(u8::is_ascii_whitespace)).count();
+    if lines(base) != lines(side) {
+        return false;
+    }
+    let mut count: FxHashMap<&[u8], i64> = FxHashMap::default();
+    count.reserve(base.file.lines.len());
+    for l in &base.file.lines {
+        *count.entry(l.bytes).or_default() += 1;
+    }
+    for l in &side.file.lines {
+        *count.entry(l.bytes).or_default() -= 1;
+    }
+    count.into_iter().all(|(bytes, n)| n == 0 || bytes.iter().all(u8::is_ascii_whitespace))
+}
+
+/// The lines of `file` with byte-identical repeats of a record line dropped (the first copy
+/// stays); `None` when there are none.
+pub(super) fn collapse_repeats<'a>(file: &Jsonl<'a>) -> Option<Vec<Cow<'a, [u8]>>> {
+    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
+    seen.reserve(file.lines.len());
+    let is_record = |bytes: &[u8]| crate::record::record_key(bytes).is_ok();
+    let repeated = |l: &Line<'a>, seen: &mut rustc_hash::FxHashSet<&'a [u8]>| !seen.insert(l.bytes) && is_record(l.bytes);
+    if !file.lines.iter().any(|l| repeated(l, &mut seen)) {
+        return None;
+    }
+    seen.clear();
+    Some(file.lines.iter().filter(|l| !repeated(l, &mut seen)).map(|l| Cow::Borrowed(l.bytes)).collect())
+}
