@@ -9,8 +9,22 @@ use serde_json::{json, Value};
 pub const JSON_VERSION: u32 = 2;
 
 /// The commands that have a schema, in the order `bd-sync schema` prints them.
-pub const COMMANDS: &[&str] =
-    &["ready", "blocked", "show", "status", "check", "import", "export", "install", "uninstall", "diff", "log", "log-commits", "error"];
+pub const COMMANDS: &[&str] = &[
+    "ready",
+    "blocked",
+    "show",
+    "status",
+    "check",
+    "import",
+    "export",
+    "install",
+    "uninstall",
+    "diff",
+    "log",
+    "log-commits",
+    "context",
+    "error",
+];
 
 fn links() -> Value {
     json!({"type": "array", "items": {"type": "object", "required": ["commit", "time", "how", "subject"], "properties": {
@@ -115,6 +129,19 @@ pub fn schema(command: &str) -> Option<Value> {
             "date": {"type": "string"}, "subject": {"type": "string"}, "change": change()}}})
         }
         "log-commits" => links(),
+        "context" => {
+            let text = json!({"type": ["string", "null"]});
+            json!({"type": "array", "items": {"type": "object", "required": ["task", "checkpoints", "commits", "files", "dependencies", "next"], "properties": {
+            "task": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text, "status": text,
+                "priority": {"type": ["integer", "string", "null"]}, "assignee": text, "description": text, "acceptance_criteria": text}},
+            "checkpoints": {"type": "array", "items": {"type": "object", "required": ["text"], "properties": {
+                "created_at": text, "author": text, "text": {"type": "string"}}}},
+            "commits": links(),
+            "files": {"type": "object", "required": ["committed", "uncommitted"], "properties": {"committed": ids(), "uncommitted": ids()}},
+            "dependencies": {"type": "object", "required": ["blocked_by", "blocks"], "properties": {
+                "parent": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["id"]}]}, "blocked_by": ids(), "blocks": ids()}},
+            "next": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text}}}}}})
+        }
         // What every `--json` command writes on stdout when it fails (the exit code unchanged).
         "error" => json!({"type": "object", "required": ["error"], "properties": {
             "error": {"type": "object", "required": ["kind", "message", "fix"], "properties": {

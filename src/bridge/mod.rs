@@ -9,6 +9,7 @@
 //! for one process.
 
 pub mod commit_msg;
+pub mod context;
 pub mod links;
 
 use std::collections::BTreeSet;

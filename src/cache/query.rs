@@ -518,3 +518,11 @@ pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
         children: ids("SELECT issue_id FROM dependencies WHERE depends_on_id = ?1 AND type = 'parent-child' ORDER BY issue_id")?,
     }))
 }
+
+/// The issues in progress assigned to `actor` (status `in_progress`), by priority, then age.
+pub fn in_progress_of(cache: &Cache, actor: &str) -> Result<Vec<String>> {
+    let mut st =
+        cache.conn.prepare("SELECT id FROM issues WHERE status = 'in_progress' AND assignee = ?1 ORDER BY priority, created_at, id")?;
+    let rows = st.query_map([actor], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

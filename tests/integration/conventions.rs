@@ -270,6 +270,7 @@ fn schema_describes_every_json_output() {
         ("diff", &["diff", "--json"]),
         ("log", &["log", "bd-full", "--json"]),
         ("log-commits", &["log", "--commits", "bd-full", "--json"]),
+        ("context", &["context", "bd-full", "--json"]),
         ("uninstall", &["uninstall", "--json", "--dry-run"]),
     ] {
         let out = tool(repo.path(), "bd-sync", args);

@@ -5,6 +5,7 @@ mod support;
 
 mod advice;
 mod br_roundtrip;
+mod bridge_context;
 mod bridge_links;
 mod bridge_read;
 mod cli;

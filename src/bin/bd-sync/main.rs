@@ -7,6 +7,7 @@
 //! its printer.
 
 mod check;
+mod context;
 mod diff;
 mod export;
 mod global;
@@ -85,6 +86,8 @@ enum Command {
     Schema(schema::Args),
     /// The commits that changed one issue, newest first, each with its field-level change.
     Log(log::Args),
+    /// An issue's working context in one compact block: task, checkpoints, commits, files, dependencies, next.
+    Context(context::Args),
 }
 
 fn main() -> ExitCode {
@@ -134,6 +137,7 @@ fn run(global: &Global, command: Command) -> Result<ExitCode> {
         Command::Diff(args) => diff::run(global, args),
         Command::Schema(args) => schema::run(args),
         Command::Log(args) => log::run(global, args),
+        Command::Context(args) => context::run(global, args),
     }
 }
 
