@@ -102,7 +102,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if global.json {
-                common::print_json_error("error", &format!("{e:#}"));
+                common::print_json_error_for("error", &e);
             }
             eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
             ExitCode::from(2)
@@ -114,7 +114,10 @@ fn main() -> ExitCode {
 /// run (`--skip-invalid` only from a command that has it, `skip_invalid`).
 pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
     match e {
-        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
+        cache::Error::InvalidFile(invalid) => anyhow::Error::new(common::fix::Advised {
+            text: format!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
+            fix: invalid.fix(),
+        }),
         other => other.into(),
     }
 }
