@@ -118,6 +118,17 @@ pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
             text: format!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
             fix: invalid.fix(),
         }),
+        cache::Error::UnknownSchema { db, version, supported, dirty } => anyhow::anyhow!(
+            "{} was written by schema version {version} (this bd-sync writes {supported}) and holds {dirty} unexported edit(s); \
+             export them with the bd-sync that made it, or remove the file to rebuild from the issues file (losing those edits)",
+            db.display()
+        ),
+        cache::Error::NotADatabase { db } => anyhow::anyhow!(
+            "{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; \
+             nothing was changed: pass another --db, or remove the file if it really is a broken cache",
+            db.display()
+        ),
+        cache::Error::IssuesFile(e) => common::fix::find_error(e),
         other => other.into(),
     }
 }

@@ -207,6 +207,16 @@ fn manager_warning(warning: &beads_git::install::Warning) -> String {
     }
 }
 
+/// No issues file found; for something else in its place, what to do about it.
+pub fn find_error(e: beads_git::paths::FindError) -> anyhow::Error {
+    match e {
+        beads_git::paths::FindError::NotRegular { .. } => {
+            anyhow::anyhow!("{e} (remove it, and let bd or br write the file, or `git checkout` it)")
+        }
+        other => other.into(),
+    }
+}
+
 /// Why `bd-hook --install-git-hook` / `--uninstall-git-hook` left the hook file alone.
 pub fn one_hook_error(e: beads_git::install::OneHookError) -> anyhow::Error {
     use beads_git::install::OneHookError;
