@@ -95,7 +95,7 @@ pub enum OneHookError {
         /// The hook file.
         path: PathBuf,
         /// Why, and what to do.
-        warning: Warning,
+        warning: Box<Warning>,
     },
     /// A hook manager runs this repository's hooks: our jobs belong in its config, which the
     /// whole install writes.
@@ -118,7 +118,7 @@ pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, 
     };
     let action = install_hook_file(repo, &path, hook, &binaries, mode, false)?;
     match (action.change, action.warning) {
-        (Change::Refused, Some(warning)) => Err(OneHookError::Refused { path, warning }),
+        (Change::Refused, Some(warning)) => Err(OneHookError::Refused { path, warning: Box::new(warning) }),
         (change, _) => Ok((path, change)),
     }
 }
@@ -132,7 +132,7 @@ pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change), OneHo
     let change = match hook_target(&path, repo)? {
         HookTarget::File(target) => uninstall_block(&target, false)?,
         HookTarget::Refused(why) => {
-            let warning = why.warning(&path);
+            let warning = Box::new(why.warning(&path));
             return Err(OneHookError::Refused { path, warning });
         }
     };
@@ -265,7 +265,7 @@ pub(super) fn install_hook_file(
             return Ok(Action::new(hook.file_name(), path, Change::Unchanged));
         }
         let interpreter = block::interpreter(content).unwrap_or_default();
-        return Ok(refused(hook.file_name(), path, Warning::ForeignHook { path: path.to_path_buf(), interpreter, hook }));
+        return Ok(refused(hook.file_name(), path, Warning::ForeignHook { path: path.to_path_buf(), interpreter, hook: hook.file_name() }));
     }
     Ok(Action::new(hook.file_name(), path, install_block(&target, &hook.block(binaries), mode, dry_run)?))
 }

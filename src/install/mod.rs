@@ -33,11 +33,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+pub use attr_source::AttrSource;
 pub use attributes::ATTRIBUTE_LINES;
 pub use block::{install_block, uninstall_block, ModePolicy, BEGIN, END};
 pub use config::{append_driver_command, driver_command, textconv_command};
 pub use health::health;
-pub use attr_source::AttrSource;
 pub use hooks::{install_one, run_hook, uninstall_one, Hook, OneHookError};
 pub use state::{hooks_dir, manager, InstallState};
 pub use types::{Action, Binaries, Change, InstallError, InstallOptions, InstallOutcome, InstallRefusal};

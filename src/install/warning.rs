@@ -8,7 +8,6 @@
 use std::path::PathBuf;
 
 use super::attr_source::AttrSource;
-use super::hooks::Hook;
 use crate::fix::Fix;
 
 /// Something the user should act on about one file install or uninstall looked at.
@@ -52,8 +51,8 @@ pub enum Warning {
         path: PathBuf,
         /// Its interpreter, as its `#!` line names it.
         interpreter: String,
-        /// Which hook.
-        hook: Hook,
+        /// Which hook (git's name for it, `post-merge`).
+        hook: &'static str,
     },
     /// Another attributes line decides the issues file's `merge` attribute, above ours.
     AttributeOutranked {

@@ -314,11 +314,7 @@ pub enum RunOutcome {
 /// One `--since-last` run: takes the snapshot, hands the changed ids to `send` (not called when
 /// nothing changed), and advances the state for the ids its report says got through (a 2xx or a
 /// 404). `dry_run` only matters for a first run: it then records no baseline.
-pub fn notify(
-    options: &Options,
-    dry_run: bool,
-    send: impl FnOnce(&[String]) -> Option<super::post::Report>,
-) -> Result<RunOutcome, Error> {
+pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<super::post::Report>) -> Result<RunOutcome, Error> {
     let Some(run) = prepare(options)? else { return Ok(RunOutcome::Busy) };
     if run.baseline {
         let (records, source) = (run.records, run.source_name.clone());

@@ -71,7 +71,9 @@ fn word_error(e: since_last::Error) -> anyhow::Error {
         }
         Error::NotAState { path, cause } => anyhow::Error::new(cause)
             .context(format!("{} is not a --since-last state; remove it to start again with a baseline", path.display())),
-        Error::NewerState { path, version } => anyhow::anyhow!("{} was written by a newer bd-hook (state version {version})", path.display()),
+        Error::NewerState { path, version } => {
+            anyhow::anyhow!("{} was written by a newer bd-hook (state version {version})", path.display())
+        }
         Error::Other(e) => e,
     }
 }

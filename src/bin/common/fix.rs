@@ -84,14 +84,13 @@ fn finding_tail(fix: &Fix) -> String {
             ": run `{command}` (and `git add {}`), or `git config beads.flushOnCommit true` to have the pre-commit hook do it",
             printable(file, 400)
         ),
-        Fix::CallHookEntryPoint { .. } => format!(
-            " without a call to `{command}`, so beads-git's step never runs: run `{}` for the line to add",
-            word(&Fix::Install)
-        ),
+        Fix::CallHookEntryPoint { .. } => {
+            format!(" without a call to `{command}`, so beads-git's step never runs: run `{}` for the line to add", word(&Fix::Install))
+        }
         Fix::MakeExecutable => format!(": {command} it"),
-        Fix::AddBlockByHand => format!(
-            ". Add our block to that file yourself if you own it (see `{command}`), or replace the link with a file"
-        ),
+        Fix::AddBlockByHand => {
+            format!(". Add our block to that file yourself if you own it (see `{command}`), or replace the link with a file")
+        }
         _ => format!(": run `{command}`"),
     }
 }
@@ -134,7 +133,7 @@ pub fn install_warning(warning: &beads_git::install::Warning) -> String {
             format!("husky's hook files are shared: commit {} (they call bd-sync and bd-hook from PATH)", files.join(" "))
         }
         Warning::CommitAttributes { path } => format!("commit {} so teammates' clones merge issues with bd-merge too", path.display()),
-        Warning::ForeignHook { path, interpreter, hook } => foreign_hook(path, interpreter, hook.file_name()),
+        Warning::ForeignHook { path, interpreter, hook } => foreign_hook(path, interpreter, hook),
         Warning::AttributeOutranked { source, rel, ours } => format!(
             "{}:{} sets {} for {rel}, and outranks our line in {}: remove that line (install does not edit it), then run `{}` again",
             source.file.display(),
@@ -222,10 +221,9 @@ pub fn one_hook_error(e: beads_git::install::OneHookError) -> anyhow::Error {
     use beads_git::install::OneHookError;
     match e {
         OneHookError::Refused { warning, .. } => anyhow::anyhow!(install_warning(&warning)),
-        OneHookError::Managed { manager } => anyhow::anyhow!(
-            "{manager} runs this repository's hooks: use `{}`, which adds our jobs to its config",
-            word(&Fix::Install)
-        ),
+        OneHookError::Managed { manager } => {
+            anyhow::anyhow!("{manager} runs this repository's hooks: use `{}`, which adds our jobs to its config", word(&Fix::Install))
+        }
         OneHookError::Failed(e) => e,
     }
 }
