@@ -40,8 +40,11 @@ fn build(data: &Path, issues: usize, commits: usize) -> (PathBuf, String) {
         lines[0] = serde_json::to_string(&first).expect("json");
         std::fs::write(&file, lines.join("\n") + "\n").expect("write");
         assert!(git(&dir).args(["init", "-q", "-b", "main"]).status().expect("git").success());
-        let ids: Vec<String> =
-            lines.iter().take(1000).map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().unwrap_or("").to_owned()).collect();
+        let ids: Vec<String> = lines
+            .iter()
+            .take(1000)
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().unwrap_or("").to_owned())
+            .collect();
         let hot = ids[0].clone();
         let mut child = git(&dir).args(["fast-import", "--quiet"]).stdin(Stdio::piped()).spawn().expect("fast-import");
         let mut w = std::io::BufWriter::new(child.stdin.take().expect("stdin"));
@@ -57,7 +60,8 @@ fn build(data: &Path, issues: usize, commits: usize) -> (PathBuf, String) {
                 msg.push_str(&format!("\n\nBeads-Issue: {hot}"));
             }
             msg.push('\n');
-            write!(w, "commit refs/heads/main\ncommitter B <b@example.com> {} +0000\ndata {}\n{msg}", 1_700_000_000 + c, msg.len()).expect("write");
+            write!(w, "commit refs/heads/main\ncommitter B <b@example.com> {} +0000\ndata {}\n{msg}", 1_700_000_000 + c, msg.len())
+                .expect("write");
             if c == 0 {
                 writeln!(w, "M 100644 :1 .beads/issues.jsonl").expect("write");
             }

@@ -6,6 +6,7 @@
 //! (docs/architecture.md).
 
 use crate::check::{check_file, CheckReport, Finding, FindingKind};
+use crate::fix::Fix;
 
 /// What to check.
 #[derive(Debug, Clone)]
@@ -27,12 +28,15 @@ fn unreviewed_overrides(dir: &std::path::Path) -> Option<Finding> {
     let now = crate::timestamp::merge_now().ok()?;
     let since = crate::timestamp::Instant { seconds: now.seconds - 86_400, nanos: now.nanos };
     let n = crate::merge_log::unreviewed_since(&log, since).ok().filter(|n| *n > 0)?;
-    Some(Finding::new(
-        FindingKind::UnreviewedOverrides,
-        None,
-        Vec::new(),
-        format!("merges in this clone overrode {n} value(s) in the last day that nobody has reviewed: see them with `bd-merge review`"),
-    ))
+    Some(
+        Finding::new(
+            FindingKind::UnreviewedOverrides,
+            None,
+            Vec::new(),
+            format!("merges in this clone overrode {n} value(s) in the last day that nobody has reviewed"),
+        )
+        .with_fix(Fix::ReviewMergeLog),
+    )
 }
 
 /// A note naming where the notifier sends and where each setting comes from, when a URL is set.
@@ -49,18 +53,19 @@ fn export_stale(path: &std::path::Path) -> Option<Finding> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let behind = crate::tracker::behind(path, deadline).ok()??;
     let rel = crate::record::printable(&behind.file_rel, 400);
-    Some(Finding::new(
-        FindingKind::ExportStale,
-        None,
-        Vec::new(),
-        format!(
-            "{rel} lacks edits that {}'s database ({}) holds, so committing it now would undo them in every clone that imports it: \
-             run `{}` (and `git add {rel}`), or `git config beads.flushOnCommit true` to have the pre-commit hook do it",
-            behind.tracker.program(),
-            crate::record::printable(&behind.db.display().to_string(), 400),
-            crate::record::printable(&behind.flush_command(), 400),
-        ),
-    ))
+    Some(
+        Finding::new(
+            FindingKind::ExportStale,
+            None,
+            Vec::new(),
+            format!(
+                "{rel} lacks edits that {}'s database ({}) holds, so committing it now would undo them in every clone that imports it",
+                behind.tracker.program(),
+                crate::record::printable(&behind.db.display().to_string(), 400),
+            ),
+        )
+        .with_fix(Fix::FlushTracker { command: behind.flush_command(), file: behind.file_rel.clone() }),
+    )
 }
 
 /// Checks the file and, when it is in a git repository, the installation.
@@ -69,25 +74,24 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let content = crate::jsonl::read(path)?;
     let (mut findings, external) = check_file(&content);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let shown = crate::paths::shown_path(path);
+    let typed = crate::paths::as_typed(path);
     for f in findings.iter_mut().filter(|f| f.kind == FindingKind::ConflictMarker) {
-        f.message = format!(
-            "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve {shown}`, then `git add {shown}` and commit"
-        );
+        f.fix = Some(Fix::ResolveThenAdd { file: Some(typed.clone()) });
     }
     if crate::git::git_dir(dir).is_some() && !findings.iter().any(|f| f.kind == FindingKind::ConflictMarker) {
         let name = path.file_name().map(std::path::PathBuf::from).unwrap_or_else(|| path.clone());
         let unmerged = crate::git::run(dir, &[std::ffi::OsStr::new("ls-files"), "-u".as_ref(), "--".as_ref(), name.as_os_str()]);
         if unmerged.is_ok_and(|out| !out.trim().is_empty()) {
-            findings.push(Finding::new(
-                FindingKind::UnresolvedConflict,
-                None,
-                Vec::new(),
-                format!(
-                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as it was): \
-                     run `bd-merge resolve {shown}` to merge the three sides from git's index, then `git add {shown}` and commit"
-                ),
-            ));
+            findings.push(
+                Finding::new(
+                    FindingKind::UnresolvedConflict,
+                    None,
+                    Vec::new(),
+                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as it was)"
+                        .into(),
+                )
+                .with_fix(Fix::ResolveFromIndex { file: typed }),
+            );
         }
     }
     if let Some(bin_dir) = &options.bin_dir {

@@ -62,4 +62,43 @@ pub enum Fix {
     /// br's plain import refuses a moved issue that has comments: import with br's merging sync,
     /// and commit its re-serialised file only if nothing else changed.
     BrImportMerge,
+    /// Resolve the leftover conflict markers in `file` (`None`: the file the finding is about,
+    /// unnamed), then `git add` it and commit.
+    ResolveThenAdd {
+        /// The issues file, as the user would type it.
+        file: Option<PathBuf>,
+    },
+    /// git still records a conflict in `file` although it holds no markers: merge the three
+    /// sides from git's index, then `git add` it and commit.
+    ResolveFromIndex {
+        /// The issues file, as the user would type it.
+        file: PathBuf,
+    },
+    /// Recompute a derived count or `parent` from the file now (the tracker also does on its
+    /// next flush).
+    RecomputeDerived,
+    /// Run the tracker's own flush (`command`, as the library runs it), then stage `file`; or let
+    /// the pre-commit hook do it from now on.
+    FlushTracker {
+        /// The flush command line.
+        command: String,
+        /// The issues file relative to the top of the work tree.
+        file: String,
+    },
+    /// A hook file in another language does not call our entry point for `hook`: add the call
+    /// (install prints the line to add). Worded as the end of the sentence naming the file.
+    CallHookEntryPoint {
+        /// The hook's name (`post-merge`).
+        hook: String,
+    },
+    /// Let the hook manager install its hook files (`command`, as install runs it).
+    RunManager {
+        /// The manager's command line (`lefthook install`).
+        command: String,
+    },
+    /// Make the hook file executable.
+    MakeExecutable,
+    /// A hook file is a link install does not follow: add our block to its target by hand, or
+    /// replace the link with a file.
+    AddBlockByHand,
 }

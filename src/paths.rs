@@ -6,10 +6,32 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+/// Why no issues file was found.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// Something other than a regular file stands where the issues file belongs (a FIFO, a
+    /// directory, a link to a device): that repository's file gone wrong, not a reason to look
+    /// further up. What to do about it is the binary's to say.
+    #[error("{} is a {kind}, not a regular file: an issues file must be a regular file", .path.display())]
+    NotRegular {
+        /// Where the issues file belongs.
+        path: PathBuf,
+        /// What is there instead.
+        kind: &'static str,
+    },
+    /// No issues file in the directory or any parent.
+    #[error("no .beads/issues.jsonl (or .beads/beads.jsonl) found in {} or its parents", .start.display())]
+    NotFound {
+        /// Where the search started.
+        start: PathBuf,
+    },
+    /// A `.beads` that is a link, refused by name.
+    #[error(transparent)]
+    Unsafe(#[from] crate::safe_fs::FileError),
+}
 
 /// `.beads/issues.jsonl` (or the older `.beads/beads.jsonl`) in `start` or a parent directory.
-pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
+pub fn find_issues_file(start: &Path) -> Result<PathBuf, FindError> {
     let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
     for dir in start.ancestors() {
         // A `.beads` that is a link (a clone can commit one to another checkout's) is refused
@@ -29,13 +51,10 @@ pub fn find_issues_file(start: &Path) -> Result<PathBuf> {
             } else {
                 crate::safe_fs::kind_of(meta.file_type())
             };
-            bail!(
-                "{} is a {kind}, not a regular file: an issues file must be a regular file (remove it, and let bd or br write the file, or `git checkout` it)",
-                p.display()
-            );
+            return Err(FindError::NotRegular { path: p, kind });
         }
     }
-    bail!("no .beads/issues.jsonl (or .beads/beads.jsonl) found in {} or its parents", start.display())
+    Err(FindError::NotFound { start })
 }
 
 /// A path as a user would type it: relative to the current directory when it lies below it,

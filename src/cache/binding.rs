@@ -31,11 +31,7 @@ impl Cache {
         if file.is_none() {
             cache.follow_binding()?;
             if !same_file(&cache.paths.file, &paths.file) {
-                (options.notice)(&format!(
-                    "the cache is bound to {} (by --rebind), not {}; using the bound file",
-                    cache.paths.file.display(),
-                    paths.file.display()
-                ));
+                (options.notice)(&super::Notice::BoundElsewhere { bound: cache.paths.file.clone(), found: paths.file.clone() });
             }
             return Ok((cache, Binding::Own));
         }

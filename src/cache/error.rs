@@ -25,6 +25,28 @@ pub enum Error {
          for longer than the timeout; nothing was written ({0})"
     )]
     Busy(#[source] rusqlite::Error),
+    /// The database was written by a schema this build does not know (a newer version's) and
+    /// holds edits the issues file lacks: rebuilding it would lose them, so nothing was changed.
+    #[error("{} was written by schema version {version} (this version writes {supported}) and holds {dirty} unexported edit(s)", .db.display())]
+    UnknownSchema {
+        /// The database.
+        db: std::path::PathBuf,
+        /// Its schema version.
+        version: i64,
+        /// The version this build writes.
+        supported: i64,
+        /// How many edits it holds that were never exported.
+        dirty: i64,
+    },
+    /// The file named as the database is not a SQLite database; nothing was changed.
+    #[error("{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; nothing was changed", .db.display())]
+    NotADatabase {
+        /// The file.
+        db: std::path::PathBuf,
+    },
+    /// No issues file was found (or something else stands where it belongs).
+    #[error(transparent)]
+    IssuesFile(#[from] crate::paths::FindError),
     /// Anything else (unreadable files, a failed write, git), with its context.
     #[error(transparent)]
     Other(#[from] anyhow::Error),

@@ -14,12 +14,14 @@ pub mod export;
 pub mod freshness;
 pub mod import;
 pub mod neighbourhood;
+mod notice;
 pub mod query;
 
 pub use binding::Binding;
 pub use codec::COLUMNS;
 pub use error::Error;
 pub use freshness::file_changed_since_sync;
+pub use notice::Notice;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -49,7 +51,7 @@ impl Paths {
     /// Finds the issues file (`.beads/issues.jsonl`, else `.beads/beads.jsonl`, searching up
     /// from `start`) and the default cache location (`$(git rev-parse --git-dir)/beads/cache.db`,
     /// outside a repository `.beads/cache.db`). `file` and `db` override.
-    pub fn discover(start: &Path, file: Option<&Path>, db: Option<&Path>) -> Result<Paths> {
+    pub fn discover(start: &Path, file: Option<&Path>, db: Option<&Path>) -> Result<Paths, Error> {
         let file = match file {
             Some(f) => f.to_path_buf(),
             None => crate::paths::find_issues_file(start)?,
@@ -58,7 +60,7 @@ impl Paths {
             Some(d) => d.to_path_buf(),
             None => match crate::git::git_dir_checked(start)? {
                 Some(git_dir) => {
-                    crate::safe_fs::refuse_linked_dir(&git_dir.join("beads"))?;
+                    crate::safe_fs::refuse_linked_dir(&git_dir.join("beads")).map_err(anyhow::Error::from)?;
                     git_dir.join("beads").join("cache.db")
                 }
                 None => {
@@ -66,7 +68,7 @@ impl Paths {
                     // archive or a clone controls: a `.beads` that is a link would send the
                     // database (and its lock) anywhere.
                     let dir = file.parent().unwrap_or(Path::new("."));
-                    crate::safe_fs::refuse_symlink(dir)?;
+                    crate::safe_fs::refuse_symlink(dir).map_err(anyhow::Error::from)?;
                     dir.join("cache.db")
                 }
             },
@@ -93,7 +95,7 @@ pub struct OpenMode {
     pub timeout: Duration,
     /// Told what the cache is doing that a person waiting should know (waiting for another
     /// writer, moving a corrupt database aside). The library never prints.
-    pub notice: fn(&str),
+    pub notice: fn(&Notice),
 }
 
 impl OpenMode {
@@ -108,7 +110,7 @@ impl OpenMode {
     }
 
     /// The same, telling `notice` what a waiting person should know.
-    pub fn with_notice(self, notice: fn(&str)) -> OpenMode {
+    pub fn with_notice(self, notice: fn(&Notice)) -> OpenMode {
         OpenMode { notice, ..self }
     }
 }
@@ -116,31 +118,23 @@ impl OpenMode {
 impl Cache {
     /// Opens (creating or migrating as needed) the cache at `paths.db`.
     pub fn open(paths: &Paths, options: OpenMode) -> Result<Cache, Error> {
-        Ok(Cache::open_anyhow(paths, options)?)
+        prepare_files(&paths.db)?;
+        refuse_foreign_file(&paths.db)?;
+        let mut cache = Cache::connect(paths, options)?;
+        cache.refuse_unknown_schema()?;
+        cache.ensure_schema()?;
+        Ok(cache)
     }
 
-    fn open_anyhow(paths: &Paths, options: OpenMode) -> Result<Cache> {
-        if let Some(dir) = paths.db.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        // Never through a link or into a FIFO: the database, its WAL and shared-memory files,
-        // and the lock (a cache in `.beads/` is in a work tree a clone controls).
-        for ext in ["db", "db-wal", "db-shm", "db-journal"] {
-            // (the lock is opened with O_NOFOLLOW below)
-            crate::safe_fs::refuse_non_regular(&paths.db.with_file_name(sidecar_name(&paths.db, ext)))?;
-        }
-        refuse_foreign_file(&paths.db)?;
+    /// Takes the writer lock (when writing) and opens the connection, moving a corrupt
+    /// database aside when writing.
+    fn connect(paths: &Paths, options: OpenMode) -> Result<Cache> {
         let lock = if options.write { Some(take_lock(&paths.db, options.timeout, options.notice)?) } else { None };
         let conn = match open_connection(&paths.db, options.timeout) {
             Ok(conn) => conn,
             Err(e) if options.write && e.is_corrupt() => {
                 let aside = unused_path(&paths.db.with_extension("db.corrupt"));
-                (options.notice)(&format!(
-                    "{} is corrupt ({e}: {}); moving it to {} and rebuilding from the file",
-                    paths.db.display(),
-                    e.source,
-                    aside.display()
-                ));
+                (options.notice)(&Notice::Corrupt { db: paths.db.clone(), error: format!("{e}: {}", e.source), aside: aside.clone() });
                 fs::rename(&paths.db, &aside).with_context(|| format!("moving {} aside", paths.db.display()))?;
                 for ext in ["db-wal", "db-shm"] {
                     let _ = fs::remove_file(paths.db.with_extension(ext));
@@ -149,9 +143,28 @@ impl Cache {
             }
             Err(e) => return Err(e.into()),
         };
-        let mut cache = Cache { conn, paths: paths.clone(), _lock: lock };
-        cache.ensure_schema()?;
-        Ok(cache)
+        Ok(Cache { conn, paths: paths.clone(), _lock: lock })
+    }
+
+    /// A database of a schema this build does not know (a newer bd-sync's), holding edits the
+    /// issues file lacks, is never rebuilt: that would lose them.
+    fn refuse_unknown_schema(&self) -> Result<(), Error> {
+        let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(anyhow::Error::from)?;
+        if matches!(version, 1 | 2 | SCHEMA_VERSION) {
+            return Ok(());
+        }
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
+            .map_err(anyhow::Error::from)?;
+        if version == 0 && tables == 0 {
+            return Ok(());
+        }
+        let dirty: i64 = self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0)).unwrap_or(0);
+        if dirty > 0 {
+            return Err(Error::UnknownSchema { db: self.paths.db.clone(), version, supported: SCHEMA_VERSION, dirty });
+        }
+        Ok(())
     }
 
     fn ensure_schema(&mut self) -> Result<()> {
@@ -172,15 +185,7 @@ impl Cache {
         }
         let tables: i64 = self.conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?;
         if version != 0 || tables > 0 {
-            let dirty: i64 = self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0)).unwrap_or(0);
-            if dirty > 0 {
-                bail!(
-                    "{} was written by schema version {version} (this bd-sync writes {SCHEMA_VERSION}) and holds {dirty} unexported edit(s); \
-                     export them with the bd-sync that made it, or remove the file to rebuild from the issues file (losing those edits)",
-                    self.paths.db.display()
-                );
-            }
-            // No unexported edits: the file has everything, so rebuild.
+            // No unexported edits (`refuse_unknown_schema`): the file has everything, so rebuild.
             let names: Vec<(String, String)> = {
                 let mut st = self.conn.prepare(
                     "SELECT type, name FROM sqlite_master WHERE type IN ('table','view','trigger') AND name NOT LIKE 'sqlite_%'",
@@ -272,20 +277,30 @@ fn sidecar_name(db: &Path, ext: &str) -> std::ffi::OsString {
 /// The header every SQLite database file starts with.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
 
-/// `--db` may name any path: never open (and so never "repair" or replace) a file that is not a
-/// SQLite database. A missing or empty file is fine (SQLite creates the database in it).
-fn refuse_foreign_file(db: &Path) -> Result<()> {
-    let Some(mut file) = crate::safe_fs::open_regular(db)? else { return Ok(()) };
+/// The database's directory exists, and neither the database nor its WAL, shared-memory and
+/// journal files is a link or a FIFO (a cache in `.beads/` is in a work tree a clone controls;
+/// the lock is opened with O_NOFOLLOW when taken).
+fn prepare_files(db: &Path) -> Result<()> {
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    for ext in ["db", "db-wal", "db-shm", "db-journal"] {
+        crate::safe_fs::refuse_non_regular(&db.with_file_name(sidecar_name(db, ext)))?;
+    }
+    Ok(())
+}
+
+/// The database path may name any file: never open (and so never "repair" or replace) a file
+/// that is not a SQLite database. A missing or empty file is fine (SQLite creates the database
+/// in it).
+fn refuse_foreign_file(db: &Path) -> Result<(), Error> {
+    let Some(mut file) = crate::safe_fs::open_regular(db).map_err(anyhow::Error::from)? else { return Ok(()) };
     let mut head = [0u8; 16];
     let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
     if n == 0 || head[..n] == *SQLITE_HEADER {
         return Ok(());
     }
-    bail!(
-        "{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; \
-         nothing was changed: pass another --db, or remove the file if it really is a broken cache",
-        db.display()
-    )
+    Err(Error::NotADatabase { db: db.to_path_buf() })
 }
 
 /// `path`, or `path.1`, `path.2`, ... whichever does not exist yet (backups never overwrite
@@ -338,7 +353,7 @@ fn open_connection(path: &Path, timeout: Duration) -> Result<Connection, Connect
     Ok(conn)
 }
 
-fn take_lock(db: &Path, timeout: Duration, notice: fn(&str)) -> Result<fs::File> {
+fn take_lock(db: &Path, timeout: Duration, notice: fn(&Notice)) -> Result<fs::File> {
     let path = db.with_extension("db.lock");
     let file = crate::safe_fs::open_for_update(&path).with_context(|| format!("opening the lock {}", path.display()))?;
     let start = Instant::now();
@@ -354,7 +369,7 @@ fn take_lock(db: &Path, timeout: Duration, notice: fn(&str)) -> Result<fs::File>
             Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => {
                 if !told && start.elapsed() >= Duration::from_secs(1) {
                     told = true;
-                    notice(&format!("waiting for {} ({})", path.display(), lock_holder(&path)));
+                    notice(&Notice::Waiting { lock: path.clone(), holder: lock_holder(&path) });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }

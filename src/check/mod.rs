@@ -11,6 +11,7 @@ mod findings;
 
 pub use findings::{CheckReport, Finding, FindingKind, Severity};
 
+use crate::fix::Fix;
 use crate::index::IdIndex;
 use crate::record::{parse_json_str, split_array, LineProblem, RawObject};
 
@@ -80,12 +81,15 @@ impl Scan {
         let obj = match RawObject::parse(line.bytes) {
             Ok(o) => o,
             Err(LineProblem::ConflictMarker) => {
-                self.findings.push(Finding::new(
-                    FindingKind::ConflictMarker,
-                    None,
-                    vec![line.number],
-                    "leftover git conflict marker (a merge committed or left unfinished): run `bd-merge resolve` on this file, then `git add` it and commit".into(),
-                ));
+                self.findings.push(
+                    Finding::new(
+                        FindingKind::ConflictMarker,
+                        None,
+                        vec![line.number],
+                        "leftover git conflict marker (a merge committed or left unfinished)".into(),
+                    )
+                    .with_fix(Fix::ResolveThenAdd { file: None }),
+                );
                 return;
             }
             Err(p) => {
@@ -204,12 +208,7 @@ fn duplicate_ids(index: &IdIndex<'_>) -> Vec<Finding> {
         .into_iter()
         .map(|(id, lines)| {
             let n = lines.len();
-            Finding::new(
-                FindingKind::DuplicateId,
-                Some(id),
-                lines,
-                format!("id appears on {n} lines; `bd-merge dedupe` merges them into one record (bd-merge and bd-sync keep all copies until then)"),
-            )
+            Finding::new(FindingKind::DuplicateId, Some(id), lines, format!("id appears on {n} lines")).with_fix(Fix::DedupeFile)
         })
         .collect()
 }
@@ -272,17 +271,20 @@ fn stale_derived_fields(index: &IdIndex<'_>) -> Vec<Finding> {
     let dependents = crate::merge::derived::dependents(index.file.lines.iter().map(|l| l.bytes));
     for (line, key) in index.file.lines.iter().zip(&index.line_ids) {
         for stale in crate::merge::derived::stale(line.bytes, &dependents) {
-            findings.push(Finding::new(
-                FindingKind::StaleDerivedField,
-                key.as_deref(),
-                vec![line.number],
-                format!(
-                    "{} is {} but the file implies {}: it is computed from the file, not edited; bd rewrites it on its next flush, `bd-merge dedupe` fixes it now",
-                    stale.field,
-                    crate::record::printable(&stale.written, 40),
-                    crate::record::printable(&stale.computed, 40)
-                ),
-            ));
+            findings.push(
+                Finding::new(
+                    FindingKind::StaleDerivedField,
+                    key.as_deref(),
+                    vec![line.number],
+                    format!(
+                        "{} is {} but the file implies {}: it is computed from the file, not edited",
+                        stale.field,
+                        crate::record::printable(&stale.written, 40),
+                        crate::record::printable(&stale.computed, 40)
+                    ),
+                )
+                .with_fix(Fix::RecomputeDerived),
+            );
         }
     }
     findings

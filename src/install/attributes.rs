@@ -11,6 +11,7 @@ use super::attr_source;
 use super::block;
 use super::state::{common_dir, is_refusal, read_optional, toplevel, InstallState, Recorder};
 use super::types::{refused, Action, Change, InstallOptions};
+use super::warning::Warning;
 use crate::check::{Finding, FindingKind};
 use crate::fix::Fix;
 use crate::git::run as git;
@@ -75,7 +76,7 @@ pub(super) fn install_attributes(
     let existing = match read_optional(&attr_path) {
         Ok(e) => e,
         Err(e) if is_refusal(&e) => {
-            actions.push(refused("attributes", &attr_path, format!("{e:#}; the attribute lines were not added")));
+            actions.push(refused("attributes", &attr_path, Warning::Text(format!("{e:#}; the attribute lines were not added"))));
             return Ok(());
         }
         Err(e) => return Err(e.into()),
@@ -114,7 +115,7 @@ pub(super) fn install_attributes(
     };
     let mut action = Action::new("attributes", &attr_path, change);
     if location == AttributesFile::WorkTree && action.change != Change::Unchanged {
-        action.warning = Some(format!("commit {} so teammates' clones merge issues with bd-merge too", attr_path.display()));
+        action.warning = Some(Warning::CommitAttributes { path: attr_path.clone() });
     }
     actions.push(action);
     if !options.dry_run {
@@ -135,14 +136,8 @@ pub(super) fn overridden_attributes(repo: &Path, ours: &Path) -> Result<Vec<Acti
             continue;
         }
         let why = match attr_source::merge_source(&top, &git_dir, rel) {
-            Some(src) => format!(
-                "{}:{} sets {} for {rel}, and outranks our line in {}: remove that line (install does not edit it), then run `bd-sync install` again",
-                src.file.display(),
-                src.line,
-                src.setting,
-                ours.display()
-            ),
-            None => format!("git does not route {rel} to merge=beads although {} says so; see `git check-attr -a -- {rel}`", ours.display()),
+            Some(source) => Warning::AttributeOutranked { source, rel: rel.to_owned(), ours: ours.to_path_buf() },
+            None => Warning::AttributeNotRouted { rel: rel.to_owned(), ours: ours.to_path_buf() },
         };
         out.push(refused("attributes", ours, why));
     }
@@ -206,14 +201,7 @@ pub(super) fn uninstall_attributes(
         let mut action = Action::new("attributes", &path, change);
         if location == AttributesFile::WorkTree && tracked(top, &path) {
             let rel = path.strip_prefix(top).unwrap_or(&path).display().to_string();
-            action.warning = Some(if action.change == Change::Deleted {
-                format!(
-                    "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
-                    if dry_run { "would delete" } else { "deletes" }
-                )
-            } else {
-                format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
-            });
+            action.warning = Some(Warning::CommitRemoval { rel, deleted: action.change == Change::Deleted, dry_run });
         }
         return Ok(Some(action));
     }

@@ -57,9 +57,9 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
         Manager::Lefthook { main } => {
             let local = managers::lefthook_local_path(&top, main.as_deref());
             let configs: Vec<&Path> = [Some(local.as_path()), main.as_deref()].into_iter().flatten().collect();
-            manager_health(&mut out, &hooks, "lefthook", &configs, "lefthook install");
+            manager_health(&mut out, &hooks, "lefthook", &configs);
         }
-        Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()], "pre-commit install"),
+        Manager::PreCommit { config } => manager_health(&mut out, &hooks, "pre-commit", &[config.as_path()]),
     }
     out.extend(stray_findings(repo, &hooks, &manager, &targets)?);
     Ok(out)
@@ -128,23 +128,22 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
         let target = match hook_target(&path, repo)? {
             HookTarget::File(t) => t,
             HookTarget::Refused(why) => {
-                out.push(finding(FindingKind::HookSymlinkOutside, why.message(&path)));
+                let found = finding(FindingKind::HookSymlinkOutside, why.message(&path));
+                out.push(match why.fix() {
+                    Some(fix) => found.with_fix(fix),
+                    None => found,
+                });
                 continue;
             }
         };
         let content = read_optional(&target).ok().flatten().unwrap_or_default();
         if !runs_posix_shell(&content) {
             if !calls_our_entry_point(&content, hook.file_name()) {
-                out.push(finding(
-                    FindingKind::HookForeignInterpreter,
-                    format!(
-                        "{} is a {} hook without a call to `bd-sync hook {}`, so beads-git's step never runs: \
-                         run `bd-sync install` for the line to add",
-                        path.display(),
-                        crate::record::printable(&interpreter(&content).unwrap_or_default(), 80),
-                        hook.file_name()
-                    ),
-                ));
+                let interpreter = crate::record::printable(&interpreter(&content).unwrap_or_default(), 80);
+                out.push(
+                    finding(FindingKind::HookForeignInterpreter, format!("{} is a {interpreter} hook", path.display()))
+                        .with_fix(Fix::CallHookEntryPoint { hook: hook.file_name().to_owned() }),
+                );
             }
             continue;
         }
@@ -164,10 +163,10 @@ fn hook_file_findings(out: &mut Vec<Finding>, repo: &Path, manager: &Manager, ho
                     ));
                 }
                 if matches!(manager, Manager::Plain) && !is_executable(&path) {
-                    out.push(finding(
-                        FindingKind::HookNotExecutable,
-                        format!("{} is not executable, so git skips it: chmod +x it", path.display()),
-                    ));
+                    out.push(
+                        finding(FindingKind::HookNotExecutable, format!("{} is not executable, so git skips it", path.display()))
+                            .with_fix(Fix::MakeExecutable),
+                    );
                 }
             }
         }
@@ -243,7 +242,7 @@ fn stray_findings(repo: &Path, hooks: &Path, manager: &Manager, targets: &[PathB
 }
 
 /// lefthook / pre-commit: our jobs in a config, and the manager's hook files for our hooks.
-fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&Path], fix: &str) {
+fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&Path]) {
     out.extend(manager_skips(name, configs));
     let has_jobs = configs.iter().any(|c| fs::read(c).ok().is_some_and(|b| find_block(&b).is_some()));
     if !has_jobs {
@@ -257,10 +256,14 @@ fn manager_health(out: &mut Vec<Finding>, hooks: &Path, name: &str, configs: &[&
         let path = hooks.join(hook.file_name());
         let generated = fs::read(&path).ok().and_then(|c| managers::generated_by(&c)) == Some(name);
         if !generated || !is_executable(&path) {
-            out.push(finding(
-                FindingKind::ManagerHookMissing,
-                format!("{name} has not installed {}, so our {} job never runs: run `{fix}`", path.display(), hook.file_name()),
-            ));
+            out.push(
+                finding(
+                    FindingKind::ManagerHookMissing,
+                    format!("{name} has not installed {}, so our {} job never runs", path.display(), hook.file_name()),
+                )
+                // The command install runs (`managed::run_manager_install`).
+                .with_fix(Fix::RunManager { command: format!("{name} install") }),
+            );
         }
     }
 }

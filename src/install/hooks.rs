@@ -12,30 +12,60 @@ use super::git_hooks::Hook;
 use super::managers::Manager;
 use super::state::{common_dir, hooks_dir, inside, is_refusal, manager, read_optional, toplevel};
 use super::types::{refused, Action, Binaries, Change};
+use super::warning::Warning;
+use crate::fix::Fix;
 use crate::git::run as git;
+
+/// Why [`install_one`] or [`uninstall_one`] left the hook file as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum OneHookError {
+    /// The file is not ours to edit (a link out of the repository, a hook in another language);
+    /// the warning says why and what to do.
+    #[error("{} was left as it is", .path.display())]
+    Refused {
+        /// The hook file.
+        path: PathBuf,
+        /// Why, and what to do.
+        warning: Box<Warning>,
+    },
+    /// A hook manager runs this repository's hooks: our jobs belong in its config, which the
+    /// whole install writes.
+    #[error("{manager} runs this repository's hooks")]
+    Managed {
+        /// The manager's name.
+        manager: &'static str,
+    },
+    /// Anything else.
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
 /// Installs the block of one hook where `install` would put it (`bd-hook --install-git-hook`).
-pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change)> {
+pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change), OneHookError> {
     let (path, binaries, mode) = match manager(repo)? {
         Manager::Plain => (hooks_dir(repo)?.join(hook.file_name()), Binaries::Dir(bin_dir.to_path_buf()), ModePolicy::Executable),
         Manager::Husky { dir } => (dir.join(hook.file_name()), Binaries::Path, ModePolicy::Any),
-        other => bail!("{} runs this repository's hooks: use `bd-sync install`, which adds our jobs to its config", other.name()),
+        other => return Err(OneHookError::Managed { manager: other.name() }),
     };
     let action = install_hook_file(repo, &path, hook, &binaries, mode, false)?;
     match (action.change, action.warning) {
-        (Change::Refused, Some(why)) => bail!("{why}"),
+        (Change::Refused, Some(warning)) => Err(OneHookError::Refused { path, warning: Box::new(warning) }),
         (change, _) => Ok((path, change)),
     }
 }
 
 /// Removes the block of one hook from where `install_one` puts it.
-pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change)> {
+pub fn uninstall_one(repo: &Path, hook: Hook) -> Result<(PathBuf, Change), OneHookError> {
     let path = match manager(repo)? {
         Manager::Husky { dir } => dir.join(hook.file_name()),
         _ => hooks_dir(repo)?.join(hook.file_name()),
     };
     let change = match hook_target(&path, repo)? {
         HookTarget::File(target) => uninstall_block(&target, false)?,
-        HookTarget::Refused(why) => bail!("{}", why.message(&path)),
+        HookTarget::Refused(why) => {
+            let warning = Box::new(why.warning(&path));
+            return Err(OneHookError::Refused { path, warning });
+        }
     };
     Ok((path, change))
 }
@@ -91,16 +121,31 @@ pub(crate) enum HookRefusal {
 }
 
 impl HookRefusal {
-    /// What the user is told about the hook file at `path`.
+    /// What is the matter with the hook file at `path` (what to do is [`HookRefusal::fix`]).
     pub(crate) fn message(&self, path: &Path) -> String {
         match self {
             HookRefusal::NotAFile => format!("{} is not a regular file, so install does not edit it", path.display()),
             HookRefusal::ForeignLink(link) => format!(
-                "{} is a symbolic link to {}, which is not a regular file inside this repository; install does not follow it. \
-                 Add our block to that file yourself if you own it (see `bd-sync hook --help`), or replace the link with a file",
+                "{} is a symbolic link to {}, which is not a regular file inside this repository; install does not follow it",
                 path.display(),
                 crate::record::printable(&link.display().to_string(), 400)
             ),
+        }
+    }
+
+    /// What the user can do: add our block to the link's target by hand.
+    pub(crate) fn fix(&self) -> Option<Fix> {
+        match self {
+            HookRefusal::NotAFile => None,
+            HookRefusal::ForeignLink(_) => Some(Fix::AddBlockByHand),
+        }
+    }
+
+    /// The refusal as install's warning about the hook file at `path`.
+    pub(crate) fn warning(&self, path: &Path) -> Warning {
+        match self.fix() {
+            Some(fix) => Warning::WithFix { text: self.message(path), fix },
+            None => Warning::Text(self.message(path)),
         }
     }
 }
@@ -139,42 +184,21 @@ pub(super) fn install_hook_file(
 ) -> Result<Action> {
     let target = match hook_target(path, repo)? {
         HookTarget::File(t) => t,
-        HookTarget::Refused(why) => return Ok(refused(hook.file_name(), path, why.message(path))),
+        HookTarget::Refused(why) => return Ok(refused(hook.file_name(), path, why.warning(path))),
     };
     let content = match read_optional(&target) {
         Ok(c) => c,
-        Err(e) if is_refusal(&e) => return Ok(refused(hook.file_name(), path, format!("{e:#}"))),
+        Err(e) if is_refusal(&e) => return Ok(refused(hook.file_name(), path, Warning::Text(format!("{e:#}")))),
         Err(e) => return Err(e.into()),
     };
     if let Some(content) = content.as_deref().filter(|c| !block::runs_posix_shell(c)) {
         if block::calls_our_entry_point(content, hook.file_name()) {
             return Ok(Action::new(hook.file_name(), path, Change::Unchanged));
         }
-        return Ok(refused(hook.file_name(), path, foreign_hook_advice(path, hook, content)));
+        let interpreter = block::interpreter(content).unwrap_or_default();
+        return Ok(refused(hook.file_name(), path, Warning::ForeignHook { path: path.to_path_buf(), interpreter, hook: hook.file_name() }));
     }
     Ok(Action::new(hook.file_name(), path, install_block(&target, &hook.block(binaries), mode, dry_run)?))
-}
-
-/// What to add to a hook written for another interpreter, which our sh block would break.
-pub(super) fn foreign_hook_advice(path: &Path, hook: Hook, content: &[u8]) -> String {
-    let interpreter = block::interpreter(content).unwrap_or_default();
-    let name = hook.file_name();
-    let call = match interpreter.as_str() {
-        i if i.starts_with("python") => {
-            format!("import subprocess, sys; subprocess.call([\"bd-sync\", \"hook\", \"{name}\", *sys.argv[1:]], stdin=subprocess.DEVNULL)")
-        }
-        "node" | "deno" | "bun" => format!(
-            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: [\"ignore\", \"inherit\", \"inherit\"] }});"
-        ),
-        _ => format!("run `bd-sync hook {name} <the hook's arguments>` with stdin from /dev/null"),
-    };
-    format!(
-        "{} is a {} hook, and our block is POSIX sh: it was left byte-identical. To run beads-git's {name} step, make it \
-         call `bd-sync hook {name}` with the hook's arguments near its start (that always exits 0 and never reads stdin), \
-         e.g.\n    {call}\nthen run `bd-sync install` again to check",
-        path.display(),
-        crate::record::printable(&interpreter, 80)
-    )
 }
 
 /// `bd-sync hook NAME [ARGS]`: runs our block for `hook` (the entry point hook managers call).

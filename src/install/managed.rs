@@ -12,6 +12,7 @@ use super::git_hooks::Hook;
 use super::managers::{self, Manager};
 use super::state::{common_dir, inside, is_refusal, read_optional, InstallState, Recorder};
 use super::types::{refused, Action, Change, InstallOptions, InstallRefusal, Stop};
+use super::warning::{ManagerRun, Warning};
 
 pub(super) type ConfigEdit = fn(&Path, &str) -> Result<managers::Edited, managers::ManualEdit>;
 
@@ -27,7 +28,7 @@ pub(super) fn install_config(
     let existing = match read_optional(path) {
         Ok(e) => e,
         Err(e) if is_refusal(&e) => {
-            actions.push(refused("hook manager config", path, format!("{e:#}; our jobs were not added")));
+            actions.push(refused("hook manager config", path, Warning::Text(format!("{e:#}; our jobs were not added"))));
             return Ok(());
         }
         Err(e) => return Err(anyhow::Error::from(e).into()),
@@ -49,11 +50,11 @@ pub(super) fn install_config(
     }
     let list_action = edited.list.map(|edit| {
         let mut action = Action::new("default_install_hook_types", path, Change::Added);
-        action.warning = Some(format!(
+        action.warning = Some(Warning::Text(format!(
             "added {} to default_install_hook_types in {} (pre-commit installs those hook types for our jobs; uninstall takes them out)",
             edit.added.join(", "),
             path.display()
-        ));
+        )));
         // A list extended twice (an item removed by hand, install run again) is undone in one go.
         state.manager_list_edit = Some(match state.manager_list_edit.take() {
             Some(old) if old.after == edit.before => {
@@ -138,13 +139,16 @@ pub(super) fn uninstall_manager_hooks(
         return;
     }
     let program = manager_program(top, hooks, name);
+    let by_hand = |problem| Warning::ManagerUninstall {
+        manager: name.to_owned(),
+        command: command.clone(),
+        problem,
+        types: ours.iter().map(|t| (*t).to_owned()).collect(),
+        hooks: hooks.to_path_buf(),
+    };
     if program.is_none() && !removed_here {
         action.change = Change::Refused;
-        action.warning = Some(format!(
-            "{name} is not on PATH: remove the hook types it installed for our jobs ({}) from {} yourself",
-            ours.join(", "),
-            hooks.display()
-        ));
+        action.warning = Some(by_hand(ManagerRun::NotOnPath));
         actions.push(action);
         return;
     }
@@ -152,12 +156,12 @@ pub(super) fn uninstall_manager_hooks(
         for hook in &ours {
             let path = hooks.join(hook);
             if let Err(e) = fs::remove_file(&path) {
-                action.warning = Some(format!("could not remove {}: {e}", path.display()));
+                action.warning = Some(Warning::Text(format!("could not remove {}: {e}", path.display())));
             }
             let old = hooks.join(format!("{hook}.old"));
             if !before.iter().any(|b| *b == format!("{hook}.old")) && fs::symlink_metadata(&old).is_ok() {
                 if let Err(e) = fs::rename(&old, &path) {
-                    action.warning = Some(format!("could not move {} back to {}: {e}", old.display(), path.display()));
+                    action.warning = Some(Warning::Text(format!("could not move {} back to {}: {e}", old.display(), path.display())));
                 }
             }
         }
@@ -169,14 +173,9 @@ pub(super) fn uninstall_manager_hooks(
         return;
     };
     let out = std::process::Command::new(&program).args(&program_args).current_dir(top).stdin(std::process::Stdio::null()).output();
-    let failed = match out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!("`{command}` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Some(format!("could not run `{command}`: {e}")),
-    };
-    if let Some(why) = failed {
+    if let Some(problem) = run_problem(out) {
         action.change = Change::Refused;
-        action.warning = Some(format!("{why}; remove the hook types {name} installed for our jobs ({}) yourself", ours.join(", ")));
+        action.warning = Some(by_hand(problem));
     }
     actions.push(action);
 }
@@ -226,23 +225,28 @@ pub(super) fn run_manager_install(
         return;
     }
     let command = format!("{name} {}", args.join(" "));
-    let warning = match manager_program(top, hooks, name) {
-        None => Some(format!("{name} is not on PATH: run `{command}` so git runs our jobs")),
+    let problem = match manager_program(top, hooks, name) {
+        None => Some(ManagerRun::NotOnPath),
         Some(program) => {
-            let out = std::process::Command::new(&program).args(args).current_dir(top).stdin(std::process::Stdio::null()).output();
-            match out {
-                Ok(o) if o.status.success() => None,
-                Ok(o) => Some(format!("`{command}` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
-                Err(e) => Some(format!("could not run `{command}`: {e}")),
-            }
+            run_problem(std::process::Command::new(&program).args(args).current_dir(top).stdin(std::process::Stdio::null()).output())
         }
     };
+    let warning = problem.map(|problem| Warning::ManagerInstall { manager: name.to_owned(), command: command.clone(), problem });
     actions.push(Action {
         what: name.to_owned(),
         path: command,
         change: if warning.is_some() { Change::Absent } else { Change::Unchanged },
         warning,
     });
+}
+
+/// What went wrong running a manager's command, if anything.
+fn run_problem(out: std::io::Result<std::process::Output>) -> Option<ManagerRun> {
+    match out {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(ManagerRun::Failed(String::from_utf8_lossy(&o.stderr).trim().to_owned())),
+        Err(e) => Some(ManagerRun::NotStarted(e.to_string())),
+    }
 }
 
 /// Takes our block out of a hook manager's config (deleting a file install created that holds
@@ -264,11 +268,11 @@ pub(super) fn uninstall_manager_config(path: &Path, state: &InstallState, dry_ru
                 _ => refused(
                     "default_install_hook_types",
                     &path,
-                    format!(
+                    Warning::Text(format!(
                         "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only there for beads-git",
                         path.display(),
                         list.added.join(", ")
-                    ),
+                    )),
                 ),
             });
         }

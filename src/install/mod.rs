@@ -27,21 +27,24 @@ pub mod managers;
 mod state;
 mod types;
 mod uninstall;
+mod warning;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+pub use attr_source::AttrSource;
 pub use attributes::ATTRIBUTE_LINES;
 pub use block::{install_block, uninstall_block, ModePolicy, BEGIN, END};
 pub use config::{append_driver_command, driver_command, textconv_command};
 pub use git_hooks::Hook;
 pub use health::health;
-pub use hooks::{install_one, run_hook, uninstall_one};
+pub use hooks::{install_one, run_hook, uninstall_one, OneHookError};
 pub use state::{hooks_dir, manager, InstallState};
-pub use types::{Action, Binaries, Change, InstallOptions, InstallOutcome, InstallRefusal};
+pub use types::{Action, Binaries, Change, InstallError, InstallOptions, InstallOutcome, InstallRefusal};
 pub use uninstall::uninstall;
+pub use warning::{ManagerRun, Warning};
 
 use attributes::install_attributes;
 use config::install_driver;
@@ -64,12 +67,13 @@ pub fn own_bin_dir() -> Result<PathBuf> {
 /// A file install must not edit (a symbolic link it did not create, a hook in another language)
 /// is an action with [`Change::Refused`] and a warning saying what to do; everything else is
 /// still installed, and the caller exits 1. A failure part way leaves `install.json` recording
-/// what was changed so far, for `bd-sync uninstall`.
-pub fn install(options: &InstallOptions) -> Result<InstallOutcome> {
+/// what was changed so far, for `bd-sync uninstall` ([`InstallError::PartWay`]).
+pub fn install(options: &InstallOptions) -> Result<InstallOutcome, InstallError> {
     match install_steps(options) {
         Ok(actions) => Ok(InstallOutcome::Installed(actions)),
         Err(Stop::Refused(refusal)) => Ok(InstallOutcome::Refused(refusal)),
-        Err(Stop::Failed(e)) => Err(e),
+        Err(Stop::Failed(e)) => Err(InstallError::Failed(e)),
+        Err(Stop::PartWay(e)) => Err(InstallError::PartWay(e)),
     }
 }
 
@@ -92,20 +96,13 @@ fn install_steps(options: &InstallOptions) -> Result<Vec<Action>, Stop> {
         Ok(recorder.save(&state)?)
     })();
     match steps {
-        Err(Stop::Failed(e)) if recorder.saved.is_some() && !options.dry_run => Err(Stop::Failed(e.context(
-            "install stopped part way; what it changed so far is recorded, and `bd-sync uninstall` undoes it \
-             (or fix the cause and run `bd-sync install` again)",
-        ))),
+        Err(Stop::Failed(e)) if recorder.saved.is_some() && !options.dry_run => Err(Stop::PartWay(e)),
         other => other.map(|()| {
             if !top.join(".beads").is_dir() {
                 // Run where a newcomer naturally runs it (the beads-git clone, a repository
                 // without a tracker), install would otherwise set that repository up in silence.
                 let mut action = Action::new(".beads", &top.join(".beads"), Change::Absent);
-                action.warning = Some(format!(
-                    "{} has no .beads/ directory (no beads tracker here): the driver and hooks do nothing until one exists (`bd init` or `br init`); \
-                     if you meant another repository, `bd-sync uninstall` undoes this and `bd-sync install -C DIR` sets up that one",
-                    top.display()
-                ));
+                action.warning = Some(Warning::NoTracker { top: top.clone() });
                 actions.insert(0, action);
             }
             actions
@@ -136,7 +133,7 @@ fn install_hooks(
         let name = stray.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match hook_target(&stray, repo)? {
             HookTarget::File(target) => actions.push(Action::new(&name, &stray, uninstall_block(&target, options.dry_run)?)),
-            HookTarget::Refused(why) => actions.push(refused(&name, &stray, why.message(&stray))),
+            HookTarget::Refused(why) => actions.push(refused(&name, &stray, why.warning(&stray))),
         }
     }
     match manager {
@@ -146,8 +143,7 @@ fn install_hooks(
                 let binaries = Binaries::Dir(options.bin_dir.clone());
                 let mut action = install_hook_file(repo, &path, hook, &binaries, ModePolicy::Executable, options.dry_run)?;
                 if !options.dry_run && action.change == Change::Added && !block::is_executable(&path) {
-                    action.warning =
-                        Some(format!("{} is not executable, so git skips it (and our block): chmod +x it to enable it", path.display()));
+                    action.warning = Some(Warning::NotExecutable { path: path.clone() });
                 }
                 actions.push(action);
             }
@@ -163,8 +159,7 @@ fn install_hooks(
                 actions.push(action);
             }
             if let (false, Some(last)) = (changed.is_empty(), actions.last_mut()) {
-                last.warning =
-                    Some(format!("husky's hook files are shared: commit {} (they call bd-sync and bd-hook from PATH)", changed.join(" ")));
+                last.warning = Some(Warning::CommitHuskyFiles { files: changed });
             }
         }
         Manager::Lefthook { main } => {

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::warning::Warning;
 use crate::fix::Fix;
 
 /// Where a block finds our binaries.
@@ -81,9 +82,10 @@ pub struct Action {
     pub path: String,
     /// What happened.
     pub change: Change,
-    /// Something the user should act on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
+    /// Something the user should act on, worded by the binary (which also serialises it as
+    /// the text it shows).
+    #[serde(skip)]
+    pub warning: Option<Warning>,
 }
 
 impl Action {
@@ -130,8 +132,20 @@ pub enum InstallOutcome {
 }
 
 /// A refused action: the file is named, with why and what to do.
-pub(super) fn refused(what: &str, path: &Path, why: String) -> Action {
+pub(super) fn refused(what: &str, path: &Path, why: Warning) -> Action {
     Action { what: what.to_owned(), path: path.display().to_string(), change: Change::Refused, warning: Some(why) }
+}
+
+/// Why [`install`](super::install) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// It failed after changing something: what it changed so far is recorded, so uninstall
+    /// undoes it (or install finishes once the cause is fixed).
+    #[error("install stopped part way; what it changed so far is recorded")]
+    PartWay(#[source] anyhow::Error),
+    /// It failed before changing anything (or in a dry run).
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
 }
 
 /// Why install's steps stopped: a refusal (an outcome, not an error), or a failure.
@@ -143,6 +157,9 @@ pub(super) enum Stop {
     /// Anything else.
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
+    /// Anything else, after install changed something (and recorded it).
+    #[error("install stopped part way")]
+    PartWay(#[source] anyhow::Error),
 }
 
 /// Why a config file cannot take our block safely.

@@ -15,6 +15,7 @@ use super::managed::{uninstall_manager_config, uninstall_manager_hooks};
 use super::managers::{self, Manager};
 use super::state::{hooks_dir, read_state, state_path, toplevel, write_state, InstallState};
 use super::types::{refused, Action, Change};
+use super::warning::Warning;
 
 /// Removes exactly what install added and puts back what it replaced, in this repository only.
 /// Committed files teammates rely on (the `.gitattributes` lines that route the issues file to
@@ -35,7 +36,7 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match hook_target(&path, repo)? {
             HookTarget::File(target) => actions.push(Action::new(&name, &path, uninstall_block(&target, dry_run)?)),
-            HookTarget::Refused(why) => actions.push(refused(&name, &path, why.message(&path))),
+            HookTarget::Refused(why) => actions.push(refused(&name, &path, why.warning(&path))),
         }
     }
     let Some(state) = state else {
@@ -85,10 +86,7 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
 pub(super) fn kept_for_team(what: &str, top: &Path, path: &Path, why: &str) -> Action {
     let rel = path.strip_prefix(top).unwrap_or(path).display().to_string();
     let mut action = Action::new(what, path, Change::Unchanged);
-    action.warning = Some(format!(
-        "{rel} is committed and kept: {why}. Removing our lines from it turns beads-git off for everyone who pulls that commit; \
-         if the team agrees, run `bd-sync uninstall --team` and commit {rel}"
-    ));
+    action.warning = Some(Warning::KeptForTeam { rel, why: why.to_owned() });
     action
 }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{changes, Snapshot};
@@ -29,6 +29,55 @@ pub const MAX_SNAPSHOT: u64 = 4 << 30;
 /// How long `--source-cmd` may run before it is stopped with its process group, unless
 /// `--source-cmd-timeout` says otherwise.
 pub const SOURCE_CMD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a run did nothing, for the cases a person acts on; the binary words them with its own
+/// flags. Nothing was notified and the state is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The source command could not be started, or was stopped at its timeout.
+    #[error("the source command {command:?} did not finish; nothing was notified and the state is unchanged")]
+    SourceCommand {
+        /// The command.
+        command: String,
+        /// What happened.
+        #[source]
+        cause: crate::command::CommandError,
+    },
+    /// The source command exited with a failure.
+    #[error("the source command {command:?} failed ({status}); nothing was notified and the state is unchanged")]
+    SourceFailed {
+        /// The command.
+        command: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+    },
+    /// The state is kept in the git dir, and the directory is in no git repository.
+    #[error("the state is kept in the git dir, and {} is not in a git repository", .dir.display())]
+    NotInRepository {
+        /// The directory the run was started in.
+        dir: PathBuf,
+    },
+    /// The state file does not hold a state.
+    #[error("{} is not a notifier state; remove it to start again with a baseline", .path.display())]
+    NotAState {
+        /// The state file.
+        path: PathBuf,
+        /// Why it does not parse.
+        #[source]
+        cause: serde_json::Error,
+    },
+    /// The state file was written by a newer version, in a format this one does not know.
+    #[error("{} was written by a newer version (state version {version})", .path.display())]
+    NewerState {
+        /// The state file.
+        path: PathBuf,
+        /// Its format version.
+        version: u32,
+    },
+    /// Anything else, with its context.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
 
 /// Where the issues come from.
 #[derive(Debug, Clone)]
@@ -131,7 +180,7 @@ impl Run {
             }
         }
         self.state.version = VERSION;
-        let bytes = serde_json::to_vec(&self.state).context("encoding the --since-last state")?;
+        let bytes = serde_json::to_vec(&self.state).context("encoding the notifier's state")?;
         crate::jsonl::write_atomic(&self.path, &bytes).with_context(|| format!("writing {}", self.path.display()))
     }
 }
@@ -165,28 +214,26 @@ fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
 /// stderr goes to ours. At `timeout` the command and every process it started in its process
 /// group are stopped and this returns at once (see [`crate::command`]), so the caller's lock is
 /// never held past it.
-pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>> {
+pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>, Error> {
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c").arg(command).current_dir(dir).stdin(std::process::Stdio::null());
     let done = crate::command::run_captured(&mut cmd, timeout, MAX_SNAPSHOT)
-        .map_err(|e| anyhow::anyhow!("--source-cmd {command:?}: {e}; nothing was notified and the state is unchanged"))?;
+        .map_err(|cause| Error::SourceCommand { command: command.to_owned(), cause })?;
     if !done.status.success() {
-        bail!("--source-cmd {command:?} failed ({}); nothing was notified and the state is unchanged", done.status);
+        return Err(Error::SourceFailed { command: command.to_owned(), status: done.status });
     }
     Ok(done.stdout)
 }
 
 /// Takes the snapshot, compares it with the state and returns the run (holding the lock).
 /// `Ok(None)` when another run of the same state holds the lock.
-pub fn prepare(options: &Options) -> Result<Option<Run>> {
+pub fn prepare(options: &Options) -> Result<Option<Run>, Error> {
     valid_state_name(&options.state).map_err(anyhow::Error::msg)?;
-    let git_dir = crate::git::git_dir(&options.dir).with_context(|| {
-        format!("--since-last keeps its state in the git dir, and {} is not in a git repository", options.dir.display())
-    })?;
+    let git_dir = crate::git::git_dir(&options.dir).ok_or_else(|| Error::NotInRepository { dir: options.dir.clone() })?;
     let top = crate::git::run(&options.dir, &["rev-parse", "--show-toplevel"])
         .map(PathBuf::from)
         .with_context(|| format!("finding the work tree of {}", options.dir.display()))?;
-    let dir = crate::safe_fs::managed_dir(&git_dir, &["beads", "since-last"])?;
+    let dir = crate::safe_fs::managed_dir(&git_dir, &["beads", "since-last"]).map_err(anyhow::Error::from)?;
     let path = dir.join(format!("{}.json", options.state));
     let Some(lock) = lock(&dir.join(format!("{}.lock", options.state)))? else {
         return Ok(None);
@@ -198,12 +245,12 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
                 Some(r) => r.clone(),
                 None => crate::git::ISSUES_PATHS.iter().find(|p| top.join(p).exists()).unwrap_or(&crate::git::ISSUES_PATHS[0]).to_string(),
             };
-            crate::safe_fs::refuse_linked_dir(&top.join(crate::jsonl::BEADS_DIR))?;
+            crate::safe_fs::refuse_linked_dir(&top.join(crate::jsonl::BEADS_DIR)).map_err(anyhow::Error::from)?;
             let file = top.join(&rel);
             let content = match crate::safe_fs::bounded::read_regular(&file, MAX_SNAPSHOT) {
                 Ok(c) => c,
                 Err(crate::safe_fs::bounded::SafeReadError::NotFound) => Vec::new(),
-                Err(e) => bail!("{}: {e}", file.display()),
+                Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display()).into()),
             };
             (format!("file:{rel}"), file.display().to_string(), content)
         }
@@ -214,13 +261,12 @@ pub fn prepare(options: &Options) -> Result<Option<Run>> {
     let now = record_hashes(content, &source_name)?;
 
     let state: State = match crate::safe_fs::bounded::read_regular(&path, MAX_SNAPSHOT) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a --since-last state; remove it to start again with a baseline", path.display()))?,
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|cause| Error::NotAState { path: path.clone(), cause })?,
         Err(crate::safe_fs::bounded::SafeReadError::NotFound) => State::default(),
-        Err(e) => bail!("reading {}: {e}", path.display()),
+        Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display()).into()),
     };
     if state.version > VERSION {
-        bail!("{} was written by a newer bd-hook (state version {})", path.display(), state.version);
+        return Err(Error::NewerState { path, version: state.version });
     }
     let Some(old) = state.sources.get(&key) else {
         return Ok(Some(Run { ids: Vec::new(), baseline: true, records: now.len(), source_name, path, key, state, now, _lock: lock }));
@@ -268,7 +314,7 @@ pub enum RunOutcome {
 /// One `--since-last` run: takes the snapshot, hands the changed ids to `send` (not called when
 /// nothing changed), and advances the state for the ids its report says got through (a 2xx or a
 /// 404). `dry_run` only matters for a first run: it then records no baseline.
-pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<super::post::Report>) -> Result<RunOutcome> {
+pub fn notify(options: &Options, dry_run: bool, send: impl FnOnce(&[String]) -> Option<super::post::Report>) -> Result<RunOutcome, Error> {
     let Some(run) = prepare(options)? else { return Ok(RunOutcome::Busy) };
     if run.baseline {
         let (records, source) = (run.records, run.source_name.clone());

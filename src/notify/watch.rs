@@ -38,6 +38,9 @@ pub struct WatchOptions {
     /// Told what a person watching should know (a half-written file, a watcher error, the
     /// directory gone or back). The library never prints.
     pub notice: fn(&str),
+    /// Told once when the issues file looks left behind by its tracker ([`stale_file`]); the
+    /// binary says what to watch instead.
+    pub stale: fn(&StaleFile),
     /// The largest issues file read (a larger one is reported, not read).
     pub max_bytes: u64,
 }
@@ -52,6 +55,7 @@ impl WatchOptions {
             debounce: Duration::from_millis(50),
             missing_grace: Duration::from_secs(2),
             notice: |_| {},
+            stale: |_| {},
             max_bytes: 4 << 30,
         }
     }
@@ -149,27 +153,29 @@ fn newest_database(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
     newest
 }
 
-/// A warning when the issues file is older than a tracker database beside it by more than
-/// `STALE_AFTER` (a minute) (or missing while a database exists): the tracker keeps its issues in the
-/// database and may not export them to the file any more.
-pub fn stale_file_warning(dir: &Path) -> Option<String> {
+/// The issues file looks left behind by its tracker, which keeps its issues in a database
+/// beside it and may not export them to the file any more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleFile {
+    /// The issues file.
+    pub file: PathBuf,
+    /// The newest tracker database file.
+    pub db: PathBuf,
+    /// How much older than the database the file is; `None` when the file does not exist.
+    pub behind: Option<Duration>,
+}
+
+/// Whether the issues file is older than a tracker database beside it by more than
+/// `STALE_AFTER` (a minute), or missing while a database exists.
+pub fn stale_file(dir: &Path) -> Option<StaleFile> {
     let file = issues_file(dir);
     let (db_time, db) = newest_database(dir)?;
-    let advice = "bd 1.0.4+ keeps issues in its database and no longer exports JSONL by default; \
-                  notify from the tracker instead: bd-hook --since-last --source-cmd 'bd export' (see the README)";
     match std::fs::metadata(&file).and_then(|m| m.modified()) {
         Ok(file_time) => {
             let behind = db_time.duration_since(file_time).ok()?;
-            (behind > STALE_AFTER).then(|| {
-                format!(
-                    "warning: {} is {} s older than {}: the tracker may not be writing it; {advice}",
-                    file.display(),
-                    behind.as_secs(),
-                    db.display()
-                )
-            })
+            (behind > STALE_AFTER).then_some(StaleFile { file, db, behind: Some(behind) })
         }
-        Err(_) => Some(format!("warning: {} does not exist but {} does: {advice}", file.display(), db.display())),
+        Err(_) => Some(StaleFile { file, db, behind: None }),
     }
 }
 
@@ -310,8 +316,8 @@ impl Watching<'_> {
     fn warn_once_if_stale(&mut self) {
         if !self.stale_warned && self.stale_checked.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
             self.stale_checked = Some(Instant::now());
-            if let Some(warning) = stale_file_warning(&self.options.dir) {
-                (self.options.notice)(&warning);
+            if let Some(stale) = stale_file(&self.options.dir) {
+                (self.options.stale)(&stale);
                 self.stale_warned = true;
             }
         }

@@ -11,8 +11,10 @@ use crate::Cli;
 /// Installs or removes the block, saying on stderr which file changed and how.
 pub(crate) fn run(cli: &Cli) -> Result<ExitCode> {
     let (path, change) = match (&cli.install_git_hook, &cli.uninstall_git_hook) {
-        (Some(repo), _) => install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?)?,
-        (None, Some(repo)) => install::uninstall_one(repo, Hook::PostCommit)?,
+        (Some(repo), _) => {
+            install::install_one(repo, Hook::PostCommit, &install::own_bin_dir()?).map_err(crate::common::fix::one_hook_error)?
+        }
+        (None, Some(repo)) => install::uninstall_one(repo, Hook::PostCommit).map_err(crate::common::fix::one_hook_error)?,
         (None, None) => return Ok(ExitCode::SUCCESS),
     };
     eprintln!("bd-hook: {}: {change}", path.display());

@@ -30,7 +30,8 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
         } else {
             outlet.send(ids)
         }
-    })?;
+    })
+    .map_err(word_error)?;
     Ok(match outcome {
         RunOutcome::Busy => {
             eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
@@ -53,4 +54,26 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
         RunOutcome::Changed { report: Some(report), .. } if !report.all_delivered() && cli.strict => ExitCode::from(1),
         RunOutcome::Changed { .. } => ExitCode::SUCCESS,
     })
+}
+
+/// A run that did nothing, said with this binary's flags.
+fn word_error(e: since_last::Error) -> anyhow::Error {
+    use since_last::Error;
+    match e {
+        Error::SourceCommand { command, cause } => {
+            anyhow::anyhow!("--source-cmd {command:?}: {cause}; nothing was notified and the state is unchanged")
+        }
+        Error::SourceFailed { command, status } => {
+            anyhow::anyhow!("--source-cmd {command:?} failed ({status}); nothing was notified and the state is unchanged")
+        }
+        Error::NotInRepository { dir } => {
+            anyhow::anyhow!("--since-last keeps its state in the git dir, and {} is not in a git repository", dir.display())
+        }
+        Error::NotAState { path, cause } => anyhow::Error::new(cause)
+            .context(format!("{} is not a --since-last state; remove it to start again with a baseline", path.display())),
+        Error::NewerState { path, version } => {
+            anyhow::anyhow!("{} was written by a newer bd-hook (state version {version})", path.display())
+        }
+        Error::Other(e) => e,
+    }
 }

@@ -16,6 +16,7 @@ pub(crate) fn run(cli: &Cli, dir: &Path, outlet: &Outlet) -> Result<ExitCode> {
     let stop = watch::stop_on_signals()?;
     let mut options = WatchOptions::new(watch::beads_dir(dir));
     options.notice = |text| eprintln!("bd-hook: {}", beads_git::record::printable_lines(text));
+    options.stale = |stale| eprintln!("bd-hook: {}", beads_git::record::printable_lines(&stale_warning(stale)));
     options.poll = cli.poll.map(Duration::from_millis);
     options.debounce = Duration::from_millis(cli.debounce);
     let mut failed = false;
@@ -28,4 +29,19 @@ pub(crate) fn run(cli: &Cli, dir: &Path, outlet: &Outlet) -> Result<ExitCode> {
         true
     })?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The warning about an issues file its tracker may no longer write, and what to run instead.
+fn stale_warning(stale: &watch::StaleFile) -> String {
+    let advice = "bd 1.0.4+ keeps issues in its database and no longer exports JSONL by default; \
+                  notify from the tracker instead: bd-hook --since-last --source-cmd 'bd export' (see the README)";
+    match stale.behind {
+        Some(behind) => format!(
+            "warning: {} is {} s older than {}: the tracker may not be writing it; {advice}",
+            stale.file.display(),
+            behind.as_secs(),
+            stale.db.display()
+        ),
+        None => format!("warning: {} does not exist but {} does: {advice}", stale.file.display(), stale.db.display()),
+    }
 }

@@ -159,7 +159,7 @@ fn fail(global: Global, message: &str) -> ExitCode {
 fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
     match path {
         Some(p) => Ok(p.clone()),
-        None => beads_git::paths::find_issues_file(&std::env::current_dir()?),
+        None => beads_git::paths::find_issues_file(&std::env::current_dir()?).map_err(common::fix::find_error),
     }
 }
 

@@ -37,7 +37,7 @@ impl Global {
     /// The issues file and the cache database for a command.
     pub(crate) fn paths(&self, file: Option<&PathBuf>) -> Result<Paths> {
         let start = repo_dir(None)?;
-        Paths::discover(&start, file.map(PathBuf::as_path), self.db.as_deref())
+        Paths::discover(&start, file.map(PathBuf::as_path), self.db.as_deref()).map_err(|e| explain(e, false))
     }
 
     /// Opens the cache for writing, bound to the issues file it was last synced with (the rules
@@ -72,8 +72,14 @@ impl Global {
 }
 
 /// Prints what the cache tells a waiting person.
-pub(crate) fn notice(text: &str) {
-    eprintln!("bd-sync: {}", printable_lines(text));
+pub(crate) fn notice(notice: &cache::Notice) {
+    let text = match notice {
+        cache::Notice::BoundElsewhere { bound, found } => {
+            format!("the cache is bound to {} (by --rebind), not {}; using the bound file", bound.display(), found.display())
+        }
+        other => other.to_string(),
+    };
+    eprintln!("bd-sync: {}", printable_lines(&text));
 }
 
 /// Whether stderr can draw a progress bar: a terminal that is not `TERM=dumb`.

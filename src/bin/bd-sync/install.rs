@@ -10,6 +10,7 @@ use beads_git::cache::{import, Cache, OpenMode, Paths};
 use beads_git::install::{self, Action, Change, InstallOutcome};
 use beads_git::record::{escaped, printable_lines};
 
+use crate::common::fix::install_warning;
 use crate::{explain, notice, Global};
 
 #[derive(clap::Args, Debug)]
@@ -42,7 +43,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         team: args.team,
         shared_hooks_dir: args.shared_hooks_dir,
     };
-    let actions = match install::install(&options)? {
+    let actions = match install::install(&options).map_err(crate::common::fix::install_error)? {
         InstallOutcome::Refused(refusal) => {
             eprintln!("bd-sync: {}", printable_lines(&crate::common::fix::install_refusal(&refusal)));
             return Ok(ExitCode::from(1));
@@ -71,17 +72,28 @@ pub(crate) fn refusal_exit(actions: &[Action]) -> ExitCode {
     }
 }
 
+/// An action as `--json` shows it: its warning worded as on stderr.
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    action: &'a Action,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+}
+
 /// Prints what install or uninstall did (or would do, with `dry_run`): one line per file that
 /// changed, warnings on stderr, the first import's count.
 pub(crate) fn print_actions(global: &Global, actions: &[Action], dry_run: bool, imported: Option<&import::ImportReport>) -> Result<()> {
     if global.json {
+        let actions: Vec<Shown<'_>> =
+            actions.iter().map(|action| Shown { action, warning: action.warning.as_ref().map(install_warning) }).collect();
         return Global::print_json(&serde_json::json!({ "dry_run": dry_run, "actions": actions, "import": imported }));
     }
     let changed = |a: &&Action| a.change != Change::Unchanged && a.change != Change::Absent;
     let width = actions.iter().filter(changed).map(|a| escaped(&a.what).chars().count()).max().unwrap_or(0);
     for a in actions {
         if let Some(w) = &a.warning {
-            eprintln!("bd-sync: warning: {}", printable_lines(w));
+            eprintln!("bd-sync: warning: {}", printable_lines(&install_warning(w)));
         }
     }
     for a in actions.iter().filter(changed) {

@@ -105,7 +105,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if global.json {
-                common::print_json_error("error", &format!("{e:#}"));
+                common::print_json_error_for("error", &e);
             }
             eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
             ExitCode::from(2)
@@ -117,7 +117,21 @@ fn main() -> ExitCode {
 /// run (`--skip-invalid` only from a command that has it, `skip_invalid`).
 pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
     match e {
-        cache::Error::InvalidFile(invalid) => anyhow::anyhow!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
+        cache::Error::InvalidFile(invalid) => anyhow::Error::new(common::fix::Advised {
+            text: format!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
+            fix: invalid.fix(),
+        }),
+        cache::Error::UnknownSchema { db, version, supported, dirty } => anyhow::anyhow!(
+            "{} was written by schema version {version} (this bd-sync writes {supported}) and holds {dirty} unexported edit(s); \
+             export them with the bd-sync that made it, or remove the file to rebuild from the issues file (losing those edits)",
+            db.display()
+        ),
+        cache::Error::NotADatabase { db } => anyhow::anyhow!(
+            "{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; \
+             nothing was changed: pass another --db, or remove the file if it really is a broken cache",
+            db.display()
+        ),
+        cache::Error::IssuesFile(e) => common::fix::find_error(e),
         other => other.into(),
     }
 }

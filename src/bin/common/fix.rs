@@ -30,6 +30,15 @@ pub fn word(fix: &Fix) -> String {
         Fix::InstallOrUnsetHooksPath | Fix::MoveStrayBlock | Fix::RemoveAttributeLine => "bd-sync install".to_owned(),
         Fix::InstallSharedHooksDir => "bd-sync install --shared-hooks-dir".to_owned(),
         Fix::BrImportMerge => "br sync --merge".to_owned(),
+        Fix::ResolveThenAdd { file: Some(file) } | Fix::ResolveFromIndex { file } => {
+            format!("bd-merge resolve {}", beads_git::record::escaped_path(file))
+        }
+        Fix::ResolveThenAdd { file: None } => "bd-merge resolve".to_owned(),
+        Fix::RecomputeDerived => "bd-merge dedupe".to_owned(),
+        Fix::FlushTracker { command, .. } | Fix::RunManager { command } => printable(command, 400),
+        Fix::CallHookEntryPoint { hook } => format!("bd-sync hook {hook}"),
+        Fix::MakeExecutable => "chmod +x".to_owned(),
+        Fix::AddBlockByHand => "bd-sync hook --help".to_owned(),
     }
 }
 
@@ -67,6 +76,29 @@ fn finding_tail(fix: &Fix) -> String {
         }
         Fix::MoveStrayBlock => format!(": run `{command}` to move it"),
         Fix::RemoveAttributeLine => format!("; remove that line, then run `{command}`"),
+        Fix::ResolveThenAdd { file: Some(file) } => {
+            let file = beads_git::record::escaped_path(file);
+            format!(": run `{command}`, then `git add {file}` and commit")
+        }
+        Fix::ResolveThenAdd { file: None } => format!(": run `{command}` on this file, then `git add` it and commit"),
+        Fix::ResolveFromIndex { file } => {
+            let file = beads_git::record::escaped_path(file);
+            format!(": run `{command}` to merge the three sides from git's index, then `git add {file}` and commit")
+        }
+        Fix::ReviewMergeLog => format!(": see them with `{command}`"),
+        Fix::DedupeFile => format!("; `{command}` merges them into one record (bd-merge and bd-sync keep all copies until then)"),
+        Fix::RecomputeDerived => format!("; bd rewrites it on its next flush, `{command}` fixes it now"),
+        Fix::FlushTracker { file, .. } => format!(
+            ": run `{command}` (and `git add {}`), or `git config beads.flushOnCommit true` to have the pre-commit hook do it",
+            printable(file, 400)
+        ),
+        Fix::CallHookEntryPoint { .. } => {
+            format!(" without a call to `{command}`, so beads-git's step never runs: run `{}` for the line to add", word(&Fix::Install))
+        }
+        Fix::MakeExecutable => format!(": {command} it"),
+        Fix::AddBlockByHand => {
+            format!(". Add our block to that file yourself if you own it (see `{command}`), or replace the link with a file")
+        }
         _ => format!(": run `{command}`"),
     }
 }
@@ -81,6 +113,162 @@ pub fn word_findings(findings: &mut [beads_git::check::Finding]) {
         }
     }
 }
+
+/// A finding's message with its worded fix at the end, as `word_findings` leaves it.
+pub fn finding_text(message: &str, fix: Option<&Fix>) -> String {
+    match fix {
+        Some(fix) => format!("{message}{}", finding_tail(fix)),
+        None => message.to_owned(),
+    }
+}
+
+/// What install or uninstall says about one file.
+pub fn install_warning(warning: &beads_git::install::Warning) -> String {
+    use beads_git::install::Warning;
+    match warning {
+        Warning::Text(text) => text.clone(),
+        Warning::WithFix { text, fix } => finding_text(text, Some(fix)),
+        Warning::NoTracker { top } => format!(
+            "{} has no .beads/ directory (no beads tracker here): the driver and hooks do nothing until one exists (`bd init` or `br init`); \
+             if you meant another repository, `bd-sync uninstall` undoes this and `{} -C DIR` sets up that one",
+            top.display(),
+            word(&Fix::Install)
+        ),
+        Warning::NotExecutable { path } => {
+            format!("{} is not executable, so git skips it (and our block): {} it to enable it", path.display(), word(&Fix::MakeExecutable))
+        }
+        Warning::CommitHuskyFiles { files } => {
+            format!("husky's hook files are shared: commit {} (they call bd-sync and bd-hook from PATH)", files.join(" "))
+        }
+        Warning::CommitAttributes { path } => format!("commit {} so teammates' clones merge issues with bd-merge too", path.display()),
+        Warning::ForeignHook { path, interpreter, hook } => foreign_hook(path, interpreter, hook),
+        Warning::AttributeOutranked { source, rel, ours } => format!(
+            "{}:{} sets {} for {rel}, and outranks our line in {}: remove that line (install does not edit it), then run `{}` again",
+            source.file.display(),
+            source.line,
+            source.setting,
+            ours.display(),
+            word(&Fix::RemoveAttributeLine)
+        ),
+        Warning::AttributeNotRouted { rel, ours } => {
+            format!("git does not route {rel} to merge=beads although {} says so; see `git check-attr -a -- {rel}`", ours.display())
+        }
+        Warning::ManagerInstall { .. } | Warning::ManagerUninstall { .. } => manager_warning(warning),
+        Warning::CommitRemoval { rel, deleted: true, dry_run } => format!(
+            "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
+            if *dry_run { "would delete" } else { "deletes" }
+        ),
+        Warning::CommitRemoval { rel, deleted: false, .. } => {
+            format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
+        }
+        Warning::KeptForTeam { rel, why } => format!(
+            "{rel} is committed and kept: {why}. Removing our lines from it turns beads-git off for everyone who pulls that commit; \
+             if the team agrees, run `bd-sync uninstall --team` and commit {rel}"
+        ),
+    }
+}
+
+/// What to add to a hook written for another interpreter, which our sh block would break.
+fn foreign_hook(path: &std::path::Path, interpreter: &str, name: &str) -> String {
+    let call = match interpreter {
+        i if i.starts_with("python") => {
+            format!("import subprocess, sys; subprocess.call([\"bd-sync\", \"hook\", \"{name}\", *sys.argv[1:]], stdin=subprocess.DEVNULL)")
+        }
+        "node" | "deno" | "bun" => format!(
+            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: [\"ignore\", \"inherit\", \"inherit\"] }});"
+        ),
+        _ => format!("run `bd-sync hook {name} <the hook's arguments>` with stdin from /dev/null"),
+    };
+    format!(
+        "{} is a {} hook, and our block is POSIX sh: it was left byte-identical. To run beads-git's {name} step, make it \
+         call `bd-sync hook {name}` with the hook's arguments near its start (that always exits 0 and never reads stdin), \
+         e.g.\n    {call}\nthen run `{}` again to check",
+        path.display(),
+        printable(interpreter, 80),
+        word(&Fix::Install)
+    )
+}
+
+/// A hook manager's command that did not do its part, and what to do by hand.
+fn manager_warning(warning: &beads_git::install::Warning) -> String {
+    use beads_git::install::{ManagerRun, Warning};
+    let why = |command: &str, problem: &ManagerRun| match problem {
+        ManagerRun::Failed(stderr) => format!("`{command}` failed: {stderr}"),
+        ManagerRun::NotStarted(e) => format!("could not run `{command}`: {e}"),
+        ManagerRun::NotOnPath => String::new(),
+    };
+    match warning {
+        Warning::ManagerInstall { manager, command, problem: ManagerRun::NotOnPath } => {
+            format!("{manager} is not on PATH: run `{command}` so git runs our jobs")
+        }
+        Warning::ManagerInstall { command, problem, .. } => why(command, problem),
+        Warning::ManagerUninstall { manager, problem: ManagerRun::NotOnPath, types, hooks, .. } => format!(
+            "{manager} is not on PATH: remove the hook types it installed for our jobs ({}) from {} yourself",
+            types.join(", "),
+            hooks.display()
+        ),
+        Warning::ManagerUninstall { manager, command, problem, types, .. } => {
+            format!("{}; remove the hook types {manager} installed for our jobs ({}) yourself", why(command, problem), types.join(", "))
+        }
+        other => install_warning(other),
+    }
+}
+
+/// No issues file found; for something else in its place, what to do about it.
+pub fn find_error(e: beads_git::paths::FindError) -> anyhow::Error {
+    match e {
+        beads_git::paths::FindError::NotRegular { .. } => {
+            anyhow::anyhow!("{e} (remove it, and let bd or br write the file, or `git checkout` it)")
+        }
+        other => other.into(),
+    }
+}
+
+/// Why `bd-hook --install-git-hook` / `--uninstall-git-hook` left the hook file alone.
+pub fn one_hook_error(e: beads_git::install::OneHookError) -> anyhow::Error {
+    use beads_git::install::OneHookError;
+    match e {
+        OneHookError::Refused { warning, .. } => anyhow::anyhow!(install_warning(&warning)),
+        OneHookError::Managed { manager } => {
+            anyhow::anyhow!("{manager} runs this repository's hooks: use `{}`, which adds our jobs to its config", word(&Fix::Install))
+        }
+        OneHookError::Failed(e) => e,
+    }
+}
+
+/// An install that failed: part way, with what undoes it and what finishes it.
+pub fn install_error(e: beads_git::install::InstallError) -> anyhow::Error {
+    use beads_git::install::InstallError;
+    match e {
+        InstallError::PartWay(cause) => cause.context(Advised {
+            text: format!(
+                "install stopped part way; what it changed so far is recorded, and `bd-sync uninstall` undoes it \
+                 (or fix the cause and run `{}` again)",
+                word(&Fix::Install)
+            ),
+            fix: Fix::Install,
+        }),
+        InstallError::Failed(e) => e,
+    }
+}
+
+/// An error (or a context line) a binary worded around a fix: `--json` reports `fix` from it
+/// (`super::print_json_error_for`) rather than from the text.
+#[derive(Debug)]
+pub struct Advised {
+    /// What is shown.
+    pub text: String,
+    /// What the user can do.
+    pub fix: Fix,
+}
+
+impl std::fmt::Display for Advised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Advised {}
 
 /// Why install stopped, and what to do.
 pub fn install_refusal(refusal: &beads_git::install::InstallRefusal) -> String {

@@ -17,7 +17,20 @@ pub mod generate;
 /// `fix` is the command the message names to fix it (the first `` `...` `` after "run"), when it
 /// names one. A program reading stdout always has something to parse.
 pub fn print_json_error(kind: &str, message: &str) {
-    let fix = fix_in(message);
+    print_json_object(kind, message, fix_in(message));
+}
+
+/// [`print_json_error`] for an error: its `fix` is the worded [`fix::Advised`] fix the error
+/// carries (`{e:#}` is the message), else the command the message names.
+pub fn print_json_error_for(kind: &str, e: &anyhow::Error) {
+    let message = format!("{e:#}");
+    match e.downcast_ref::<fix::Advised>() {
+        Some(advised) => print_json_object(kind, &message, Some(&fix::word(&advised.fix))),
+        None => print_json_error(kind, &message),
+    }
+}
+
+fn print_json_object(kind: &str, message: &str, fix: Option<&str>) {
     let value = serde_json::json!({"error": {"kind": kind, "message": message, "fix": fix}});
     println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
 }
