@@ -47,6 +47,22 @@ fn notify_settings(dir: &std::path::Path) -> Option<Finding> {
     Some(Finding::new(FindingKind::NotifySettings, None, Vec::new(), format!("the notifier's settings: {}", said.join("; "))))
 }
 
+/// A note when the git–issue bridge is off for this process or clone (`BEADS_BRIDGE`, `git config
+/// beads.bridge`): `show`, `log --commits` and `context` then list no commits. Nothing when it is
+/// on (the default), so a healthy check stays quiet.
+fn bridge_off(dir: &std::path::Path) -> Option<Finding> {
+    if crate::bridge::enabled_in(dir) {
+        return None;
+    }
+    let from = if std::env::var_os("BEADS_BRIDGE").is_some_and(|v| !v.is_empty()) { "BEADS_BRIDGE" } else { "git config beads.bridge" };
+    Some(Finding::new(
+        FindingKind::BridgeOff,
+        None,
+        Vec::new(),
+        format!("the git-issue bridge is off here (from {from}): show, log --commits and context list no linked commits"),
+    ))
+}
+
 /// A warning when a tracker's database beside the file holds edits the file lacks (asking br for
 /// at most 10 s when file times say it may); nothing when that cannot be told.
 fn export_stale(path: &std::path::Path) -> Option<Finding> {
@@ -101,6 +117,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         findings.extend(export_stale(path));
         findings.extend(unreviewed_overrides(dir));
         findings.extend(notify_settings(dir));
+        findings.extend(bridge_off(dir));
     }
     Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

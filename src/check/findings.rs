@@ -85,6 +85,8 @@ pub enum FindingKind {
     /// Where the notifier's URL, workspace and source come from (the environment or git config):
     /// a note, so a hook run from another shell is no surprise.
     NotifySettings,
+    /// The git–issue bridge is turned off (`BEADS_BRIDGE`, `git config beads.bridge`): a note.
+    BridgeOff,
 }
 
 impl FindingKind {
@@ -122,7 +124,7 @@ impl FindingKind {
             | HooksDirShared
             | ExportStale => Severity::Warning,
             // Nothing is wrong; something to look at.
-            UnreviewedOverrides | NotifySettings => Severity::Note,
+            UnreviewedOverrides | NotifySettings | BridgeOff => Severity::Note,
         }
     }
 
@@ -159,6 +161,7 @@ impl FindingKind {
             HookSymlinkOutside => "hook-symlink-outside",
             UnreviewedOverrides => "unreviewed-overrides",
             NotifySettings => "notify-settings",
+            BridgeOff => "bridge-off",
             ExportStale => "export-stale",
             HooksPathWithoutBlocks => "hooks-path-without-blocks",
             ManagerSkipsBlock => "manager-skips-block",

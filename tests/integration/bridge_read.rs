@@ -77,7 +77,10 @@ fn the_switch_turns_the_bridge_off_per_clone_and_per_process() {
     let out = env_off.output().expect("run");
     assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bridge is off"));
+    let check = |repo: &TestRepo| String::from_utf8_lossy(&bd_sync(repo.path(), &["check", "--json"]).stdout).into_owned();
+    assert!(!check(&repo).contains("bridge-off"), "on is the default and says nothing");
     repo.git(&["config", "beads.bridge", "false"]);
+    assert!(check(&repo).contains("\"bridge-off\""), "check reports the switch: {}", check(&repo));
     assert_eq!(stdout(&repo, &["log", "--commits", "bd-a1"]), "");
     assert!(!stdout(&repo, &["show", "bd-a1"]).contains("COMMITS"));
     assert!(!repo.path().join(".git/beads/links").exists(), "off means no index is written either");
