@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::field::{self, merge_entries, FieldCtx};
 use super::inputs::{parse, validate, At, Indexed, Parsed};
-use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Rename, Report, Resolution, Side, Unmergeable};
+use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Rename, Report, Resolution, Side, Unmergeable, Warning};
 use super::{rename, stamp};
 use crate::jsonl::Line;
 use crate::record::{key_label, render_entries, LineProblem, RawObject, HEADER_KEY};
@@ -25,7 +25,7 @@ pub(super) struct Merger<'m, 'a> {
     pub(super) go_style: OnceCell<bool>,
     pub(super) ours_bytes: &'a [u8],
     pub(super) reports: Vec<Report>,
-    pub(super) warnings: Vec<String>,
+    pub(super) warnings: Vec<Warning>,
     pub(super) conflicts: usize,
     /// Ids (on one line in every input) whose ours or theirs line differs from base: the only
     /// records that can carry comments a side added; with their base, ours and theirs lines.
@@ -48,7 +48,7 @@ pub(super) struct Collision {
 }
 
 impl<'m, 'a> Merger<'m, 'a> {
-    pub(super) fn new(inputs: [&'m Indexed<'a>; 3], options: &'m MergeOptions, ours_bytes: &'a [u8], warnings: Vec<String>) -> Self {
+    pub(super) fn new(inputs: [&'m Indexed<'a>; 3], options: &'m MergeOptions, ours_bytes: &'a [u8], warnings: Vec<Warning>) -> Self {
         let [b, o, t] = inputs;
         Merger {
             b,
@@ -282,11 +282,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             (ls.len() > 1).then(|| format!("{name} lines {}", ls.iter().map(|l| l.number.to_string()).collect::<Vec<_>>().join(", ")))
         };
         let places: Vec<String> = [numbers("base", &b), numbers("ours", &o), numbers("theirs", &t)].into_iter().flatten().collect();
-        self.warnings.push(format!(
-            "id {} appears on several lines ({}); merged its lines as a set of exact lines (run `bd-sync check`)",
-            key_label(id),
-            places.join("; ")
-        ));
+        self.warnings.push(Warning::RepeatedId { id: id.to_owned(), places: places.join("; ") });
         Ok(kept.into_iter().map(|l| Out::Line(Cow::Borrowed(l))).collect())
     }
 
@@ -344,14 +340,14 @@ impl<'m, 'a> Merger<'m, 'a> {
         };
         let (kept, dropped) = if winner == Side::Ours { (ours, theirs) } else { (theirs, ours) };
         let loser = if winner == Side::Ours { Side::Theirs } else { Side::Ours };
-        self.warnings.push(format!(
+        self.warnings.push(Warning::Note(format!(
             "{}: two different issues were created under this id (ours created {}, theirs {}); it has no child number to move one to, so the one from {winner} \"{}\" was kept ({reason}) and the one from {loser} was dropped: {}",
             key_label(id),
             created(ours),
             created(theirs),
             title(kept),
             crate::record::printable(&String::from_utf8_lossy(dropped.bytes), 2000)
-        ));
+        )));
         vec![Out::Line(stamped(kept))]
     }
 }

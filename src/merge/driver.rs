@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use super::{merge, DecisionLog, Decisions, Labels, Markers, MergeOptions, Report, SideNames, Unmergeable};
+use super::{merge, DecisionLog, Decisions, Labels, Markers, MergeOptions, Report, SideNames, Unmergeable, Warning};
 use crate::git;
 use crate::jsonl::{self, Durability};
 
@@ -102,7 +102,7 @@ pub struct DriverReport {
     /// Auto-resolved conflicts.
     pub reports: Vec<Report>,
     /// Warnings that did not stop the merge.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Issues created on both sides under one id, the later one moved to a new id.
     pub renames: Vec<super::Rename>,
     /// The sides' labels (git's `%X` / `%Y`; in a rebase, upstream's name), for the report lines.
@@ -260,11 +260,11 @@ fn log(options: &DriverOptions, merge_options: &MergeOptions, report: &mut Drive
 /// as its title lines do ([`super::sides::describe`]): git's labels, and in a rebase
 /// upstream and your commit.
 fn name_renamed_sides(report: &mut DriverReport) {
-    for rename in &report.renames {
-        let plain = rename.warning(&rename.side.to_string(), &rename.side.other().to_string());
-        let name = |side| crate::record::printable(&super::sides::side_name(&report.labels, report.rebase, side), 200);
-        if let Some(w) = report.warnings.iter_mut().find(|w| **w == plain) {
-            *w = rename.warning(&name(rename.side), &name(rename.side.other()));
+    let name = |side| crate::record::printable(&super::sides::side_name(&report.labels, report.rebase, side), 200);
+    for w in &mut report.warnings {
+        if let Warning::Rename { rename, moved, kept } = w {
+            *moved = name(rename.side);
+            *kept = name(rename.side.other());
         }
     }
 }

@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::decide::Merger;
 use super::inputs::{At, Indexed};
-use super::types::{ConflictPolicy, Merged, Out, Rename, Side};
+use super::types::{ConflictPolicy, Merged, Out, Rename, Side, Warning};
 use super::{comments, derived, rename};
 use crate::record::{key_label, key_order, RawObject};
 
@@ -40,11 +40,11 @@ impl<'a> Merger<'_, 'a> {
         let options = self.options;
         for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
             if base_records >= 2 && gone * 2 > base_records {
-                self.warnings.push(format!(
+                self.warnings.push(Warning::Note(format!(
                     "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
                     gone * 100 / base_records,
                     if file.is_empty() { ": its file is empty" } else { "" }
-                ));
+                )));
                 self.mass_deletion = true;
             }
         }
@@ -153,11 +153,11 @@ impl<'a> Merger<'_, 'a> {
             let Some((parent, _)) = rename::child_number(&c.id) else { continue };
             let Some(index) = c.item else { continue };
             let Some(n) = numbers.next_free(parent) else {
-                self.warnings.push(format!(
+                self.warnings.push(Warning::Note(format!(
                     "{}: two different issues were created under this id and no child number under {} is free to move one to",
                     key_label(&c.id),
                     key_label(parent)
-                ));
+                )));
                 continue;
             };
             let to = format!("{parent}.{n}");

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::sorted::SortedIndex;
-use super::types::{Input, Unmergeable};
+use super::types::{Input, Unmergeable, Warning};
 use crate::index::{IdIndex, Slot};
 use crate::jsonl::{Jsonl, Layout, Line};
 use crate::record::{LineProblem, RawObject};
@@ -123,16 +123,16 @@ pub(super) fn validate(input: Input, line: Line<'_>) -> Result<(), Unmergeable> 
 }
 
 /// Lines without an id are fine only when the same bytes stand in all three inputs.
-pub(super) fn check_bad_lines(inputs: [(&Indexed<'_>, &IdIndex<'_>); 3], warnings: &mut Vec<String>) -> Result<(), Unmergeable> {
+pub(super) fn check_bad_lines(inputs: [(&Indexed<'_>, &IdIndex<'_>); 3], warnings: &mut Vec<Warning>) -> Result<(), Unmergeable> {
     for (side, index) in inputs {
         for (i, problem) in &index.bad {
             let line = index.file.lines[*i];
             if inputs.iter().all(|(_, s)| s.has_bad_line(line.bytes)) && *problem != LineProblem::ConflictMarker {
                 if side.input == Input::Ours {
-                    warnings.push(format!(
+                    warnings.push(Warning::Note(format!(
                         "ours line {}: {problem}; the line is the same in all three versions and was kept as it is",
                         line.number
-                    ));
+                    )));
                 }
                 continue;
             }

@@ -32,5 +32,5 @@ pub(crate) use decide::updated_at_of;
 pub use join::{merge, merge_append_only, merge_indexed, merge_sorted};
 pub use types::{
     ConflictPolicy, DecisionLog, Decisions, Input, Labels, Markers, MergeOptions, Merged, Rename, Report, Resolution, Side, SideNames,
-    Unmergeable,
+    Unmergeable, Warning,
 };

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::fix::Fix;
 use crate::jsonl::{self, Layout};
 use crate::record::{key_label, LineProblem};
 use crate::timestamp;
@@ -194,13 +195,70 @@ impl Rename {
     /// The warning a merge gives about this rename, naming the renamed side `moved` and the side
     /// that kept the id `kept`: the engine says `theirs` / `ours`, the driver the names git gave
     /// the sides (in a rebase, upstream and your commit), as its other report lines do.
-    pub fn warning(&self, moved: &str, kept: &str) -> String {
-        format!(
-            "{}: two different issues were created under this id; the one from {moved} (created later) is now {}, with the references {moved} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs `br sync --merge`)",
-            key_label(&self.from),
-            key_label(&self.to),
-            key_label(&self.from),
-        )
+    pub fn warning(&self, moved: &str, kept: &str) -> Warning {
+        Warning::Rename { rename: self.clone(), moved: moved.to_owned(), kept: kept.to_owned() }
+    }
+}
+
+/// Something a human should know that did not stop a merge, a repair or its logging. The library
+/// says what happened; where the text advises a command, the advice is a [`Fix`] that the binary
+/// words ([`Warning::text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// A finding with no advice in it, already worded.
+    Note(String),
+    /// An id stands on several lines of an input; its lines were merged as a set of exact lines.
+    RepeatedId {
+        /// The id.
+        id: String,
+        /// Where it stands, per input (`ours lines 2, 5`), joined with `; `.
+        places: String,
+    },
+    /// An issue created on both sides under one id moved to a new id.
+    Rename {
+        /// The rename.
+        rename: Rename,
+        /// The renamed side, as the report names it.
+        moved: String,
+        /// The side that kept the id, as the report names it.
+        kept: String,
+    },
+    /// The merge log could not be written; what was merged or repaired stands.
+    LogUnwritten {
+        /// Why, worded with its causes.
+        error: String,
+        /// Whether a dedupe run's decisions were lost (else a merge's).
+        dedupe: bool,
+    },
+}
+
+impl Warning {
+    /// The warning's text, with its advice worded by `word` (the binaries' one wording function).
+    pub fn text(&self, word: &dyn Fn(&Fix) -> String) -> String {
+        // The command, in backquotes as every message quotes a command.
+        let command = |fix: &Fix| format!("`{}`", word(fix));
+        match self {
+            Warning::Note(text) => text.clone(),
+            Warning::RepeatedId { id, places } => format!(
+                "id {} appears on several lines ({places}); merged its lines as a set of exact lines (run {})",
+                key_label(id),
+                command(&Fix::CorrectLines)
+            ),
+            Warning::Rename { rename, moved, kept } => format!(
+                "{}: two different issues were created under this id; the one from {moved} (created later) is now {}, with the references {moved} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs {})",
+                key_label(&rename.from),
+                key_label(&rename.to),
+                key_label(&rename.from),
+                command(&Fix::BrImportMerge)
+            ),
+            Warning::LogUnwritten { error, dedupe: false } => format!(
+                "could not write the merge log ({error}); the merge itself is done, but {} will not show it",
+                command(&Fix::ReviewMergeLog)
+            ),
+            Warning::LogUnwritten { error, dedupe: true } => {
+                format!("could not write the merge log ({error}); {} will not show this dedupe", command(&Fix::ReviewMergeLog))
+            }
+        }
     }
 }
 
@@ -224,7 +282,7 @@ pub struct Merged<'a> {
     /// Auto-resolved conflicts, in output order.
     pub reports: Vec<Report>,
     /// Things a human should know that did not stop the merge (duplicate ids, odd lines, renames).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Issues created on both sides under one id, the later one moved to a new id.
     pub renames: Vec<Rename>,
     /// Ids the result holds on more than one line though no input did: the result must not be
@@ -344,5 +402,5 @@ pub struct DecisionLog {
     /// The command name the decisions are kept under.
     pub command: String,
     /// Keeps them; `Some(warning)` when it could not (the merge stands).
-    pub keep: fn(&Decisions<'_>) -> Option<String>,
+    pub keep: fn(&Decisions<'_>) -> Option<Warning>,
 }

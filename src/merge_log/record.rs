@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::format::{append, raw};
 use super::types::{Context, Entry, Reason};
 use crate::merge::repair::{DedupeRun, Deduped, History};
-use crate::merge::{ConflictPolicy, DecisionLog, Decisions, Labels, Rename, Report, Side, SideNames};
+use crate::merge::{ConflictPolicy, DecisionLog, Decisions, Labels, Rename, Report, Side, SideNames, Warning};
 
 /// `BD_MERGE_LOG_COMMAND` names the command a driver run works for (set by `update-branch`).
 pub const COMMAND_ENV: &str = "BD_MERGE_LOG_COMMAND";
@@ -152,16 +152,14 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
 
 /// Logs what one merge dropped; `Some(warning)` when the log could not be written (the merge
 /// stands). Nothing is logged when nothing was dropped.
-pub fn record(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Option<ConflictPolicy>) -> Option<String> {
+pub fn record(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Option<ConflictPolicy>) -> Option<Warning> {
     let list = entries(ctx, reports, renames, policy);
-    append(&ctx.dir, list)
-        .err()
-        .map(|e| format!("could not write the merge log ({e:#}); the merge itself is done, but `bd-merge review` will not show it"))
+    append(&ctx.dir, list).err().map(|e| Warning::LogUnwritten { error: format!("{e:#}"), dedupe: false })
 }
 
 /// Logs what `bd-sync import`'s three-way merges of `file` dropped (ours: the cache, theirs: the
 /// file); `Some(warning)` when the log could not be written. Outside a repository nothing is logged.
-pub fn record_import(file: &Path, conflicts: &[Report], policy: ConflictPolicy) -> Option<String> {
+pub fn record_import(file: &Path, conflicts: &[Report], policy: ConflictPolicy) -> Option<Warning> {
     if conflicts.is_empty() {
         return None;
     }
@@ -180,14 +178,14 @@ pub fn decision_log(command: &str) -> DecisionLog {
 
 /// Logs one run's decisions ([`Decisions`]); `Some(warning)` when the log could not be written.
 /// Outside a repository nothing is logged.
-pub fn keep(decisions: &Decisions<'_>) -> Option<String> {
+pub fn keep(decisions: &Decisions<'_>) -> Option<Warning> {
     let ctx = Context::with_names(decisions.dir, decisions.command, decisions.path, decisions.sides.clone())?;
     record(&ctx, decisions.reports, decisions.renames, decisions.policy)
 }
 
 /// Logs what a [`crate::merge::repair::dedupe_with_history`] run dropped (under `bd-merge dedupe`, the redone merge's
-/// values labelled with the parents' names); `Some(warning)` when the log could not be written.
-pub fn record_dedupe(file: &Path, run: &DedupeRun) -> Option<String> {
+/// values labelled with the parents' names): a warning for each part that could not be written.
+pub fn record_dedupe(file: &Path, run: &DedupeRun) -> Vec<Warning> {
     let mut warnings = Vec::new();
     if let History::Used { labels, .. } = &run.history {
         if !run.history_reports.is_empty() || !run.history_renames.is_empty() {
@@ -200,12 +198,12 @@ pub fn record_dedupe(file: &Path, run: &DedupeRun) -> Option<String> {
         }
     }
     warnings.extend(record_copies(file, &run.copies_merged));
-    (!warnings.is_empty()).then(|| warnings.join("; "))
+    warnings
 }
 
 /// Logs what `bd-merge dedupe` dropped from the copies of each id in `file`; `Some(warning)` when
 /// the log could not be written. Outside a repository nothing is logged.
-pub(super) fn record_copies(file: &Path, done: &[Deduped]) -> Option<String> {
+pub(super) fn record_copies(file: &Path, done: &[Deduped]) -> Option<Warning> {
     if done.iter().all(|d| d.overridden.is_empty() && d.renamed.is_empty()) {
         return None;
     }
@@ -220,5 +218,5 @@ pub(super) fn record_copies(file: &Path, done: &[Deduped]) -> Option<String> {
         let ctx = Context { labels: labels.clone(), rebase: false, ..base.clone() };
         list.extend(entries(&ctx, &[], std::slice::from_ref(rename), None));
     }
-    append(&base.dir, list).err().map(|e| format!("could not write the merge log ({e:#}); `bd-merge review` will not show this dedupe"))
+    append(&base.dir, list).err().map(|e| Warning::LogUnwritten { error: format!("{e:#}"), dedupe: true })
 }

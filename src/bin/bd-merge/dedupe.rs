@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use beads_git::merge::repair::{Deduped, History};
-use beads_git::merge::MergeOptions;
+use beads_git::merge::{MergeOptions, Warning};
 use beads_git::record::{escaped, escaped_path, printable_lines};
 
 use crate::default_issues_file;
@@ -51,8 +51,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if run.content != content {
         beads_git::jsonl::write_atomic(&path, &run.content)?;
-        if let Some(w) = beads_git::merge_log::record_dedupe(&path, &run) {
-            eprintln!("bd-merge: {name}: warning: {}", printable_lines(&w));
+        let unlogged = beads_git::merge_log::record_dedupe(&path, &run);
+        if !unlogged.is_empty() {
+            let texts: Vec<String> = unlogged.iter().map(|w| w.text(&crate::common::fix::word)).collect();
+            eprintln!("bd-merge: {name}: warning: {}", printable_lines(&texts.join("; ")));
         }
     } else if run.done.is_empty() {
         eprintln!("bd-merge: {name}: no id on several lines");
@@ -60,9 +62,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print(name: &str, warnings: &[String], done: &[Deduped], verb: &str) {
+fn print(name: &str, warnings: &[Warning], done: &[Deduped], verb: &str) {
     for w in warnings {
-        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
+        eprintln!("bd-merge: {name}: warning: {}", printable_lines(&w.text(&crate::common::fix::word)));
     }
     for d in done {
         eprintln!("bd-merge: {name}: {}: {} copies on lines {:?} {verb} one record", escaped(&d.id), d.copies, d.lines);

@@ -83,7 +83,7 @@ pub(crate) fn run(cli: Args, global: crate::Global) -> ExitCode {
 /// (a report is one line: a newline from the data is escaped too).
 pub(crate) fn print_report(name: &str, report: &driver::DriverReport, quiet: bool) {
     for w in &report.warnings {
-        eprintln!("bd-merge: {name}: warning: {}", printable_lines(w));
+        eprintln!("bd-merge: {name}: warning: {}", printable_lines(&w.text(&common::fix::word)));
     }
     if !quiet {
         for r in &report.reports {

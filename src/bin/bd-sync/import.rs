@@ -65,7 +65,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         eprintln!("bd-sync: {}: {r}", paths.file.display());
     }
     if let Some(warning) = beads_git::merge_log::record_import(&paths.file, &report.conflicts, policy.into()) {
-        eprintln!("bd-sync: {}: warning: {warning}", paths.file.display());
+        eprintln!("bd-sync: {}: warning: {}", paths.file.display(), warning.text(&common::fix::word));
     }
     if !report.repeated_keys.is_empty() {
         let lines: Vec<String> = report.repeated_keys.iter().take(10).map(std::string::ToString::to_string).collect();

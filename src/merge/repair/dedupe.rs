@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::super::producing::{self, Made, NoHistory};
-use super::super::{comments, merge, rename, stamp, MergeOptions, Rename, Report, Side};
+use super::super::{comments, merge, rename, stamp, MergeOptions, Rename, Report, Side, Warning};
 use super::shared::{in_repository, log_every_difference, updated_at_in};
 use super::types::{DedupeRun, Deduped, History};
 use crate::jsonl::{self, Jsonl};
@@ -19,13 +19,13 @@ use crate::record::{record_key, Key};
 /// creation keeps the id and each later one moves to the next free child number under `P`. The
 /// result gives no two comments one id and keeps derived counts true. Returns the new content and
 /// what was done; a copy that is not a valid record leaves that id's lines as they are.
-pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>, Vec<String>) {
+pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>, Vec<Warning>) {
     let mut warnings = Vec::new();
     let mut options = MergeOptions { partial: true, ..options.clone() };
     if options.now.is_none() {
         match crate::timestamp::merge_now() {
             Ok(now) => options.now = Some(now),
-            Err(e) => warnings.push(e.to_string()),
+            Err(e) => warnings.push(Warning::Note(e.to_string())),
         }
     }
     let file = Jsonl::split(content);
@@ -64,7 +64,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
         .collect();
     let renumbered = give_comments_distinct_ids(&mut lines, options.now);
     if renumbered > 0 {
-        warnings.push(format!("{renumbered} comment(s) shared an id with another comment and were given new ids"));
+        warnings.push(Warning::Note(format!("{renumbered} comment(s) shared an id with another comment and were given new ids")));
     }
     let mut out = if done.is_empty() && renumbered == 0 {
         content.to_vec()
@@ -75,7 +75,7 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
     };
     // Derived counts follow what is written (and stale ones elsewhere are made true).
     if let Some(fixed) = super::super::derived::recompute_file(&out) {
-        warnings.push("derived counts (dependency_count, dependent_count, comment_count, parent) recomputed".to_owned());
+        warnings.push(Warning::Note("derived counts (dependency_count, dependent_count, comment_count, parent) recomputed".to_owned()));
         out = fixed;
     }
     (out, done, warnings)
@@ -128,7 +128,7 @@ pub fn dedupe_with_history(path: &Path, content: &[u8], options: &MergeOptions) 
     };
     // Copies the parents already had (older tools) are still merged as copies.
     let (content, copies_merged, mut more) = dedupe(&merged.to_vec(), options);
-    let mut warnings: Vec<String> = merged.warnings.clone();
+    let mut warnings: Vec<Warning> = merged.warnings.clone();
     warnings.append(&mut more);
     DedupeRun {
         content,
@@ -158,7 +158,7 @@ impl DedupeCtx<'_> {
         id: &str,
         indexes: &[usize],
         next_child: &mut rename::ChildNumbers,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<Warning>,
     ) -> Option<(Vec<Vec<u8>>, Deduped)> {
         let file = self.file;
         // Each distinct copy once, with the line it first stands on.
@@ -174,7 +174,7 @@ impl DedupeCtx<'_> {
         let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
         let unmergeable = || format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is");
         let Some(issues) = issues_among(id, &distinct) else {
-            warnings.push(unmergeable());
+            warnings.push(Warning::Note(unmergeable()));
             return None;
         };
         let mut merged_lines = Vec::with_capacity(issues.len());
@@ -185,7 +185,7 @@ impl DedupeCtx<'_> {
             match merge_copies(copies, self.options, &numbers, &mut overridden) {
                 Some(line) => merged_lines.push(line),
                 None => {
-                    warnings.push(unmergeable());
+                    warnings.push(Warning::Note(unmergeable()));
                     return None;
                 }
             }
@@ -209,7 +209,7 @@ impl DedupeCtx<'_> {
         merged_lines: &mut [Vec<u8>],
         first_lines: &[usize],
         next_child: &mut rename::ChildNumbers,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<Warning>,
     ) -> Vec<(Rename, Labels)> {
         let stamps: Vec<Option<String>> = distinct.iter().map(|l| updated_at_in(l)).collect();
         if let Ok(obj) = crate::record::RawObject::parse(&merged_lines[0]) {
@@ -229,20 +229,20 @@ impl DedupeCtx<'_> {
         }
         for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
             let Some(n) = next_child.next_free(parent) else {
-                warnings.push(format!(
+                warnings.push(Warning::Note(format!(
                     "{label}: its copies are different issues, but no child number under {} is free; left as they are",
                     crate::record::key_label(parent)
-                ));
+                )));
                 continue;
             };
             let to = format!("{parent}.{n}");
             if let Some(text) = rename::rename_record(line, id, &to, self.go_style) {
                 *line = text.into_bytes();
             }
-            warnings.push(format!(
+            warnings.push(Warning::Note(format!(
                 "{label}: its copies are different issues (created at different times); the later one is now {}",
                 crate::record::key_label(&to)
-            ));
+            )));
             renamed.push((
                 Rename { from: id.to_owned(), to, side: Side::Theirs },
                 Labels { ours: format!("the copy on line {}", first_lines[0]), theirs: format!("the copy on line {}", first_lines[k]) },

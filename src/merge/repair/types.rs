@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::super::driver::DriverReport;
 use super::super::producing::{MergeHistory, NoHistory};
-use super::super::{ConflictPolicy, DecisionLog, Labels, MergeOptions, Rename, Report};
+use super::super::{ConflictPolicy, DecisionLog, Labels, MergeOptions, Rename, Report, Warning};
 
 /// Where the three sides came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub struct DedupeRun {
     /// Each id that stood on several lines (for the report lines).
     pub done: Vec<Deduped>,
     /// Warnings that did not stop the repair.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Whether the producing merge was redone.
     pub history: History,
     /// What the redone merge settled by policy (empty without history).
