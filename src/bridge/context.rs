@@ -129,7 +129,7 @@ pub fn gather(cache: &Cache, dir: &Path, id: &str, links: Vec<Link>) -> Result<O
         .collect();
     checkpoints.reverse();
     checkpoints.truncate(CHECKPOINTS);
-    let (_, blocking) = query::ready_and_blocking(cache, &query::ListOptions { limit: Some(0), ..Default::default() })?;
+    let blocking = query::Blocking::compute(cache)?;
     let blocked_by = blocking.blockers.get(id).cloned().unwrap_or_default();
     let graph = Graph::new(cache, blocking);
     let hood = graph.of(id)?;

@@ -178,18 +178,24 @@ impl Index {
         Ok(tips.into_iter().collect())
     }
 
-    /// Commits reachable from `from` and not from `not` (revisions passed on stdin, so a
+    /// git with `args`, given the commits reachable from `from` and not from `not` on stdin (so a
     /// repository with many branches never overflows a command line).
-    fn rev_list(&self, from: &[String], not: &[String]) -> Result<Vec<String>> {
+    fn walk(&self, args: &[&str], from: &[String], not: &[String]) -> Result<std::process::Child> {
         let mut child = self
             .git()
-            .args(["rev-list", "--ignore-missing", "--stdin"])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .context("running git rev-list")?;
+            .with_context(|| format!("running git {}", args.join(" ")))?;
         feed(&mut child, from, not)?;
+        Ok(child)
+    }
+
+    /// Commits reachable from `from` and not from `not`.
+    fn rev_list(&self, from: &[String], not: &[String]) -> Result<Vec<String>> {
+        let child = self.walk(&["rev-list", "--ignore-missing", "--stdin"], from, not)?;
         let out = child.wait_with_output().context("running git rev-list")?;
         if !out.status.success() {
             bail!("git rev-list failed: {}", crate::record::printable(String::from_utf8_lossy(&out.stderr).trim(), 500));
@@ -203,15 +209,8 @@ impl Index {
         if from.is_empty() {
             return Ok(0);
         }
-        let mut child = self
-            .git()
-            .args(["-c", "log.showSignature=false", "log", "-z", "--ignore-missing", "--stdin", "--format=%H%x1f%ct%x1f%B"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running git log")?;
-        feed(&mut child, from, not)?;
+        let args = ["-c", "log.showSignature=false", "log", "-z", "--ignore-missing", "--stdin", "--format=%H%x1f%ct%x1f%B"];
+        let mut child = self.walk(&args, from, not)?;
         let stdout = child.stdout.take().context("git log's output")?;
         let mut reader = BufReader::new(stdout);
         let mut record = Vec::new();

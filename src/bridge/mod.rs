@@ -25,16 +25,16 @@ pub fn enabled_in(dir: &Path) -> bool {
     enabled(env.as_deref(), config.as_deref())
 }
 
-/// The commits linked to `id` in the repository at `dir`, newest first, after bringing the index
-/// up to date; `None` when the bridge is off or `dir` is not in a repository. `prefixes` are the
+/// The links index of the repository at `dir`, brought up to date once for every id a command
+/// asks about; `None` when the bridge is off or `dir` is not in a repository. `prefixes` are the
 /// issues' id prefixes (`cache::query::id_prefixes`).
-pub fn linked_commits(dir: &Path, prefixes: &BTreeSet<String>, id: &str) -> Result<Option<Vec<links::Link>>> {
+pub fn links_index(dir: &Path, prefixes: &BTreeSet<String>) -> Result<Option<links::Index>> {
     if !enabled_in(dir) {
         return Ok(None);
     }
     let Some(index) = links::Index::of(dir)? else { return Ok(None) };
     index.refresh(prefixes)?;
-    Ok(Some(index.links(id)?))
+    Ok(Some(index))
 }
 
 /// Whether the bridge is on, from the process's `BEADS_BRIDGE` (first) and the clone's

@@ -50,6 +50,8 @@ pub struct Graph<'c> {
     blocking: Blocking,
     /// Blocker -> the issues it holds up (directly, or as their blocked parent).
     held: FxHashMap<String, Vec<String>>,
+    /// The query of what an issue blocks (issues not yet done), built once.
+    blocks_sql: String,
 }
 
 impl<'c> Graph<'c> {
@@ -62,7 +64,12 @@ impl<'c> Graph<'c> {
                 held.entry(b.clone()).or_default().push(blocked.clone());
             }
         }
-        Graph { cache, blocking, held }
+        let done = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        let blocks_sql = format!(
+            "SELECT d.issue_id FROM dependencies d JOIN issues i ON i.id = d.issue_id \
+             WHERE d.depends_on_id = ?1 AND d.type = 'blocks' AND coalesce(i.status, '') NOT IN ({done}) ORDER BY d.issue_id"
+        );
+        Graph { cache, blocking, held, blocks_sql }
     }
 
     /// The neighbourhood of `id`.
@@ -79,11 +86,7 @@ impl<'c> Graph<'c> {
     }
 
     fn blocks(&self, id: &str) -> Result<Vec<String>> {
-        let done = DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
-        let mut st = self.cache.conn.prepare_cached(&format!(
-            "SELECT d.issue_id FROM dependencies d JOIN issues i ON i.id = d.issue_id \
-             WHERE d.depends_on_id = ?1 AND d.type = 'blocks' AND coalesce(i.status, '') NOT IN ({done}) ORDER BY d.issue_id"
-        ))?;
+        let mut st = self.cache.conn.prepare_cached(&self.blocks_sql)?;
         let rows = st.query_map([id], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -130,3 +130,18 @@ fn a_context_costs_linear_time_in_the_issues() {
     let large = time(20_000);
     assert!(large < small * 8, "5k: {small:?}, 20k: {large:?}");
 }
+
+/// A 10 MB value (acceptance criteria) costs the block one cut line, and the whole value under
+/// `--json`.
+#[test]
+fn a_ten_megabyte_value_is_cut_in_the_text_and_whole_in_json() {
+    let repo = world();
+    let big = "y".repeat(10 << 20);
+    let line =
+        format!(r#"{{"id":"bd-t1","title":"Big","status":"in_progress","priority":1,"assignee":"Ann","acceptance_criteria":"{big}"}}"#);
+    repo.write(".beads/issues.jsonl", format!("{line}\n").as_bytes());
+    let text = context(&repo, Some("Ann"), &[]);
+    assert!(text.len() <= 2048 && text.contains("acceptance: yyy"), "{}", text.len());
+    let v: serde_json::Value = serde_json::from_str(&context(&repo, Some("Ann"), &["--json"])).expect("json");
+    assert_eq!(v[0]["task"]["acceptance_criteria"].as_str().map(str::len), Some(10 << 20));
+}

@@ -170,3 +170,27 @@ fn building_and_reading_the_index_is_linear_in_the_history() {
     assert!(b4 < b1 * 8, "building: {b1:?} for 5k commits, {b4:?} for 20k");
     assert!(r4 < r1 * 8, "reading: {r1:?} for 5k commits, {r4:?} for 20k");
 }
+
+/// Two writers at once (two `bd-sync show` in parallel): each writes the index whole through a
+/// rename, so a reader never sees half a file, and the last one's view is complete.
+#[test]
+fn concurrent_refreshes_leave_a_whole_index() {
+    let repo = TestRepo::new();
+    bulk(&repo, "main", 2_000);
+    let path = repo.path().to_path_buf();
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let index = Index::of(&path).expect("index").expect("a repository");
+                for _ in 0..5 {
+                    index.refresh(&prefixes()).expect("refresh");
+                    assert_eq!(index.links("bd-hot").expect("links").len(), 1_000, "a whole index at every read");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a worker");
+    }
+}

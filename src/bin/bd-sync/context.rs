@@ -11,7 +11,7 @@ use beads_git::cache::query;
 use beads_git::record::{escaped, printable};
 
 use crate::list::priority_label;
-use crate::show::{ambiguous, not_found};
+use crate::show::{ambiguous, linked, links_index, not_found};
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
@@ -38,17 +38,10 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         },
         None => default_ids(&cache, &dir)?,
     };
-    let prefixes = query::id_prefixes(&cache)?;
+    let links = links_index(&dir, &cache)?;
     let mut contexts = Vec::with_capacity(ids.len());
     for id in &ids {
-        let links = match beads_git::bridge::linked_commits(&dir, &prefixes, id) {
-            Ok(links) => links.unwrap_or_default(),
-            Err(e) => {
-                eprintln!("bd-sync: linked commits of {}: {}", escaped(id), beads_git::record::printable_lines(&format!("{e:#}")));
-                Vec::new()
-            }
-        };
-        if let Some(c) = context::gather(&cache, &dir, id, links)? {
+        if let Some(c) = context::gather(&cache, &dir, id, linked(links.as_ref(), id))? {
             contexts.push(c);
         }
     }

@@ -34,7 +34,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         _ => args.id,
     };
     let linked = match &cache {
-        Some(cache) => beads_git::bridge::linked_commits(&dir, &query::id_prefixes(cache)?, &id)?,
+        Some(cache) => beads_git::bridge::links_index(&dir, &query::id_prefixes(cache)?)?.map(|index| index.links(&id)).transpose()?,
         None => Some(Vec::new()),
     };
     if args.commits {

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use beads_git::bridge::links::Link;
+use beads_git::bridge::links::{Index, Link};
 use beads_git::cache::query;
 use beads_git::record::{escaped, escaped_path};
 
@@ -19,8 +19,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let cache = global.open_fresh()?;
-    let prefixes = query::id_prefixes(&cache)?;
-    let dir = crate::repo_dir(None)?;
+    let links = links_index(&crate::repo_dir(None)?, &cache)?;
     let mut all = Vec::new();
     for id in &args.ids {
         let full = match query::resolve_id(&cache, id)? {
@@ -31,7 +30,8 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         let Some(shown) = query::show(&cache, &full)? else {
             return Ok(not_found(global, &full, &cache));
         };
-        let commits = recent_commits(&dir, &prefixes, &full);
+        let mut commits = linked(links.as_ref(), &full);
+        commits.truncate(RECENT_COMMITS);
         all.push((shown, commits));
     }
     if global.json {
@@ -57,20 +57,24 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
 /// How many linked commits `show` names.
 const RECENT_COMMITS: usize = 5;
 
-/// The last commits linked to `id` (empty when the bridge is off or git cannot say; a show never
-/// fails for want of them: the reason goes to stderr).
-fn recent_commits(dir: &std::path::Path, prefixes: &std::collections::BTreeSet<String>, id: &str) -> Vec<Link> {
-    match beads_git::bridge::linked_commits(dir, prefixes, id) {
-        Ok(Some(mut links)) => {
-            links.truncate(RECENT_COMMITS);
-            links
-        }
-        Ok(None) => Vec::new(),
-        Err(e) => {
-            eprintln!("bd-sync: linked commits of {}: {}", escaped(id), beads_git::record::printable_lines(&format!("{e:#}")));
-            Vec::new()
-        }
-    }
+/// The commits index of the repository at `dir`, brought up to date once for the command;
+/// `None` when the bridge is off or git cannot say (a command never fails for want of it: the
+/// reason goes to stderr).
+pub(crate) fn links_index(dir: &std::path::Path, cache: &beads_git::cache::Cache) -> Result<Option<Index>> {
+    let prefixes = query::id_prefixes(cache)?;
+    Ok(beads_git::bridge::links_index(dir, &prefixes).unwrap_or_else(|e| {
+        eprintln!("bd-sync: linked commits: {}", beads_git::record::printable_lines(&format!("{e:#}")));
+        None
+    }))
+}
+
+/// The commits linked to `id`, newest first (none without an index, or when it cannot be read).
+pub(crate) fn linked(index: Option<&Index>, id: &str) -> Vec<Link> {
+    let Some(index) = index else { return Vec::new() };
+    index.links(id).unwrap_or_else(|e| {
+        eprintln!("bd-sync: linked commits of {}: {}", escaped(id), beads_git::record::printable_lines(&format!("{e:#}")));
+        Vec::new()
+    })
 }
 
 fn print_commits(commits: &[Link]) {
