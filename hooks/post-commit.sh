@@ -1,11 +1,16 @@
 # >>> beads-git >>>
-# beads-git: tell the notify server which issues this commit changed. Fail-open, bounded by
-# --timeout; skipped when BD_HOOKS=0, without .beads/, or without bd-hook. Managed block: edit
-# with `bd-sync install` / `bd-hook --install-git-hook`, remove with their uninstall.
+# beads-git: tell the notify server which issues this commit changed, and (only with
+# `git config beads.commitComments true`) ask the tracker to note the commit on its issue.
+# Fail-open, bounded by --timeout; skipped when BD_HOOKS=0, without .beads/, or without our
+# binaries. Managed block: edit with `bd-sync install` / `bd-hook --install-git-hook`, remove with
+# their uninstall.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
 @FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-hook" ]; then
     "$beads_git_bin/bd-hook" --from-diff HEAD~1 --timeout 2 </dev/null || :
+  fi
+  if [ -x "$beads_git_bin/bd-sync" ]; then
+    "$beads_git_bin/bd-sync" link post-commit </dev/null || :
   fi
   unset beads_git_bin
 fi

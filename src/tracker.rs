@@ -376,6 +376,34 @@ fn record_in_step(dir: &Path, file: &Path, db_files: &[(SystemTime, PathBuf)]) {
 
 /// The program `name` in an absolute `PATH` directory outside the work tree at `top` (a program
 /// found inside the repository is never run).
+/// The tracker that keeps the issues of the `.beads/` directory `dir` and is on `PATH` (from
+/// outside the work tree `top`): br beside `.beads/*.db`, bd beside `.beads/dolt/`, else
+/// whichever of the two is on `PATH` (br first). With its program's path.
+pub fn of_directory(dir: &Path, top: &Path) -> Option<(Tracker, PathBuf)> {
+    let dolt = std::fs::symlink_metadata(dir.join("dolt")).is_ok_and(|m| m.file_type().is_dir());
+    let order = if !br_database_files(dir).is_empty() {
+        [Tracker::Br, Tracker::Bd]
+    } else if dolt {
+        [Tracker::Bd, Tracker::Br]
+    } else {
+        [Tracker::Br, Tracker::Bd]
+    };
+    order.into_iter().find_map(|t| on_path(t.program(), top).map(|p| (t, p)))
+}
+
+/// Asks the tracker at `program` (run at `top`, stopped after `timeout`) to add the comment
+/// `text` to the issue `id`: the tracker writes its own database and file.
+pub fn add_comment(tracker: Tracker, program: &Path, top: &Path, id: &str, text: &str, timeout: Duration) -> Result<(), Error> {
+    let shown = format!("{} comments add {id} …", tracker.program());
+    let mut cmd = Command::new(program);
+    cmd.args(["comments", "add", id, text]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
+    let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).map_err(|source| Error::Command { command: shown.clone(), source })?;
+    if !out.status.success() {
+        return Err(Error::Failed { command: shown, status: out.status });
+    }
+    Ok(())
+}
+
 fn on_path(name: &str, top: &Path) -> Option<PathBuf> {
     let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     std::env::split_paths(&std::env::var_os("PATH")?)

@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use super::links::{is_id, trailer_ids, TRAILER_KEY};
+use super::settings::Settings;
 
 /// Which hook is asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +80,20 @@ pub enum Skip {
     NoIssue,
     /// The actor has several issues in progress (sorted).
     Several(Vec<String>),
-    /// `BEADS_ISSUE` is not an id (it would not fit a trailer).
+    /// `BEADS_ISSUE`, or the one issue in progress, is not an id that fits a trailer.
     BadId(String),
+    /// `commit-msg`, when `prepare-commit-msg` already decided (so nothing is said twice).
+    DecidedBefore,
+    /// The bridge is off (`beads.bridge`, `BEADS_BRIDGE`).
+    Off,
+}
+
+impl Skip {
+    /// Whether the committer should hear about it: the cases where a trailer was expected and
+    /// not added (no issue, several, a bad `BEADS_ISSUE`). Said once per commit.
+    pub fn worth_saying(&self) -> bool {
+        matches!(self, Skip::NoIssue | Skip::Several(_) | Skip::BadId(_))
+    }
 }
 
 /// What to do with the message.
@@ -95,28 +108,45 @@ pub enum Decision {
 /// Decides whether `message` (as the hook reads it; comment lines start with `comment`) gets a
 /// trailer.
 pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: char, candidates: &Candidates) -> Decision {
+    match precheck(hook, state, message, comment) {
+        Ok(text) => choose(&text, candidates),
+        Err(skip) => Decision::Skip(skip),
+    }
+}
+
+/// What can be decided without knowing the issue: the message's text when a trailer may go in,
+/// else why not.
+pub fn precheck(hook: &Hook, state: InProgress, message: &str, comment: char) -> Result<String, Skip> {
     if state.merge || state.squash || state.replay {
-        return Decision::Skip(Skip::NotOwnWork);
+        return Err(Skip::NotOwnWork);
     }
     if let Hook::Prepare { source } = hook {
+        // Only `message` (-m, -F) and `commit` (-c, -C, --amend) say the text is there now;
+        // anything else (none, `template`, a hook manager's unfilled `{2}`) waits for the editor.
         match source.as_deref() {
-            Some("merge" | "squash") => return Decision::Skip(Skip::NotOwnWork),
-            None | Some("" | "template") => return Decision::Skip(Skip::LaterHook),
-            _ => {}
+            Some("merge" | "squash") => return Err(Skip::NotOwnWork),
+            Some("message" | "commit") => {}
+            _ => return Err(Skip::LaterHook),
         }
     }
     let text = text_of(message, comment);
     if text.trim().is_empty() {
-        return Decision::Skip(Skip::EmptyMessage);
+        return Err(Skip::EmptyMessage);
     }
     if !trailer_ids(&text).is_empty() {
-        return Decision::Skip(Skip::HasTrailer);
+        return Err(Skip::HasTrailer);
     }
+    Ok(text)
+}
+
+/// The issue a message with `text` gets, from the `candidates`.
+pub fn choose(text: &str, candidates: &Candidates) -> Decision {
     let id = match candidates {
         Candidates::Named(id) if !is_id(id) => return Decision::Skip(Skip::BadId(crate::record::printable(id, 80))),
         Candidates::Named(id) => id.clone(),
         Candidates::InProgress(ids) => match ids.as_slice() {
             [] => return Decision::Skip(Skip::NoIssue),
+            [one] if !is_id(one) => return Decision::Skip(Skip::BadId(crate::record::printable(one, 80))),
             [one] => one.clone(),
             several => {
                 let mut several = several.to_vec();
@@ -125,10 +155,73 @@ pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: char, cand
             }
         },
     };
-    if names(&text, &id) {
+    if names(text, &id) {
         return Decision::Skip(Skip::Named(id));
     }
     Decision::Add(id)
+}
+
+/// The file beside git's message file that says `prepare-commit-msg` left the decision to
+/// `commit-msg` (the editor was still to be filled).
+const PENDING: &str = "BEADS_LINK_PENDING";
+
+/// At most this many bytes of a message are read (a larger one is left alone).
+pub const MAX_MESSAGE: u64 = 16 << 20;
+
+/// Runs the message hook `hook` on git's message file `message_file` in the repository at `dir`:
+/// decides, asks `candidates` (given the actor) for the issues in progress only when the message
+/// could take a trailer, and adds it. `BEADS_ISSUE` in the environment names the issue.
+pub fn link_message(
+    dir: &Path,
+    hook: &Hook,
+    message_file: &Path,
+    candidates: &dyn Fn(Option<&str>) -> Result<Vec<String>>,
+) -> Result<Decision> {
+    let settings = Settings::read(dir);
+    if !settings.bridge_on() {
+        return Ok(Decision::Skip(Skip::Off));
+    }
+    let message_file = dir.join(message_file);
+    // git's per-worktree directory holds both the message file and the state files.
+    let git_dir = message_file.parent().context("the message file has no directory")?;
+    let pending = git_dir.join(PENDING);
+    let was_pending = std::fs::symlink_metadata(&pending).is_ok();
+    if was_pending {
+        std::fs::remove_file(&pending).with_context(|| format!("removing {}", pending.display()))?;
+    }
+    if *hook == Hook::CommitMsg && !was_pending {
+        return Ok(Decision::Skip(Skip::DecidedBefore));
+    }
+    let meta = std::fs::metadata(&message_file).with_context(|| format!("reading {}", message_file.display()))?;
+    if !meta.is_file() || meta.len() > MAX_MESSAGE {
+        bail!("{} is not a message file of at most {MAX_MESSAGE} bytes", message_file.display());
+    }
+    let message = String::from_utf8_lossy(&std::fs::read(&message_file)?).into_owned();
+    let text = match precheck(hook, InProgress::of(git_dir), &message, settings.comment) {
+        Ok(text) => text,
+        Err(Skip::LaterHook) => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&pending)
+                .with_context(|| format!("creating {}", pending.display()))?;
+            return Ok(Decision::Skip(Skip::LaterHook));
+        }
+        Err(skip) => return Ok(Decision::Skip(skip)),
+    };
+    let named = std::env::var("BEADS_ISSUE").ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let found = match named {
+        Some(id) => Candidates::Named(id),
+        None => match settings.actor() {
+            Some(actor) => Candidates::InProgress(candidates(Some(&actor))?),
+            None => Candidates::InProgress(candidates(None)?),
+        },
+    };
+    let decision = choose(&text, &found);
+    if let Decision::Add(id) = &decision {
+        add_trailer(dir, &message_file, id)?;
+    }
+    Ok(decision)
 }
 
 /// The message without comment lines and without everything below a scissors line (what git
@@ -230,7 +323,7 @@ mod tests {
 
     #[test]
     fn the_editor_case_waits_for_commit_msg_and_an_empty_message_stays_empty() {
-        for source in [None, Some("template".to_owned())] {
+        for source in [None, Some("template".to_owned()), Some("{2}".to_owned())] {
             assert_eq!(
                 decide(&Hook::Prepare { source }, InProgress::default(), "# Please enter\n", '#', &one("bd-a1")),
                 Decision::Skip(Skip::LaterHook)

@@ -193,9 +193,5 @@ fn uncommitted_files(dir: &Path) -> Result<Vec<String>> {
 /// The actor whose work `context` shows by default: `BD_ACTOR`, else `BEADS_ACTOR`, else git's
 /// `user.name`, else `user.email`, as read in `dir`.
 pub fn actor(dir: &Path) -> Option<String> {
-    let env = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    env("BD_ACTOR")
-        .or_else(|| env("BEADS_ACTOR"))
-        .or_else(|| crate::git::run(dir, &["config", "--get", "user.name"]).ok().filter(|v| !v.is_empty()))
-        .or_else(|| crate::git::run(dir, &["config", "--get", "user.email"]).ok().filter(|v| !v.is_empty()))
+    super::settings::Settings::read(dir).actor()
 }

@@ -4,13 +4,16 @@
 //! Agents and people lose their context between sessions; the bridge keeps the commits made for
 //! an issue findable from the issue. [`links`] indexes which commits name which issue (by a
 //! `Beads-Issue:` trailer or by mentioning its id) without walking the history on every call;
-//! [`commit_msg`] decides whether a commit message gets the trailer and adds it.
+//! [`commit_msg`] decides whether a commit message gets the trailer and adds it, and
+//! [`commit_comment`] asks the tracker to note a new commit on its issues (opt-in).
 //! [`enabled`] is the one switch: `git config beads.bridge false` for a clone, `BEADS_BRIDGE=0`
 //! for one process.
 
+pub mod commit_comment;
 pub mod commit_msg;
 pub mod context;
 pub mod links;
+pub mod settings;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,5 +1,5 @@
-//! The git hooks beads-git installs (pre-commit, post-commit, post-merge, post-rewrite,
-//! post-checkout) and the block each one gets, from the templates in `hooks/`. Apart from
+//! The git hooks beads-git installs (pre-commit, prepare-commit-msg, commit-msg, post-commit,
+//! post-merge, post-rewrite, post-checkout) and the block each one gets, from the templates in `hooks/`. Apart from
 //! writing them (`install::hooks`) and from the hook managers (`install::managers`), which both
 //! name them.
 
@@ -18,15 +18,27 @@ pub enum Hook {
     PostCheckout,
     /// Export cache edits and stage the issues file if that changed it.
     PreCommit,
+    /// Add the `Beads-Issue:` trailer to a message that already has its text (SPEC §13).
+    PrepareCommitMsg,
+    /// Add the `Beads-Issue:` trailer after the editor, when `prepare-commit-msg` left it.
+    CommitMsg,
 }
 
 impl Hook {
     /// Every hook `bd-sync install` sets up.
-    pub const ALL: [Hook; 5] = [Hook::PreCommit, Hook::PostCommit, Hook::PostMerge, Hook::PostRewrite, Hook::PostCheckout];
+    pub const ALL: [Hook; 7] = [
+        Hook::PreCommit,
+        Hook::PrepareCommitMsg,
+        Hook::CommitMsg,
+        Hook::PostCommit,
+        Hook::PostMerge,
+        Hook::PostRewrite,
+        Hook::PostCheckout,
+    ];
 
     /// Hook files a manager may have generated, looked at to detect it.
-    pub const MANAGED_BY_MANAGERS: [&'static str; 6] =
-        ["pre-commit", "post-commit", "post-merge", "post-rewrite", "post-checkout", "pre-push"];
+    pub const MANAGED_BY_MANAGERS: [&'static str; 8] =
+        ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-merge", "post-rewrite", "post-checkout", "pre-push"];
 
     /// Git's name for the hook file.
     pub fn file_name(self) -> &'static str {
@@ -36,6 +48,8 @@ impl Hook {
             Hook::PostRewrite => "post-rewrite",
             Hook::PostCheckout => "post-checkout",
             Hook::PreCommit => "pre-commit",
+            Hook::PrepareCommitMsg => "prepare-commit-msg",
+            Hook::CommitMsg => "commit-msg",
         }
     }
 
@@ -50,6 +64,7 @@ impl Hook {
             Hook::PostMerge | Hook::PostRewrite => include_str!("../../hooks/import-and-notify.sh"),
             Hook::PostCheckout => include_str!("../../hooks/post-checkout.sh"),
             Hook::PreCommit => include_str!("../../hooks/pre-commit.sh"),
+            Hook::PrepareCommitMsg | Hook::CommitMsg => include_str!("../../hooks/commit-msg.sh"),
         }
     }
 
@@ -63,7 +78,7 @@ impl Hook {
             }
             Binaries::Path => format!("  {from_path}"),
         };
-        self.template().replace("@FIND_BINARIES@", &find)
+        self.template().replace("@FIND_BINARIES@", &find).replace("@HOOK@", self.file_name())
     }
 }
 

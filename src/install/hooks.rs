@@ -206,9 +206,14 @@ pub(super) fn install_hook_file(
 pub fn run_hook(hook: Hook, args: &[String], bin_dir: &Path) -> Result<()> {
     let mut args = args.to_vec();
     // pre-commit passes git's checkout arguments in the environment, not as arguments.
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
     if hook == Hook::PostCheckout && args.len() < 3 {
-        let env = |k: &str| std::env::var(k).unwrap_or_default();
         args = vec![env("PRE_COMMIT_FROM_REF"), env("PRE_COMMIT_TO_REF"), env("PRE_COMMIT_CHECKOUT_TYPE")];
+    }
+    // ... and the message hooks' source; the message is git's own file for the commit.
+    if matches!(hook, Hook::PrepareCommitMsg | Hook::CommitMsg) && args.is_empty() {
+        let message = git(Path::new("."), &["rev-parse", "--git-path", "COMMIT_EDITMSG"])?;
+        args = vec![message, env("PRE_COMMIT_COMMIT_MSG_SOURCE")];
     }
     let status = std::process::Command::new("sh")
         .arg("-c")

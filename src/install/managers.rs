@@ -127,7 +127,8 @@ pub fn lefthook_block() -> String {
     for hook in Hook::ALL {
         let (args, files) = match hook {
             Hook::PreCommit => (" {files}", Some("git ls-files -- .beads")),
-            Hook::PostRewrite => (" {1}", None),
+            Hook::PostRewrite | Hook::CommitMsg => (" {1}", None),
+            Hook::PrepareCommitMsg => (" {1} {2}", None),
             Hook::PostCheckout => (" {1} {2} {3}", None),
             _ => ("", None),
         };
@@ -143,7 +144,7 @@ pub fn lefthook_block() -> String {
 }
 
 /// The hook types pre-commit must install for our hooks.
-pub const PRE_COMMIT_TYPES: &str = "[pre-commit, post-commit, post-merge, post-rewrite, post-checkout]";
+pub const PRE_COMMIT_TYPES: &str = "[pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]";
 
 /// The marked block for `.pre-commit-config.yaml`: one `repo: local` item whose dash sits in
 /// `indent` columns (to line up with the file's other items), and the hook types to install
@@ -441,7 +442,7 @@ mod tests {
         let with = pre_commit_with_block(p, SAMPLE).expect("safe to edit").content;
         assert!(with.starts_with(SAMPLE));
         assert!(with.contains("\n- repo: local\n"), "{with}");
-        assert!(with.contains("default_install_hook_types: [pre-commit, post-commit"));
+        assert!(with.contains("default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit"));
         assert_eq!(pre_commit_with_block(p, &with).expect("re-install").content, with);
         let (s, e) = find_block(with.as_bytes()).expect("block");
         assert_eq!(format!("{}{}", &with[..s], &with[e..]), SAMPLE);
@@ -469,23 +470,23 @@ mod tests {
         for (before, list_after) in [
             (
                 "default_install_hook_types: [pre-commit]  # x\n",
-                "default_install_hook_types: [pre-commit, post-commit, post-merge, post-rewrite, post-checkout]  # x\n",
+                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]  # x\n",
             ),
             (
                 "default_install_hook_types: [pre-push,post-merge]\n",
-                "default_install_hook_types: [pre-push,post-merge,pre-commit,post-commit,post-rewrite,post-checkout]\n",
+                "default_install_hook_types: [pre-push,post-merge,pre-commit,prepare-commit-msg,commit-msg,post-commit,post-rewrite,post-checkout]\n",
             ),
             (
                 "default_install_hook_types: [pre-push]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
-                "default_install_hook_types: [pre-push, pre-commit, post-commit, post-merge, post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
+                "default_install_hook_types: [pre-push, pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
             ),
             (
                 "default_install_hook_types: []\n",
-                "default_install_hook_types: [pre-commit, post-commit, post-merge, post-rewrite, post-checkout]\n",
+                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]\n",
             ),
             (
                 "default_install_hook_types:\n- pre-commit\n\n",
-                "default_install_hook_types:\n- pre-commit\n- post-commit\n- post-merge\n- post-rewrite\n- post-checkout\n\n",
+                "default_install_hook_types:\n- pre-commit\n- prepare-commit-msg\n- commit-msg\n- post-commit\n- post-merge\n- post-rewrite\n- post-checkout\n\n",
             ),
         ] {
             let config = format!("{before}{SAMPLE}");

@@ -6,6 +6,7 @@ mod support;
 mod advice;
 mod br_roundtrip;
 mod bridge_context;
+mod bridge_hooks;
 mod bridge_links;
 mod bridge_read;
 mod cli;

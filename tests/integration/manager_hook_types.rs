@@ -73,7 +73,7 @@ fn regression_a_flow_list_of_hook_types_gets_ours_added_in_place() {
     let Some(p) = pre_commit() else { return };
     let config = format!("# team hooks\ndefault_install_hook_types: [pre-commit, pre-push]   # CI checks pushes\n{REPOS}");
     let expected = format!(
-        "# team hooks\ndefault_install_hook_types: [pre-commit, pre-push, post-commit, post-merge, post-rewrite, post-checkout]   # CI checks pushes\n{REPOS}"
+        "# team hooks\ndefault_install_hook_types: [pre-commit, pre-push, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]   # CI checks pushes\n{REPOS}"
     );
     pre_commit_types_scenario(&p, &config, &expected);
 }
@@ -83,7 +83,7 @@ fn regression_a_block_list_of_hook_types_gets_ours_added_in_place() {
     let Some(p) = pre_commit() else { return };
     let config = format!("default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n{REPOS}");
     let expected = format!(
-        "default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n    - post-commit\n    - post-merge\n    - post-rewrite\n    - post-checkout\n{REPOS}"
+        "default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n    - prepare-commit-msg\n    - commit-msg\n    - post-commit\n    - post-merge\n    - post-rewrite\n    - post-checkout\n{REPOS}"
     );
     pre_commit_types_scenario(&p, &config, &expected);
 }

@@ -255,8 +255,7 @@ fn husky_scenario(husky: &Path, install_first: bool, dir: Option<&str>) {
         husky_setup(&repo, husky, dir);
     }
     let hdir = dir.unwrap_or(".husky");
-    let user_files: Vec<String> =
-        ["pre-commit", "post-commit", "post-merge", "post-rewrite", "post-checkout"].iter().map(|h| format!("{hdir}/{h}")).collect();
+    let user_files: Vec<String> = beads_git::install::Hook::ALL.iter().map(|h| format!("{hdir}/{}", h.file_name())).collect();
     let mut watched: Vec<&str> = user_files.iter().map(String::as_str).collect();
     watched.extend([".gitattributes", "package.json"]);
     let before = as_before_our_install(repo.snapshot(&watched), &untouched);
@@ -277,6 +276,7 @@ fn husky_scenario(husky: &Path, install_first: bool, dir: Option<&str>) {
     assert_eq!(code, Some(0), "{text}");
 
     let s = commit_is_notified_once(&repo, "bd-h1", "husky");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "husky");
 
     // husky's own hook fails: the commit is blocked.
     let pre_commit = format!("{hdir}/pre-commit");
@@ -291,6 +291,7 @@ fn husky_scenario(husky: &Path, install_first: bool, dir: Option<&str>) {
     let (code, text) = repo.check_exit();
     assert_eq!(code, Some(0), "after husky's re-install: {text}");
     commit_is_notified_once(&repo, "bd-h3", "husky after re-install");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "husky after re-install");
 
     assert!(repo.sync(&["uninstall"]).status.success());
     let after = repo.snapshot(&watched);
@@ -360,6 +361,7 @@ fn lefthook_scenario(lefthook: &Path, install_first: bool) {
     assert_eq!(code, Some(0), "{text}");
 
     let s = commit_is_notified_once(&repo, "bd-l1", "lefthook");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "lefthook");
 
     repo.write(".fail-lint", "");
     assert_blocked(&repo.commit_issue(&s.url, "bd-l2"), "lefthook lint job");
@@ -380,6 +382,7 @@ fn lefthook_scenario(lefthook: &Path, install_first: bool) {
     let (code, text) = repo.check_exit();
     assert_eq!(code, Some(0), "after lefthook install: {text}");
     commit_is_notified_once(&repo, "bd-l3", "lefthook after re-install");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "lefthook after re-install");
 
     assert!(repo.sync(&["uninstall"]).status.success());
     assert_eq!(repo.snapshot(&watched), before, "uninstall restores every file byte for byte");
@@ -468,6 +471,7 @@ fn pre_commit_scenario(pre_commit: &Path, install_first: bool) {
     repo.ok("git", &["add", ".pre-commit-config.yaml", ".gitattributes"]);
 
     let s = commit_is_notified_once(&repo, "bd-p1", "pre-commit");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "pre-commit");
 
     repo.write(".fail-lint", "");
     assert_blocked(&repo.commit_issue(&s.url, "bd-p2"), "pre-commit lint hook");
@@ -478,6 +482,7 @@ fn pre_commit_scenario(pre_commit: &Path, install_first: bool) {
     let (code, text) = repo.check_exit();
     assert_eq!(code, Some(0), "after pre-commit install: {text}");
     commit_is_notified_once(&repo, "bd-p3", "pre-commit after re-install");
+    crate::bridge_hooks::commits_name_their_issue(&repo, "pre-commit after re-install");
 
     // The team committed the config with our jobs: a plain uninstall keeps it and says why.
     let config = repo.read(".pre-commit-config.yaml");

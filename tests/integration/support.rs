@@ -234,6 +234,10 @@ pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
         .env_remove("GEMBA_NOTIFY_SOURCE")
         .env_remove("GEMBA_NOTIFY_WORKSPACE")
         .env_remove("BD_HOOKS")
+        .env_remove("BD_ACTOR")
+        .env_remove("BEADS_ACTOR")
+        .env_remove("BEADS_ISSUE")
+        .env_remove("BEADS_BRIDGE")
         .stdin(Stdio::null());
     cmd
 }

@@ -8,7 +8,7 @@ use beads_git::record::{escaped, printable_lines};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// pre-commit, post-commit, post-merge, post-rewrite or post-checkout.
+    /// pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite or post-checkout.
     hook: String,
     /// The arguments git passed to the hook.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -18,10 +18,8 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> ExitCode {
     match install::Hook::from_name(&args.hook) {
         None => {
-            eprintln!(
-                "bd-sync: hook: unknown hook {} (pre-commit, post-commit, post-merge, post-rewrite, post-checkout)",
-                escaped(&args.hook)
-            );
+            let known: Vec<&str> = install::Hook::ALL.iter().map(|h| h.file_name()).collect();
+            eprintln!("bd-sync: hook: unknown hook {} ({})", escaped(&args.hook), known.join(", "));
         }
         Some(h) => {
             if let Err(e) = install::own_bin_dir().and_then(|dir| install::run_hook(h, &args.args, &dir)) {

@@ -14,6 +14,7 @@ mod global;
 mod hook;
 mod import;
 mod install;
+mod link;
 mod list;
 mod log;
 mod schema;
@@ -67,6 +68,9 @@ enum Command {
     /// Run our hook block for HOOK (what husky, lefthook and pre-commit call); always exits 0.
     #[command(hide = true)]
     Hook(hook::Args),
+    /// What the commit hooks run: the `Beads-Issue:` trailer, and the opt-in commit comment; always exits 0.
+    #[command(hide = true)]
+    Link(link::Args),
     /// Remove exactly what install added, and put back what it replaced.
     Uninstall(uninstall::Args),
     /// Show paths, counts and whether the cache is in step with the file.
@@ -142,6 +146,7 @@ fn run(global: &Global, command: Command) -> Result<ExitCode> {
         Command::Export(args) => export::run(global, args),
         Command::Install(args) => install::run(global, args),
         Command::Hook(args) => Ok(hook::run(args)),
+        Command::Link(args) => Ok(link::run(global, args)),
         Command::Uninstall(args) => uninstall::run(global, args),
         Command::Status => status::run(global),
         Command::Check(args) => check::run(global, args),

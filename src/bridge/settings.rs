@@ -1,0 +1,105 @@
+//! What the bridge reads of git's configuration (`beads.bridge`, `beads.commitComments`, the
+//! comment character, `user.name` and `user.email`) in one `git config` call, and who the actor
+//! is. The commit hooks run on every commit, so one git process stands for five.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What the message hooks read of git's configuration, in one `git config` call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `beads.bridge`.
+    pub bridge: Option<String>,
+    /// `core.commentChar` / `core.commentString` (its first character; `auto` is read as `#`).
+    pub comment: char,
+    /// `user.name`.
+    pub name: Option<String>,
+    /// `user.email`.
+    pub email: Option<String>,
+    /// `beads.commitComments`.
+    pub commit_comments: Option<String>,
+}
+
+impl Settings {
+    /// Reads them in the repository at `dir`; anything unreadable is unset.
+    pub fn read(dir: &Path) -> Settings {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .args([
+                "config",
+                "-z",
+                "--get-regexp",
+                r"^(beads\.bridge|beads\.commitcomments|core\.commentchar|core\.commentstring|user\.name|user\.email)$",
+            ])
+            .output();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        Settings::parse(&text)
+    }
+
+    /// Parses `git config -z --get-regexp` output (`key\nvalue\0`; the last value of a key wins).
+    pub fn parse(text: &str) -> Settings {
+        let mut s = Settings { comment: '#', ..Default::default() };
+        for entry in text.split('\0').filter(|e| !e.is_empty()) {
+            let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+            let value = Some(value.to_owned());
+            match key {
+                "beads.bridge" => s.bridge = value,
+                "beads.commitcomments" => s.commit_comments = value,
+                "core.commentchar" | "core.commentstring" => {
+                    s.comment = value.as_deref().filter(|v| *v != "auto").and_then(|v| v.chars().next()).unwrap_or('#');
+                }
+                "user.name" => s.name = value,
+                "user.email" => s.email = value,
+                _ => {}
+            }
+        }
+        s
+    }
+
+    /// Whether the bridge is on for this process ([`super::enabled`]).
+    pub fn bridge_on(&self) -> bool {
+        super::enabled(std::env::var("BEADS_BRIDGE").ok().as_deref(), self.bridge.as_deref())
+    }
+
+    /// The actor: `BD_ACTOR`, `BEADS_ACTOR`, `user.name`, `user.email`, the first set.
+    pub fn actor(&self) -> Option<String> {
+        actor_from(&|k| std::env::var(k).ok(), self.name.as_deref(), self.email.as_deref())
+    }
+}
+
+/// [`actor`] from the environment `env` and git's `user.name` and `user.email`.
+pub fn actor_from(env: &dyn Fn(&str) -> Option<String>, name: Option<&str>, email: Option<&str>) -> Option<String> {
+    let set = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    set(env("BD_ACTOR"))
+        .or_else(|| set(env("BEADS_ACTOR")))
+        .or_else(|| set(name.map(str::to_owned)))
+        .or_else(|| set(email.map(str::to_owned)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_config_z_output_is_read_key_by_key_and_the_last_value_wins() {
+        let s = Settings::parse(
+            "user.name\nAl\nice\0user.email\na@x\0core.commentchar\n;\0beads.bridge\nfalse\0beads.bridge\ntrue\0core.commentstring\nauto\0",
+        );
+        assert_eq!(s.name.as_deref(), Some("Al\nice"));
+        assert_eq!(s.email.as_deref(), Some("a@x"));
+        assert_eq!(s.bridge.as_deref(), Some("true"));
+        assert_eq!(s.comment, '#', "auto reads as #");
+        assert_eq!(Settings::parse("core.commentchar\n;\0").comment, ';');
+        assert_eq!(Settings::parse("").comment, '#');
+    }
+
+    #[test]
+    fn the_actor_is_the_first_one_set() {
+        let env = |k: &str| (k == "BEADS_ACTOR").then(|| " beads ".to_owned());
+        assert_eq!(actor_from(&env, Some("name"), Some("mail")).as_deref(), Some("beads"));
+        assert_eq!(actor_from(&|_| None, Some(" "), Some("mail")).as_deref(), Some("mail"));
+        assert_eq!(actor_from(&|_| None, None, None), None);
+    }
+}
