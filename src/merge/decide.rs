@@ -10,7 +10,7 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::field::{self, merge_entries, FieldCtx};
-use super::inputs::{parse, validate, At, Indexed, Parsed};
+use super::inputs::{parse, same_value, validate, At, Indexed, Parsed};
 use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Rename, Report, Resolution, Side, Unmergeable, Warning};
 use super::{rename, stamp};
 use crate::jsonl::Line;
@@ -129,8 +129,7 @@ impl<'m, 'a> Merger<'m, 'a> {
                 if ours_is_base {
                     // Theirs may only have re-formatted it (another writer): then the record is
                     // unchanged, and an unchanged record keeps ours' bytes.
-                    let (pb, py) = (parse(Input::Base, b)?, parse(Input::Theirs, y)?);
-                    return if py.value == pb.value { keep(x) } else { keep(y) };
+                    return if same_value((Input::Base, b), (Input::Theirs, y))? { keep(x) } else { keep(y) };
                 }
                 let (pb, px, py) = (parse(Input::Base, b)?, parse(Input::Ours, x)?, parse(Input::Theirs, y)?);
                 if py.value == pb.value || px.value == py.value {
@@ -156,8 +155,7 @@ impl<'m, 'a> Merger<'m, 'a> {
         if line.bytes == base.bytes {
             return Ok(Vec::new());
         }
-        let (pb, pl) = (parse(Input::Base, base)?, parse(input, line)?);
-        if pb.value == pl.value {
+        if same_value((Input::Base, base), (input, line))? {
             return Ok(Vec::new());
         }
         if self.options.policy == ConflictPolicy::Markers {
@@ -296,6 +294,21 @@ impl<'m, 'a> Merger<'m, 'a> {
 
     /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
     /// the last of them.
+    /// Takes what another merger gathered over the keys after this one's (a later part of the
+    /// same walk), whose items start at `offset` in the joined list.
+    pub(super) fn absorb(&mut self, other: Merger<'m, 'a>, offset: usize) {
+        self.reports.extend(other.reports);
+        self.warnings.extend(other.warnings);
+        self.conflicts += other.conflicts;
+        self.touched.extend(other.touched);
+        self.mass_deletion |= other.mass_deletion;
+        self.collisions.extend(other.collisions.into_iter().map(|mut c| {
+            c.item = c.item.map(|i| i + offset);
+            c
+        }));
+        self.renames.extend(other.renames);
+    }
+
     pub(super) fn note_renamed_item(&mut self, len: usize) {
         if let Some(c) = self.collisions.last_mut().filter(|c| c.item.is_none()) {
             c.item = Some(len - 1);

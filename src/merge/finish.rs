@@ -25,6 +25,25 @@ pub(super) enum Order {
     Theirs,
 }
 
+/// What the whole-file passes need to know of ours and theirs (each `[ours, theirs]`): whether
+/// a line mentions comments, and whether one may carry a derived count. Each is a scan of a
+/// whole file, so the join finds them while the inputs are indexed, on the thread that waits.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mentions {
+    comments: [bool; 2],
+    counts: [bool; 2],
+}
+
+impl Mentions {
+    /// Scans ours and theirs.
+    pub(super) fn of(ours: &[u8], theirs: &[u8]) -> Mentions {
+        Mentions {
+            comments: [comments::mentions_comments(ours), comments::mentions_comments(theirs)],
+            counts: [derived::mentions_counts(ours), derived::mentions_counts(theirs)],
+        }
+    }
+}
+
 impl<'a> Merger<'_, 'a> {
     /// What both paths do once every key is merged: the mass-deletion warnings (`gone`: how many
     /// of the base's `base_records` keys ours and theirs lack), the whole-file rules (comment
@@ -36,6 +55,7 @@ impl<'a> Merger<'_, 'a> {
         gone: [usize; 2],
         order: Order,
         (ours, theirs): (&'a [u8], &'a [u8]),
+        mentions: Mentions,
     ) -> Merged<'a> {
         let options = self.options;
         for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
@@ -48,14 +68,14 @@ impl<'a> Merger<'_, 'a> {
                 self.mass_deletion = true;
             }
         }
-        if comments::mentions_comments(ours) && comments::mentions_comments(theirs) {
+        if mentions.comments == [true, true] {
             self.renumber_comments(&mut items);
         }
         self.apply_renames(&mut items);
-        if comments::mentions_comments(ours) || comments::mentions_comments(theirs) {
+        if mentions.comments.contains(&true) {
             self.renumber_shared_comments(&mut items);
         }
-        if !options.partial && (derived::mentions_counts(ours) || derived::mentions_counts(theirs)) {
+        if !options.partial && mentions.counts.contains(&true) {
             self.fix_derived(&mut items);
         }
         match order {
@@ -87,6 +107,7 @@ impl<'a> Merger<'_, 'a> {
             lines,
             markers: options.markers.clone(),
             verbatim: None,
+            source: ours,
             conflicts: self.conflicts,
             needs_review,
             reports: self.reports,

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::decide::Merger;
-use super::finish::Order;
+use super::finish::{Mentions, Order};
 use super::inputs::{check_bad_lines, collapse_repeats, only_moved, At, Index, Indexed};
 use super::sorted::{self, SortedIndex};
 use super::types::{Input, Markers, MergeOptions, Merged, Out, Unmergeable};
@@ -42,6 +42,7 @@ pub(super) fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> O
         lines,
         markers: Markers::default(),
         verbatim,
+        source: ours,
         conflicts: 0,
         needs_review: false,
         reports: Vec::new(),
@@ -59,11 +60,12 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
         return Ok(merged);
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
-    let (b, o, t) = std::thread::scope(|s| {
+    let (b, o, t, mentions) = std::thread::scope(|s| {
         let other = s.spawn(|| (Indexed::new(Input::Base, base), Indexed::new(Input::Theirs, theirs)));
         let o = Indexed::new(Input::Ours, ours);
+        let mentions = Mentions::of(ours, theirs);
         let (b, t) = other.join().expect("indexing does not panic");
-        (b, o, t)
+        (b, o, t, mentions)
     });
     let (Index::Hashed(bi), Index::Hashed(oi), Index::Hashed(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("Indexed::new hashes")
@@ -110,7 +112,7 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
     } else {
         Order::Ours
     };
-    Ok(m.finish(items, bi.ids.len(), gone, order, (ours, theirs)))
+    Ok(m.finish(items, bi.ids.len(), gone, order, (ours, theirs), mentions))
 }
 
 /// [`merge`] by walking the three inputs side by side, when each is sorted by key with every line
@@ -126,11 +128,14 @@ pub fn merge_sorted<'a>(
     if let Some(merged) = ours_as_it_is(base, ours, theirs) {
         return Some(Ok(merged));
     }
-    let (b, o, t) = std::thread::scope(|s| {
+    // Indexing a file costs about what scanning two for `Mentions` does: the thread that indexes
+    // one file scans, the other indexes two.
+    let (b, o, t, mentions) = std::thread::scope(|s| {
         let other = s.spawn(|| (SortedIndex::new(base), SortedIndex::new(theirs)));
         let o = SortedIndex::new(ours);
+        let mentions = Mentions::of(ours, theirs);
         let (b, t) = other.join().expect("indexing does not panic");
-        (b, o, t)
+        (b, o, t, mentions)
     });
     let (b, o, t) = (b?, o?, t?);
     let (b, o, t) = (
@@ -141,17 +146,85 @@ pub fn merge_sorted<'a>(
     let (Index::Sorted(bi), Index::Sorted(oi), Index::Sorted(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("built sorted just above")
     };
+    // The walk is split in two at a key, and the halves walked on two threads: each key's
+    // decision depends on that key's lines alone, and the halves' results are put together in
+    // key order, so the result is the one walk's.
+    let split = sorted::split_point([bi, oi, ti]);
+    let inputs = [&b, &o, &t];
+    let (first, second) = match split {
+        None => (walk(inputs, options, ours, [0; 3], None), None),
+        Some((key, at)) => std::thread::scope(|s| {
+            let second = s.spawn(|| walk(inputs, options, ours, at, None));
+            let first = walk(inputs, options, ours, [0; 3], Some(&key));
+            (first, Some(second.join().expect("merging does not panic")))
+        }),
+    };
     let mut m = Merger::new([&b, &o, &t], options, ours, Vec::new());
-    let mut items: Vec<(Cow<'_, str>, Out<'_>)> = Vec::with_capacity(oi.len() + ti.len() / 16);
-    // The hashed path merges ours' keys first, then theirs' own: what the merge of a key only
-    // theirs has reports, warns or fails on is held back to come after, in the same order.
-    let (mut later_reports, mut later_warnings, mut later_error) = (Vec::new(), Vec::new(), None);
-    let mut gone = [0usize; 2];
-    let walked = sorted::join([bi, oi, ti], |key, step| {
+    let mut items = first.items;
+    let mut gone = first.gone;
+    let mut later = (first.later_reports, first.later_warnings);
+    let mut errors = (first.error, first.later_error);
+    m.absorb(first.merger, 0);
+    if let Some(second) = second {
+        let offset = items.len();
+        items.extend(second.items);
+        gone = [gone[0] + second.gone[0], gone[1] + second.gone[1]];
+        later.0.extend(second.later_reports);
+        later.1.extend(second.later_warnings);
+        errors = (errors.0.or(second.error), errors.1.or(second.later_error));
+        m.absorb(second.merger, offset);
+    }
+    // An error at a key ours has ends the walk at once; one at a key only theirs has, after it.
+    if let Some(e) = errors.0.or(errors.1) {
+        return Some(Err(e));
+    }
+    m.reports.extend(later.0);
+    m.warnings.extend(later.1);
+    Some(Ok(m.finish(items, bi.len(), gone, Order::Sorted, (ours, theirs), mentions)))
+}
+
+/// What one part of the walk of [`merge_sorted`] gathered, in key order.
+struct Walked<'m, 'a> {
+    merger: Merger<'m, 'a>,
+    items: Vec<(Cow<'a, str>, Out<'a>)>,
+    gone: [usize; 2],
+    /// What the merge of keys only theirs has reported and warned (the hashed path merges those
+    /// after ours' keys, so they come last).
+    later_reports: Vec<super::types::Report>,
+    later_warnings: Vec<super::types::Warning>,
+    /// The first error at a key ours has, and the first at a key only theirs has.
+    error: Option<Unmergeable>,
+    later_error: Option<Unmergeable>,
+}
+
+/// Walks the sorted inputs from the line indexes `from` up to (not including) the key `until`
+/// (to the end when `None`), deciding each key.
+fn walk<'m, 'a>(
+    inputs: [&'m Indexed<'a>; 3],
+    options: &'m MergeOptions,
+    ours: &'a [u8],
+    from: [u32; 3],
+    until: Option<&str>,
+) -> Walked<'m, 'a> {
+    let [b, o, t] = inputs;
+    let (Index::Sorted(bi), Index::Sorted(oi), Index::Sorted(ti)) = (&b.index, &o.index, &t.index) else {
+        unreachable!("merge_sorted walks sorted inputs")
+    };
+    let mut w = Walked {
+        merger: Merger::new(inputs, options, ours, Vec::new()),
+        items: Vec::with_capacity(usize::midpoint(oi.len(), ti.len() / 16)),
+        gone: [0; 2],
+        later_reports: Vec::new(),
+        later_warnings: Vec::new(),
+        error: None,
+        later_error: None,
+    };
+    let m = &mut w.merger;
+    let walked = sorted::join([bi, oi, ti], from, until, |key, step| {
         let [in_base, in_ours, in_theirs] = step;
         if in_base.is_some() {
-            gone[0] += usize::from(in_ours.is_none());
-            gone[1] += usize::from(in_theirs.is_none());
+            w.gone[0] += usize::from(in_ours.is_none());
+            w.gone[1] += usize::from(in_theirs.is_none());
         }
         if in_ours.is_none() && in_theirs.is_none() {
             return Ok(());
@@ -160,30 +233,25 @@ pub fn merge_sorted<'a>(
         let outs = match m.merge_at(&key, step.map(|n| n.map(At::One))) {
             Ok(outs) => outs,
             Err(e) if in_ours.is_none() => {
-                later_error.get_or_insert(e);
+                w.later_error.get_or_insert(e);
                 return Ok(());
             }
             Err(e) => return Err(e),
         };
         for out in outs {
-            items.push((key.clone(), out));
+            w.items.push((key.clone(), out));
         }
-        m.note_renamed_item(items.len());
+        m.note_renamed_item(w.items.len());
         if in_ours.is_none() {
-            later_reports.extend(m.reports.drain(reports..));
-            later_warnings.extend(m.warnings.drain(warnings..));
+            w.later_reports.extend(m.reports.drain(reports..));
+            w.later_warnings.extend(m.warnings.drain(warnings..));
         }
         Ok(())
     });
     if let Err(e) = walked {
-        return Some(Err(e));
+        w.error = Some(e);
     }
-    if let Some(e) = later_error {
-        return Some(Err(e));
-    }
-    m.reports.append(&mut later_reports);
-    m.warnings.append(&mut later_warnings);
-    Some(Ok(m.finish(items, bi.len(), gone, Order::Sorted, (ours, theirs))))
+    w
 }
 
 /// Merges an append-only log (bd's `interactions.jsonl`, the legacy `deletions.jsonl`): records

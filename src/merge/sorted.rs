@@ -135,20 +135,55 @@ impl<'a> SortedIndex<'a> {
         None
     }
 
+    /// The index of the first key that is not before `key` (the length when every key is).
+    pub fn lower_bound(&self, key: &str) -> u32 {
+        let (mut low, mut high) = (0u32, u32::try_from(self.spans.len()).unwrap_or(u32::MAX));
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if key_order(&self.key(mid), key) == Ordering::Less {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
     /// Every key, in order.
     pub fn keys(&self) -> impl Iterator<Item = Cow<'a, str>> + '_ {
         (0..self.spans.len()).map(|i| self.key(i as u32))
     }
 }
 
+/// Below this many lines in all, a merge walks its inputs on one thread.
+const SPLIT_FROM: usize = 4096;
+
+/// Where to cut the walk of three sorted files in two halves of about equal work: the middle
+/// key of the largest file, and in each file the index of its first key not before it. `None`
+/// for files too small to be worth a second thread.
+pub(crate) fn split_point<'a>(files: [&SortedIndex<'a>; 3]) -> Option<(Cow<'a, str>, [u32; 3])> {
+    if files.iter().map(|f| f.len()).sum::<usize>() < SPLIT_FROM {
+        return None;
+    }
+    let largest = files.iter().max_by_key(|f| f.len())?;
+    let key = largest.key(u32::try_from(largest.len() / 2).ok()?);
+    Some((key.clone(), files.map(|f| f.lower_bound(&key))))
+}
+
 /// Where a key stands in each of the three inputs of a merge-join step.
 pub(crate) type Step = [Option<u32>; 3];
 
 /// Walks three sorted files in step: calls `each(key, [base, ours, theirs])` once per key present
-/// in any of them, in key order, with that key's line index in each file that has it.
-pub(crate) fn join<'a, E>(files: [&SortedIndex<'a>; 3], mut each: impl FnMut(Cow<'a, str>, Step) -> Result<(), E>) -> Result<(), E> {
-    let mut at = [0u32; 3];
-    let mut heads: [Option<Cow<'a, str>>; 3] = [0, 1, 2].map(|n| (files[n].len() > 0).then(|| files[n].key(0)));
+/// in any of them, in key order, with that key's line index in each file that has it. The walk
+/// starts at the line indexes `from` and stops before the key `until` (at the end when `None`).
+pub(crate) fn join<'a, E>(
+    files: [&SortedIndex<'a>; 3],
+    from: [u32; 3],
+    until: Option<&str>,
+    mut each: impl FnMut(Cow<'a, str>, Step) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut at = from;
+    let mut heads: [Option<Cow<'a, str>>; 3] = [0, 1, 2].map(|n| ((at[n] as usize) < files[n].len()).then(|| files[n].key(at[n])));
     loop {
         let mut least: Option<&Cow<'a, str>> = None;
         for key in heads.iter().flatten() {
@@ -157,6 +192,9 @@ pub(crate) fn join<'a, E>(files: [&SortedIndex<'a>; 3], mut each: impl FnMut(Cow
             }
         }
         let Some(key) = least.cloned() else { return Ok(()) };
+        if until.is_some_and(|u| key_order(&key, u) != Ordering::Less) {
+            return Ok(());
+        }
         let mut step: Step = [None; 3];
         for n in 0..3 {
             if heads[n].as_ref().is_some_and(|k| *k == key) {

@@ -274,6 +274,8 @@ pub struct Merged<'a> {
     pub(super) markers: Markers,
     /// Set when the result is ours, byte for byte.
     pub(super) verbatim: Option<&'a [u8]>,
+    /// Ours as read: the lines that are runs of it are written as slices of it.
+    pub(super) source: &'a [u8],
     /// Records written with conflict markers (only under [`ConflictPolicy::Markers`]).
     pub conflicts: usize,
     /// Under [`ConflictPolicy::Markers`]: a side deleted most of the file, which a human should
@@ -307,7 +309,8 @@ impl Merged<'_> {
                 };
                 let marks = [marker('<', &mk.ours), marker('|', &mk.base), marker('=', ""), marker('>', &mk.theirs)];
                 let diff3 = mk.diff3;
-                jsonl::write_lines(w, self.layout, self.lines.iter().flat_map(|out| pieces(out, &marks, diff3).into_iter().flatten()))
+                let pieces = self.lines.iter().flat_map(|out| pieces(out, &marks, diff3).into_iter().flatten());
+                jsonl::write_lines_from(w, self.layout, self.source, pieces)
             }
         }
     }

@@ -135,6 +135,96 @@ proptest! {
     }
 }
 
+/// `content` (sorted by key) with `per_gap` unchanged filler records after each of the ids
+/// `bd-00` .. `bd-39`: enough lines for the sorted path to split its walk over two threads
+/// (`merge::sorted::split_point`), with the generated records on both sides of the cut.
+fn padded(content: &[u8], per_gap: usize) -> Vec<u8> {
+    let mut lines: Vec<Vec<u8>> = content.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect();
+    for n in 0..40 {
+        for k in 0..per_gap {
+            lines.push(format!(r#"{{"id":"bd-{n:02}-f{k:04}","title":"filler","status":"open","priority":2}}"#).into_bytes());
+        }
+    }
+    sorted_by_key(&lines.join(&b"\n"[..]).into_iter().chain([b'\n']).collect::<Vec<u8>>())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// The sorted path walks a large file in two halves on two threads; the halves' results,
+    /// put together, are the one walk's: the hashed path (one walk, always) agrees on the bytes,
+    /// reports, warnings, renames, conflicts and errors.
+    #[test]
+    fn both_merge_paths_agree_when_the_walk_is_split((base, ours, theirs) in triple(), p in 0usize..9) {
+        let (b, o, t) = (padded(&sorted_by_key(&base), 40), padded(&sorted_by_key(&ours), 40), padded(&sorted_by_key(&theirs), 40));
+        let options = &every_option()[p];
+        prop_assert_eq!(same_on_both_paths(&b, &o, &t, options), Ok(true));
+    }
+
+    #[test]
+    fn both_merge_paths_agree_on_split_concurrent_children((base, ours, theirs, _n, _m) in concurrent_children(), p in 0usize..9) {
+        let (b, o, t) = (padded(&base, 40), padded(&ours, 40), padded(&theirs, 40));
+        let options = &every_option()[p];
+        prop_assert!(same_on_both_paths(&b, &o, &t, options).is_ok(), "{:?}", same_on_both_paths(&b, &o, &t, options));
+    }
+}
+
+/// Errors on both sides of the cut: a bad record at a key only theirs has in the first half and
+/// one at a key ours has in the second; the one walk reports the second (it ends the walk), and
+/// so must the split walk. Collisions and deletions on both sides of the cut move and report as
+/// in one walk.
+#[test]
+fn a_split_walk_reports_what_one_walk_reports() {
+    let record = |id: &str, title: &str| {
+        format!(
+            r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}}"#
+        )
+    };
+    let file = |extra: &[String], skip: &[&str]| -> Vec<u8> {
+        let mut lines: Vec<String> =
+            (0..40).filter(|n| !skip.contains(&format!("bd-{n:02}").as_str())).map(|n| record(&format!("bd-{n:02}"), "base")).collect();
+        lines.extend(extra.iter().cloned());
+        padded(lines.join("\n").as_bytes(), 40)
+    };
+    let (early, late) = ("bd-03", "bd-36");
+    let base = file(&[], &[]);
+    // Each side: a new child under the same number in both halves (two issues, one id), a
+    // record deleted by one side and changed by the other in both halves.
+    let child = |id: &str, title: &str, at: &str| {
+        format!(r#"{{"id":"{id}.1","title":"{title}","status":"open","created_at":"{at}","updated_at":"{at}"}}"#)
+    };
+    let ours = file(
+        &[
+            child(early, "ours early", "2025-02-01T00:00:00Z"),
+            child(late, "ours late", "2025-02-01T00:00:00Z"),
+            record("bd-05", "ours edit"),
+            record("bd-35", "ours edit"),
+        ],
+        &["bd-05", "bd-35", "bd-07", "bd-37"],
+    );
+    let theirs = file(
+        &[
+            child(early, "theirs early", "2025-03-01T00:00:00Z"),
+            child(late, "theirs late", "2025-03-01T00:00:00Z"),
+            record("bd-07", "theirs edit"),
+            record("bd-37", "theirs edit"),
+        ],
+        &["bd-05", "bd-35", "bd-07", "bd-37"],
+    );
+    for options in every_option() {
+        assert_eq!(same_on_both_paths(&base, &ours, &theirs, &options), Ok(true), "{options:?}");
+    }
+    let merged = merge_sorted(&base, &ours, &theirs, &every_option()[0]).expect("sorted").expect("merged");
+    assert_eq!(merged.renames.len(), 2, "{:?}", merged.renames);
+    // A bad line at a key only theirs has (early) and at a key ours has too (late).
+    let bad = |id: &str| format!(r#"{{"id":"{id}","title":"bad","priority":}}"#);
+    let theirs_bad = file(&[bad("bd-02.9"), bad(late)], &[late]);
+    let base_with_late = file(&[], &[]);
+    let sorted = outcome(merge_sorted(&base_with_late, &ours, &theirs_bad, &every_option()[0]).expect("sorted inputs"));
+    let indexed = outcome(merge_indexed(&base_with_late, &ours, &theirs_bad, &every_option()[0]));
+    assert_eq!(format!("{sorted:?}"), format!("{indexed:?}"));
+}
+
 /// gen.py's 100k triple (sorted by id, as bd writes it): both paths give the same bytes. Fails
 /// under `CI` when the generator is missing.
 #[test]
