@@ -4,7 +4,10 @@
 //! machine's speed drifts) and bd-merge's peak RSS as a ratio to the three inputs; and checks the
 //! merged record count against the generator's `expected.json`.
 //!
-//! `cargo bench --bench merge -- [--sizes 10k,100k,1m,1m-tiny] [--runs 5] [--data target/bench-data]`
+//! `cargo bench --bench merge -- [--sizes real,10k,100k,1m,1m-tiny] [--runs 7] [--data target/bench-data]`
+//! bd-merge runs as git runs it (`%O %A %B`, the result over a copy of ours); each figure is a
+//! median of wall and of CPU time (user + system), and `real` is the beads project's own file
+//! (`../shared/data/beads-real.jsonl`) with 1% of its issues edited on each side.
 //! Missing triples are generated with gen.py (through `benches/gen_scale.py`, linear at 1M);
 //! `<size>-tiny` is a triple of records that hold only an id (about 20 bytes a line), each side
 //! deleting, adding or changing 1%: what a merge costs per record rather than per byte.
@@ -33,7 +36,8 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { shapes: None, sizes: vec!["10k".into(), "100k".into()], runs: 5, data: PathBuf::from("target/bench-data") };
+    let mut args =
+        Args { shapes: None, sizes: vec!["real".into(), "10k".into(), "100k".into()], runs: 7, data: PathBuf::from("target/bench-data") };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -54,6 +58,9 @@ fn ensure_data(dir: &Path, label: &str) {
     if let Some(size) = label.strip_suffix("-tiny") {
         return tiny_triple(&dir.join(label), common::issues_in(size));
     }
+    if label == "real" {
+        return real_triple(&dir.join(label));
+    }
     eprintln!("generating the {label} triple with gen.py");
     let status = common::gen_command()
         .args(["all", "--outdir"])
@@ -67,6 +74,28 @@ fn ensure_data(dir: &Path, label: &str) {
     if !dir.join(label).exists() && generated.exists() {
         std::fs::rename(generated, dir.join(label)).expect("rename");
     }
+}
+
+/// The triple of a real tracker: `../shared/data/beads-real.jsonl` (the beads project's own
+/// 5,700 issues) as the base, each side editing 1% of the issues (0.2% on both sides), adding
+/// 0.5% and deleting 0.1%, by gen.py's scenario.
+fn real_triple(dir: &Path) {
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/beads-real.jsonl");
+    assert!(real.is_file(), "{} is missing: the real triple is made from it", real.display());
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::copy(&real, dir.join("base.jsonl")).expect("copy the real file");
+    let status = common::gen_command()
+        .args(["scenario", "--base"])
+        .arg(dir.join("base.jsonl"))
+        .arg("--ours")
+        .arg(dir.join("ours.jsonl"))
+        .arg("--theirs")
+        .arg(dir.join("theirs.jsonl"))
+        .args(["--edit-pct", "1", "--both-pct", "0.2", "--add-pct", "0.5", "--del-pct", "0.1", "--seed", "5", "--expected"])
+        .arg(dir.join("expected.json"))
+        .status()
+        .expect("python3 runs gen.py");
+    assert!(status.success(), "gen.py scenario failed");
 }
 
 /// A triple of `n` id-only records, sorted by id: ours deletes every 100th and adds `n / 100`
@@ -237,8 +266,26 @@ fn shapes() -> Vec<Shape> {
 }
 
 /// `--shapes SIZE`: each worst shape at a quarter of SIZE and at SIZE, the median of `runs`.
-fn run_shapes(size: usize, runs: usize) {
-    println!("{:<36} {:>10} {:>12} {:>10} {:>12} {:>7}", "shape", "n/4", "ms", "n", "ms", "ratio");
+fn run_shapes(size: usize, runs: usize, data: &Path) {
+    // The plain merge at the same size: gen.py's triple, merged in this process.
+    let label = if size >= 1000 && size % 1000 == 0 { format!("{}k", size / 1000) } else { size.to_string() };
+    ensure_data(data, &label);
+    let dir = data.join(&label);
+    let read = |f: &str| std::fs::read(dir.join(f)).expect("the plain triple");
+    let (b, o, t) = (read("base.jsonl"), read("ours.jsonl"), read("theirs.jsonl"));
+    let options = beads_git::merge::MergeOptions::default();
+    let plain = median_ms(
+        (0..runs)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let merged = beads_git::merge::merge(&b, &o, &t, &options).expect("the plain triple merges");
+                std::hint::black_box(merged.to_vec());
+                start.elapsed()
+            })
+            .collect(),
+    );
+    println!("plain merge of gen.py's {label} triple in this process: {plain:.1} ms");
+    println!("{:<36} {:>10} {:>12} {:>10} {:>12} {:>7} {:>8}", "shape", "n/4", "ms", "n", "ms", "ratio", "x plain");
     for (name, run) in shapes() {
         let time = |n: usize| {
             median_ms(
@@ -253,48 +300,52 @@ fn run_shapes(size: usize, runs: usize) {
         };
         let quarter = (size / 4).max(1);
         let (small, large) = (time(quarter), time(size));
-        println!("{name:<36} {quarter:>10} {small:>12.1} {size:>10} {large:>12.1} {:>7.1}", large / small.max(1e-3));
+        println!(
+            "{name:<36} {quarter:>10} {small:>12.1} {size:>10} {large:>12.1} {:>7.1} {:>8.2}",
+            large / small.max(1e-3),
+            large / plain.max(1e-3)
+        );
     }
     println!("ratio: the time at n over the time at n/4 (linear work: about 4, quadratic: 16)");
+    println!("x plain: the time at n over the plain merge of gen.py's triple of n issues");
 }
 
 fn main() {
     let args = parse_args();
     if let Some(size) = args.shapes {
-        return run_shapes(size, args.runs);
+        return run_shapes(size, args.runs, &args.data);
     }
     let bd_merge = env!("CARGO_BIN_EXE_bd-merge");
     println!(
-        "{:<8} {:>9} {:>12} {:>10} {:>14} {:>11} {:>9} {:>9} {:>9} {:>8}",
-        "size", "input MB", "bd-merge ms", "bd RSS MB", "merge-file ms", "git RSS MB", "x git", "floor ms", "x floor", "RSS/in"
+        "{:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7}",
+        "size", "input MB", "bd ms", "bd cpu", "git ms", "git cpu", "x git", "x git cpu", "floor ms", "x floor", "bd RSS", "RSS/in"
     );
     for label in &args.sizes {
         ensure_data(&args.data, label);
         let dir = args.data.join(label);
         let (base, ours, theirs) = (dir.join("base.jsonl"), dir.join("ours.jsonl"), dir.join("theirs.jsonl"));
         let input_bytes: u64 = [&base, &ours, &theirs].iter().map(|p| std::fs::metadata(p).expect("input").len()).sum();
-        let out_bd = dir.join("merged.bd.jsonl");
+        // What git runs: `bd-merge %O %A %B`, the result written over %A (a copy of ours made
+        // before each run, outside the timing).
+        let scratch = dir.join("merged.bd.jsonl");
         let out_git = dir.join("merged.git.jsonl");
         let out_floor = dir.join("merged.floor.jsonl");
-        let (mut t_bd, mut t_git, mut t_floor, mut rss_bd, mut rss_git) = (Vec::new(), Vec::new(), Vec::new(), 0, 0);
-        let (mut x_git, mut x_floor) = (Vec::new(), Vec::new());
+        let (mut bd, mut git_runs, mut floors) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut x_git, mut x_git_cpu, mut x_floor) = (Vec::new(), Vec::new(), Vec::new());
         let mut git_refused = false;
         // In turn, each run: bd-merge, git merge-file, the floor (read the three inputs, write one
         // file of ours' size: `cat` of the inputs, then of ours).
         for _ in 0..args.runs {
-            let Measured { wall, rss_kib, code } =
-                measure(Command::new(bd_merge).arg(&base).arg(&ours).arg(&theirs).arg("-q").arg("-o").arg(&out_bd));
-            assert_eq!(code, 0, "bd-merge failed on {label}");
-            t_bd.push(wall);
-            rss_bd = rss_bd.max(rss_kib);
+            std::fs::copy(&ours, &scratch).expect("copy ours to the scratch %A");
+            let m = measure(Command::new(bd_merge).arg(&base).arg(&scratch).arg(&theirs).arg("-q"));
+            assert_eq!(m.code, 0, "bd-merge failed on {label}");
             let out = std::fs::File::create(&out_git).expect("create");
             let git = measure(Command::new("git").args(["merge-file", "-p"]).arg(&ours).arg(&base).arg(&theirs).stdout(out));
             // git merge-file exits with the number of conflicts, or 255 when it refuses (it takes
             // files over 1 GB for binary: the 1M triple).
             git_refused |= git.code == 255;
-            t_git.push(git.wall);
-            x_git.push(wall.as_secs_f64() / git.wall.as_secs_f64());
-            rss_git = rss_git.max(git.rss_kib);
+            x_git.push(m.wall.as_secs_f64() / git.wall.as_secs_f64());
+            x_git_cpu.push(m.cpu.as_secs_f64() / git.cpu.as_secs_f64().max(1e-6));
             let floor = measure(Command::new("sh").arg("-c").arg(r#"cat "$1" "$2" "$3" >/dev/null && cat "$2" >"$4""#).args([
                 "floor", // $0
                 &*base.to_string_lossy(),
@@ -303,11 +354,13 @@ fn main() {
                 &*out_floor.to_string_lossy(),
             ]));
             assert_eq!(floor.code, 0, "the floor command failed");
-            t_floor.push(floor.wall);
-            x_floor.push(wall.as_secs_f64() / floor.wall.as_secs_f64());
+            x_floor.push(m.wall.as_secs_f64() / floor.wall.as_secs_f64());
+            bd.push(m);
+            git_runs.push(git);
+            floors.push(floor);
         }
         let _ = std::fs::remove_file(&out_floor);
-        let merged_lines = std::fs::read(&out_bd).expect("merged").iter().filter(|&&b| b == b'\n').count();
+        let merged_lines = std::fs::read(&scratch).expect("merged").iter().filter(|&&b| b == b'\n').count();
         let expected: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("expected.json")).expect("expected.json")).expect("json");
         let kept = deleted_but_changed(&base, &ours, &theirs, &expected);
@@ -316,31 +369,41 @@ fn main() {
             expected["merged"].as_u64().expect("merged count") + kept,
             "merged record count on {label} ({kept} records deleted on one side and changed on the other are kept)"
         );
-        let (m_bd, m_git, m_floor) = (median_ms(t_bd), median_ms(t_git), median_ms(t_floor));
+        let wall = |runs: &[Measured]| median_ms(runs.iter().map(|m| m.wall).collect());
+        let cpu = |runs: &[Measured]| median_ms(runs.iter().map(|m| m.cpu).collect());
+        let rss_bd = bd.iter().map(|m| m.rss_kib).max().unwrap_or(0);
         let rss_per_input = rss_bd as f64 * 1024.0 / input_bytes as f64;
-        let (git_ms, git_mb, git_x) = if git_refused {
-            ("refused".to_owned(), "-".to_owned(), "-".to_owned())
+        let (git_ms, git_cpu, git_x, git_x_cpu) = if git_refused {
+            ("refused".to_owned(), "-".to_owned(), "-".to_owned(), "-".to_owned())
         } else {
-            (format!("{m_git:.1}"), format!("{:.1}", rss_git as f64 / 1024.0), format!("{:.2}", median_of(x_git)))
+            (
+                format!("{:.1}", wall(&git_runs)),
+                format!("{:.1}", cpu(&git_runs)),
+                format!("{:.2}", median_of(x_git)),
+                format!("{:.2}", median_of(x_git_cpu)),
+            )
         };
         println!(
-            "{:<8} {:>9.1} {:>12.1} {:>10.1} {:>14} {:>11} {:>9} {:>9.1} {:>9.2} {:>8.2}",
+            "{:<8} {:>8.1} {:>9.1} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>8.2} {:>8.1} {:>7.2}",
             label,
             input_bytes as f64 / 1e6,
-            m_bd,
-            rss_bd as f64 / 1024.0,
+            wall(&bd),
+            cpu(&bd),
             git_ms,
-            git_mb,
+            git_cpu,
             git_x,
-            m_floor,
+            git_x_cpu,
+            wall(&floors),
             median_of(x_floor),
+            rss_bd as f64 / 1024.0,
             rss_per_input
         );
         if git_refused {
             println!("         git merge-file refused the inputs (exit 255: files over 1 GB are binary to it)");
         }
     }
-    println!("x git, x floor: bd-merge's time over git merge-file -p's and over the floor's, the median of the run-by-run ratios");
+    println!("bd: `bd-merge %O %A %B` as git runs it (the result replaces a copy of ours); ms wall, cpu user+sys; medians");
+    println!("x git, x git cpu, x floor: bd-merge's wall (cpu) time over git merge-file -p's and over the floor's, the median of the run-by-run ratios");
     println!("RSS/in: bd-merge's peak RSS over the three inputs' size");
     // The two paths of the merge engine in this process, in turn, on the same inputs in memory:
     // what the merge-join buys over the hash index (reading and writing left out).

@@ -356,8 +356,42 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
         }
     }
     let tmp = write_temp_beside(path, durability, produce)?;
+    if durability == Durability::Scratch && exchange(tmp.path(), path) {
+        // The temporary file's name now holds the old content: dropping it removes that.
+        return Ok(());
+    }
     tmp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
     Ok(())
+}
+
+/// Swaps two files in one step (`renameat2` with `RENAME_EXCHANGE`); false where the system or
+/// the file system cannot, or either is missing. A scratch file replaced this way is never
+/// missing or half-written, like with a rename, but ext4 does not first write back the new
+/// content, as it does for a rename over a file (its `auto_da_alloc`): for git's 118 MB `%A`
+/// that was 75 ms of a 400 ms merge, against the 26 ms of removing the old content after.
+fn exchange(new: &Path, target: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (Ok(new), Ok(target)) =
+            (std::ffi::CString::new(new.as_os_str().as_bytes()), std::ffi::CString::new(target.as_os_str().as_bytes()))
+        else {
+            return false;
+        };
+        if !fs::symlink_metadata(std::ffi::OsStr::from_bytes(target.as_bytes())).is_ok_and(|m| m.is_file()) {
+            return false;
+        }
+        // SAFETY: two NUL-terminated paths that live across the call; the syscall only reads them.
+        let done = unsafe {
+            libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, new.as_ptr(), libc::AT_FDCWD, target.as_ptr(), libc::RENAME_EXCHANGE)
+        };
+        done == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (new, target);
+        false
+    }
 }
 
 /// Writes a new version of `path` through a temporary file beside it, and moves it in place only
@@ -463,31 +497,10 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
         bail!("{} is {} bytes, more than the {} GiB an input may be", name(), meta.len(), MAX_INPUT_BYTES >> 30);
     }
     let len = meta.len() as usize;
-    let mut bytes: Vec<u8> = Vec::new();
+    let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| anyhow::anyhow!("{}: {len} bytes do not fit in memory", name()))?;
-    huge_pages(&mut bytes);
     std::io::Read::read_to_end(&mut std::io::Read::take(&file, meta.len()), &mut bytes).with_context(|| format!("reading {}", name()))?;
     Ok(bytes)
-}
-
-/// Asks the kernel to back a large buffer about to be filled with transparent huge pages: the
-/// read then faults once per 2 MiB instead of once per 4 KiB page (a fifth of a 10k-issue merge
-/// was page faults on its input buffers). Advice only: where huge pages are off, nothing changes.
-fn huge_pages(buffer: &mut Vec<u8>) {
-    const HUGE: usize = 2 << 20;
-    #[cfg(target_os = "linux")]
-    if buffer.capacity() >= 2 * HUGE {
-        let start = buffer.as_mut_ptr() as usize;
-        let end = start + buffer.capacity();
-        let (aligned_start, aligned_end) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-        if aligned_end > aligned_start {
-            // SAFETY: the range lies inside the buffer's own allocation; MADV_HUGEPAGE changes
-            // how its pages are backed, never their contents.
-            unsafe { libc::madvise(aligned_start as *mut libc::c_void, aligned_end - aligned_start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (buffer, HUGE);
 }
 
 fn file_kind(meta: &fs::Metadata) -> &'static str {
@@ -514,6 +527,26 @@ fn file_kind(meta: &fs::Metadata) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_scratch_file_is_replaced_whole_with_its_mode_and_nothing_left_beside_it() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().expect("tmp");
+        let target = dir.path().join("scratch.jsonl");
+        fs::write(&target, "old\n".repeat(100_000)).expect("write");
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).expect("chmod");
+        let before = fs::metadata(&target).expect("meta").ino();
+        write_atomic_with(&target, Durability::Scratch, |w| w.write_all(b"new\n")).expect("replace");
+        assert_eq!(fs::read(&target).expect("read"), b"new\n");
+        assert_eq!(fs::metadata(&target).expect("meta").permissions().mode() & 0o777, 0o640);
+        assert_ne!(fs::metadata(&target).expect("meta").ino(), before, "a new file, not the old one rewritten");
+        let names: Vec<_> = fs::read_dir(dir.path()).expect("list").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, [std::ffi::OsString::from("scratch.jsonl")], "the old content is gone with its temporary name");
+        // A missing target is created.
+        let fresh = dir.path().join("fresh.jsonl");
+        write_atomic_with(&fresh, Durability::Scratch, |w| w.write_all(b"x\n")).expect("create");
+        assert_eq!(fs::read(&fresh).expect("read"), b"x\n");
+    }
 
     /// A writer that takes at most three bytes a call, vectored or not.
     struct Trickle(Vec<u8>);

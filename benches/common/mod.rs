@@ -40,6 +40,8 @@ pub fn gen_base(path: &Path, n: usize, seed: u32) {
 /// One finished child process.
 pub struct Measured {
     pub wall: Duration,
+    /// CPU time, user and system, of the child and the processes it waited for.
+    pub cpu: Duration,
     /// Peak resident set size, KiB.
     pub rss_kib: i64,
     pub code: i32,
@@ -67,7 +69,8 @@ pub fn measure(cmd: &mut Command) -> Measured {
     assert_eq!(r, pid, "wait4");
     let wall = start.elapsed();
     let rss_kib = if cfg!(target_os = "macos") { usage.ru_maxrss / 1024 } else { usage.ru_maxrss };
-    Measured { wall, rss_kib, code: libc::WEXITSTATUS(status) }
+    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    Measured { wall, cpu: time(usage.ru_utime) + time(usage.ru_stime), rss_kib, code: libc::WEXITSTATUS(status) }
 }
 
 /// The median of run-by-run figures (ratios).

@@ -286,14 +286,9 @@ impl<'m, 'a> Merger<'m, 'a> {
 
     /// The two sides' `updated_at` values of a record on one line (absent sides left out).
     pub(super) fn sides_updated_at(&self, id: &str) -> Vec<Option<String>> {
-        let stamp = |bytes: &[u8]| {
-            RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))
-        };
-        [self.o.single(id), self.t.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect()
+        sides_updated_at(self.o, self.t, id)
     }
 
-    /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
-    /// the last of them.
     /// Takes what another merger gathered over the keys after this one's (a later part of the
     /// same walk), whose items start at `offset` in the joined list.
     pub(super) fn absorb(&mut self, other: Merger<'m, 'a>, offset: usize) {
@@ -309,6 +304,8 @@ impl<'m, 'a> Merger<'m, 'a> {
         self.renames.extend(other.renames);
     }
 
+    /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
+    /// the last of them.
     pub(super) fn note_renamed_item(&mut self, len: usize) {
         if let Some(c) = self.collisions.last_mut().filter(|c| c.item.is_none()) {
             c.item = Some(len - 1);
@@ -391,4 +388,13 @@ pub(super) fn newest(ours: &Parsed<'_>, theirs: &Parsed<'_>) -> (Side, &'static 
             }
         }
     }
+}
+
+/// The `updated_at` of the record `id` in ours and in theirs (`ours`, `theirs`), where each has it
+/// on one line: what a change the merge makes to the record is stamped past.
+pub(super) fn sides_updated_at(ours: &Indexed<'_>, theirs: &Indexed<'_>, id: &str) -> Vec<Option<String>> {
+    let stamp = |bytes: &[u8]| {
+        RawObject::parse(bytes).ok().and_then(|o| o.get("updated_at").and_then(crate::record::parse_json_str).map(Cow::into_owned))
+    };
+    [ours.single(id), theirs.single(id)].into_iter().flatten().map(|l| stamp(l.bytes)).collect()
 }

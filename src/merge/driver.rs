@@ -216,11 +216,15 @@ fn line_merge(options: &DriverOptions, merge_options: &MergeOptions, reason: Str
 /// Reads base, ours and theirs on two threads (copying a big file out of the page cache is a
 /// good part of a merge); the first error in the order base, ours, theirs is the one reported.
 fn read_inputs(options: &DriverOptions) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    // Reading is copying from the page cache into fresh memory, as much work per byte in each
+    // file: one thread per file shares it out evenly over the cores there are.
     let (base, ours, theirs) = std::thread::scope(|s| {
-        let other = s.spawn(|| (jsonl::read(&options.base), jsonl::read(&options.theirs)));
+        let base = s.spawn(|| jsonl::read(&options.base));
+        let theirs = s.spawn(|| jsonl::read(&options.theirs));
         let ours = jsonl::read(&options.ours);
-        let (base, theirs) = other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (base, ours, theirs)
+        let join =
+            |h: std::thread::ScopedJoinHandle<'_, Result<Vec<u8>>>| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (join(base), ours, join(theirs))
     });
     Ok((base?, ours?, theirs?))
 }

@@ -347,19 +347,23 @@ impl<'a> Merger<'_, 'a> {
             }
             out
         };
-        let (ours, theirs) = (added(1), added(2));
+        // Each side on its own thread: the comments it added and, when it added any, its highest
+        // comment id (a pass over every line, needed only when both sides added some; a side
+        // that added none costs nothing).
+        let side = |n: usize, file: &Indexed<'a>| {
+            let added = added(n);
+            let highest = if added.is_empty() { 0 } else { comments::highest_comment_id(file.lines()) };
+            (added, highest)
+        };
+        let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
+            let theirs_file = self.t;
+            let other = s.spawn(|| side(2, theirs_file));
+            let mine = side(1, self.o);
+            (mine, other.join().expect("reading comments does not panic"))
+        });
         if ours.is_empty() || theirs.is_empty() {
             return;
         }
-        // Only now is the highest comment id of each side needed: a pass over every line. The
-        // two sides are independent: read them on two threads.
-        let highest_of = |side: &Indexed<'a>| comments::highest_comment_id(side.lines());
-        let (ours_highest, theirs_highest) = std::thread::scope(|s| {
-            let theirs_file = self.t;
-            let other = s.spawn(|| highest_of(theirs_file));
-            let mine = highest_of(self.o);
-            (mine, other.join().expect("reading comments does not panic"))
-        });
         let highest = ours_highest.max(theirs_highest);
         let changes = comments::renumber_collisions(&ours, &theirs, highest);
         if changes.is_empty() {
@@ -369,13 +373,26 @@ impl<'a> Merger<'_, 'a> {
         for change in &changes {
             by_record.entry(change.record.as_str()).or_default().push(change);
         }
-        for (id, out) in items.iter_mut() {
-            let Some(mine) = by_record.get(id.as_ref()) else { continue };
-            let Out::Line(line) = out else { continue };
-            let sides_updated_at = self.sides_updated_at(id);
-            if let Some(text) = comments::apply_renumbering(line, mine, &sides_updated_at, self.options.now) {
-                *line = Cow::Owned(text.into_bytes());
+        // Each record is rewritten on its own: many are shared out over two threads.
+        let (o, t, now) = (self.o, self.t, self.options.now);
+        let apply = |items: &mut [(Cow<'a, str>, Out<'a>)]| {
+            for (id, out) in items.iter_mut() {
+                let Some(mine) = by_record.get(id.as_ref()) else { continue };
+                let Out::Line(line) = out else { continue };
+                let sides_updated_at = super::decide::sides_updated_at(o, t, id);
+                if let Some(text) = comments::apply_renumbering(line, mine, &sides_updated_at, now) {
+                    *line = Cow::Owned(text.into_bytes());
+                }
             }
+        };
+        if changes.len() < 256 {
+            apply(items);
+        } else {
+            let (first, second) = items.split_at_mut(items.len() / 2);
+            std::thread::scope(|s| {
+                s.spawn(|| apply(second));
+                apply(first);
+            });
         }
     }
 

@@ -128,14 +128,15 @@ pub fn merge_sorted<'a>(
     if let Some(merged) = ours_as_it_is(base, ours, theirs) {
         return Some(Ok(merged));
     }
-    // Indexing a file costs about what scanning two for `Mentions` does: the thread that indexes
-    // one file scans, the other indexes two.
+    // A thread per file, the scans for `Mentions` beside: the work is shared out evenly over
+    // the cores there are.
     let (b, o, t, mentions) = std::thread::scope(|s| {
-        let other = s.spawn(|| (SortedIndex::new(base), SortedIndex::new(theirs)));
+        let b = s.spawn(|| SortedIndex::new(base));
+        let t = s.spawn(|| SortedIndex::new(theirs));
+        let mentions = s.spawn(|| Mentions::of(ours, theirs));
         let o = SortedIndex::new(ours);
-        let mentions = Mentions::of(ours, theirs);
-        let (b, t) = other.join().expect("indexing does not panic");
-        (b, o, t, mentions)
+        let join = |h| std::thread::ScopedJoinHandle::join(h).expect("indexing does not panic");
+        (join(b), o, join(t), mentions.join().expect("scanning does not panic"))
     });
     let (b, o, t) = (b?, o?, t?);
     let (b, o, t) = (
