@@ -268,7 +268,7 @@ fn shapes() -> Vec<Shape> {
 /// `--shapes SIZE`: each worst shape at a quarter of SIZE and at SIZE, the median of `runs`.
 fn run_shapes(size: usize, runs: usize, data: &Path) {
     // The plain merge at the same size: gen.py's triple, merged in this process.
-    let label = if size >= 1000 && size % 1000 == 0 { format!("{}k", size / 1000) } else { size.to_string() };
+    let label = if size >= 1000 && size.is_multiple_of(1000) { format!("{}k", size / 1000) } else { size.to_string() };
     ensure_data(data, &label);
     let dir = data.join(&label);
     let read = |f: &str| std::fs::read(dir.join(f)).expect("the plain triple");
