@@ -499,8 +499,32 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     let len = meta.len() as usize;
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| anyhow::anyhow!("{}: {len} bytes do not fit in memory", name()))?;
+    prefault(&mut bytes);
     std::io::Read::read_to_end(&mut std::io::Read::take(&file, meta.len()), &mut bytes).with_context(|| format!("reading {}", name()))?;
     Ok(bytes)
+}
+
+/// Maps in a large buffer's pages in one call before a read fills it, instead of one page fault
+/// per 4 KiB page during the read (`MADV_POPULATE_WRITE`, Linux 5.14 and later; a no-op
+/// elsewhere). Page faults were a fifth of a 10k-issue merge on a virtual machine; this took
+/// 3-6% off the merge's wall time. Transparent huge pages would take more, but a kernel short
+/// of free huge pages compacts memory first, and in the benchmark, with git and the page cache
+/// churning memory between runs, that doubled the median.
+fn prefault(buffer: &mut Vec<u8>) {
+    const PAGE: usize = 4096;
+    #[cfg(target_os = "linux")]
+    if buffer.capacity() >= 64 * PAGE {
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        let start = (buffer.as_mut_ptr() as usize).next_multiple_of(PAGE);
+        let end = (buffer.as_mut_ptr() as usize + buffer.capacity()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies inside the buffer's own allocation; populating maps its
+            // pages in, and never changes what they hold.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (buffer, PAGE);
 }
 
 fn file_kind(meta: &fs::Metadata) -> &'static str {

@@ -355,12 +355,16 @@ impl<'a> Merger<'_, 'a> {
             let highest = if added.is_empty() { 0 } else { comments::highest_comment_id(file.lines()) };
             (added, highest)
         };
-        let ((ours, ours_highest), (theirs, theirs_highest)) = std::thread::scope(|s| {
-            let theirs_file = self.t;
-            let other = s.spawn(|| side(2, theirs_file));
-            let mine = side(1, self.o);
-            (mine, other.join().expect("reading comments does not panic"))
-        });
+        let ((ours, ours_highest), (theirs, theirs_highest)) = if self.ours_bytes.len() >= 1 << 19 {
+            std::thread::scope(|s| {
+                let theirs_file = self.t;
+                let other = s.spawn(|| side(2, theirs_file));
+                let mine = side(1, self.o);
+                (mine, other.join().expect("reading comments does not panic"))
+            })
+        } else {
+            (side(1, self.o), side(2, self.t))
+        };
         if ours.is_empty() || theirs.is_empty() {
             return;
         }

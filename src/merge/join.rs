@@ -60,13 +60,19 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
         return Ok(merged);
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
-    let (b, o, t, mentions) = std::thread::scope(|s| {
-        let other = s.spawn(|| (Indexed::new(Input::Base, base), Indexed::new(Input::Theirs, theirs)));
-        let o = Indexed::new(Input::Ours, ours);
-        let mentions = Mentions::of(ours, theirs);
-        let (b, t) = other.join().expect("indexing does not panic");
-        (b, o, t, mentions)
-    });
+    let index = || (Indexed::new(Input::Base, base), Indexed::new(Input::Theirs, theirs));
+    let (b, o, t, mentions) = if worth_threads(base, ours, theirs) {
+        std::thread::scope(|s| {
+            let other = s.spawn(index);
+            let o = Indexed::new(Input::Ours, ours);
+            let mentions = Mentions::of(ours, theirs);
+            let (b, t) = other.join().expect("indexing does not panic");
+            (b, o, t, mentions)
+        })
+    } else {
+        let (b, t) = index();
+        (b, Indexed::new(Input::Ours, ours), t, Mentions::of(ours, theirs))
+    };
     let (Index::Hashed(bi), Index::Hashed(oi), Index::Hashed(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("Indexed::new hashes")
     };
@@ -130,14 +136,18 @@ pub fn merge_sorted<'a>(
     }
     // A thread per file, the scans for `Mentions` beside: the work is shared out evenly over
     // the cores there are.
-    let (b, o, t, mentions) = std::thread::scope(|s| {
-        let b = s.spawn(|| SortedIndex::new(base));
-        let t = s.spawn(|| SortedIndex::new(theirs));
-        let mentions = s.spawn(|| Mentions::of(ours, theirs));
-        let o = SortedIndex::new(ours);
-        let join = |h| std::thread::ScopedJoinHandle::join(h).expect("indexing does not panic");
-        (join(b), o, join(t), mentions.join().expect("scanning does not panic"))
-    });
+    let (b, o, t, mentions) = if worth_threads(base, ours, theirs) {
+        std::thread::scope(|s| {
+            let b = s.spawn(|| SortedIndex::new(base));
+            let t = s.spawn(|| SortedIndex::new(theirs));
+            let mentions = s.spawn(|| Mentions::of(ours, theirs));
+            let o = SortedIndex::new(ours);
+            let join = |h| std::thread::ScopedJoinHandle::join(h).expect("indexing does not panic");
+            (join(b), o, join(t), mentions.join().expect("scanning does not panic"))
+        })
+    } else {
+        (SortedIndex::new(base), SortedIndex::new(ours), SortedIndex::new(theirs), Mentions::of(ours, theirs))
+    };
     let (b, o, t) = (b?, o?, t?);
     let (b, o, t) = (
         Indexed { input: Input::Base, index: Index::Sorted(b) },
@@ -182,6 +192,15 @@ pub fn merge_sorted<'a>(
     m.reports.extend(later.0);
     m.warnings.extend(later.1);
     Some(Ok(m.finish(items, bi.len(), gone, Order::Sorted, (ours, theirs), mentions)))
+}
+
+/// Inputs smaller than this in all are merged on one thread: starting a thread costs tens of
+/// microseconds, and `dedupe` merges the copies of an id pairwise, thousands of tiny merges.
+const PARALLEL_FROM: usize = 1 << 20;
+
+/// Whether a merge of these inputs is worth spreading over threads.
+pub(super) fn worth_threads(base: &[u8], ours: &[u8], theirs: &[u8]) -> bool {
+    base.len() + ours.len() + theirs.len() >= PARALLEL_FROM
 }
 
 /// What one part of the walk of [`merge_sorted`] gathered, in key order.
