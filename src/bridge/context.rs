@@ -140,7 +140,13 @@ pub fn gather(cache: &Cache, dir: &Path, id: &str, links: Vec<Link>) -> Result<O
             .and_then(|v| v.get("title").and_then(serde_json::Value::as_str).map(str::to_owned));
         next.push(Next { id: n.clone(), title });
     }
-    let files = Files { committed: committed_files(dir, &links)?, uncommitted: uncommitted_files(dir)? };
+    // The two git processes run side by side: each costs more in starting than in working.
+    let (committed, uncommitted) = std::thread::scope(|s| {
+        let status = s.spawn(|| uncommitted_files(dir));
+        let committed = committed_files(dir, &links);
+        (committed, status.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    let files = Files { committed: committed?, uncommitted: uncommitted? };
     let dependencies = Dependencies { parent: hood.parent, blocked_by, blocks: hood.blocks };
     Ok(Some(Context { task, checkpoints, commits: links, files, dependencies, next }))
 }

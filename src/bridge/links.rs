@@ -163,18 +163,20 @@ impl Index {
         cmd
     }
 
-    /// `HEAD` and every local branch's commit, sorted and unique.
+    /// `HEAD` and every local branch's commit, sorted and unique, from one git process
+    /// (`show-ref --head --heads`: it exits 1, listing nothing, in a repository without commits).
     fn tips(&self) -> Result<Vec<String>> {
-        let out = self.git().args(["for-each-ref", "--format=%(objectname)", "refs/heads"]).output().context("running git for-each-ref")?;
-        if !out.status.success() {
-            bail!("git for-each-ref failed: {}", crate::record::printable(String::from_utf8_lossy(&out.stderr).trim(), 500));
+        let out = self.git().args(["show-ref", "--head", "--heads"]).output().context("running git show-ref")?;
+        let no_commits = out.status.code() == Some(1) && out.stdout.is_empty();
+        if !(out.status.success() || no_commits) {
+            bail!("git show-ref failed: {}", crate::record::printable(String::from_utf8_lossy(&out.stderr).trim(), 500));
         }
-        let mut tips: BTreeSet<String> = String::from_utf8_lossy(&out.stdout).lines().filter(|l| is_hex(l)).map(str::to_owned).collect();
-        if let Ok(head) = crate::git::run(&self.work, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
-            if is_hex(&head) {
-                tips.insert(head);
-            }
-        }
+        let tips: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(sha, name)| is_hex(sha) && (*name == "HEAD" || name.starts_with("refs/heads/")))
+            .map(|(sha, _)| sha.to_owned())
+            .collect();
         Ok(tips.into_iter().collect())
     }
 

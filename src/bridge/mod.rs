@@ -23,9 +23,7 @@ use anyhow::Result;
 /// Whether the bridge is on in the repository at `dir` for this process: `BEADS_BRIDGE`, else
 /// `git config beads.bridge`, else on.
 pub fn enabled_in(dir: &Path) -> bool {
-    let env = std::env::var("BEADS_BRIDGE").ok();
-    let config = crate::git::run(dir, &["config", "--get", "beads.bridge"]).ok();
-    enabled(env.as_deref(), config.as_deref())
+    settings::Settings::read(dir).bridge_on()
 }
 
 /// The links index of the repository at `dir`, brought up to date once for every id a command

@@ -21,8 +21,22 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads them in the repository at `dir`; anything unreadable is unset.
+    /// Reads them in the repository at `dir`; anything unreadable is unset. Read once per
+    /// directory in a process (a command asks for the switch and the actor in turn, and git's
+    /// configuration does not change under one command).
     pub fn read(dir: &Path) -> Settings {
+        static LAST: std::sync::Mutex<Option<(std::path::PathBuf, Settings)>> = std::sync::Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, settings)) = last.as_ref().filter(|(read_in, _)| read_in == dir) {
+            return settings.clone();
+        }
+        let settings = Settings::read_now(dir);
+        *last = Some((dir.to_path_buf(), settings.clone()));
+        settings
+    }
+
+    /// [`Settings::read`], asking git every time.
+    pub fn read_now(dir: &Path) -> Settings {
         let out = Command::new("git")
             .current_dir(dir)
             .stdin(Stdio::null())
