@@ -78,9 +78,11 @@ impl<'c> Graph<'c> {
     }
 
     fn parent(&self, id: &str) -> Result<Option<Parent>> {
+        // `+d.type`: without it SQLite (no statistics) walks the `(type, ...)` index through
+        // every parent-child link for each issue; the key `(issue_id, ...)` finds its few.
         let mut st = self.cache.conn.prepare_cached(
             "SELECT d.depends_on_id, p.title FROM dependencies d LEFT JOIN issues p ON p.id = d.depends_on_id \
-             WHERE d.issue_id = ?1 AND d.type = 'parent-child' ORDER BY d.depends_on_id LIMIT 1",
+             WHERE d.issue_id = ?1 AND +d.type = 'parent-child' ORDER BY d.depends_on_id LIMIT 1",
         )?;
         Ok(st.query_row([id], |r| Ok(Parent { id: r.get(0)?, title: r.get(1)? })).optional()?)
     }
