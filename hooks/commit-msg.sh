@@ -7,7 +7,7 @@
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
 @FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-sync" ]; then
-    "$beads_git_bin/bd-sync" link @HOOK@ "${1-}" "${2-}" </dev/null || :
+    "$beads_git_bin/bd-sync" link @HOOK@ "${1-}" "${2-}" "${3-}" </dev/null || :
   fi
   unset beads_git_bin
 fi

@@ -1,8 +1,8 @@
 # >>> beads-git >>>
 # beads-git: tell the notify server which issues this commit changed, and (only with
 # `git config beads.commitComments true`) ask the tracker to note the commit on its issue.
-# Fail-open, bounded by --timeout; skipped when BD_HOOKS=0, without .beads/, or without our
-# binaries. Managed block: edit with `bd-sync install` / `bd-hook --install-git-hook`, remove with
+# Fail-open and time-bounded (notify: --timeout 2; the tracker: 5 s in all); skipped when
+# BD_HOOKS=0, without .beads/, or without our binaries. Managed block: edit with `bd-sync install` / `bd-hook --install-git-hook`, remove with
 # their uninstall.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
 @FIND_BINARIES@

@@ -312,6 +312,8 @@ pub fn write_lines_from<'b>(
 
 /// Writes every slice (what the unstable `Write::write_all_vectored` does), then empties the list.
 fn write_all_vectored(w: &mut dyn Write, slices: &mut Vec<std::io::IoSlice<'_>>) -> std::io::Result<()> {
+    // An empty slice writes nothing, and a call of only empty ones would read as "wrote zero".
+    slices.retain(|s| !s.is_empty());
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         match w.write_vectored(rest) {
@@ -330,8 +332,11 @@ fn write_all_vectored(w: &mut dyn Write, slices: &mut Vec<std::io::IoSlice<'_>>)
 pub enum Durability {
     /// fsync the temporary file before renaming it (user files).
     Fsync,
-    /// Skip the fsync: the target is a scratch file its reader opens at once (git's `%A`).
+    /// Skip the fsync: the target is a scratch file its reader opens at once.
     Scratch,
+    /// Git's `%A`: a scratch file git reads back and removes as soon as the driver exits. No
+    /// fsync, and replaced by an exchange (see [`exchange`]).
+    GitScratch,
 }
 
 /// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, then
@@ -356,7 +361,7 @@ pub fn write_atomic_with(path: &Path, durability: Durability, produce: impl FnOn
         }
     }
     let tmp = write_temp_beside(path, durability, produce)?;
-    if durability == Durability::Scratch && exchange(tmp.path(), path) {
+    if durability == Durability::GitScratch && exchange(tmp.path(), path) {
         // The temporary file's name now holds the old content: dropping it removes that.
         return Ok(());
     }
@@ -378,14 +383,30 @@ fn exchange(new: &Path, target: &Path) -> bool {
         else {
             return false;
         };
-        if !fs::symlink_metadata(std::ffi::OsStr::from_bytes(target.as_bytes())).is_ok_and(|m| m.is_file()) {
+        use std::os::unix::fs::MetadataExt;
+        let identity = |path: &std::ffi::CString| {
+            fs::symlink_metadata(std::ffi::OsStr::from_bytes(path.as_bytes()))
+                .ok()
+                .filter(fs::Metadata::is_file)
+                .map(|m| (m.dev(), m.ino()))
+        };
+        let Some(old) = identity(&target) else { return false };
+        let swap = || {
+            // SAFETY: two NUL-terminated paths that live across the call; the syscall only reads them.
+            let done = unsafe {
+                libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, new.as_ptr(), libc::AT_FDCWD, target.as_ptr(), libc::RENAME_EXCHANGE)
+            };
+            done == 0
+        };
+        if !swap() {
             return false;
         }
-        // SAFETY: two NUL-terminated paths that live across the call; the syscall only reads them.
-        let done = unsafe {
-            libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, new.as_ptr(), libc::AT_FDCWD, target.as_ptr(), libc::RENAME_EXCHANGE)
-        };
-        done == 0
+        // Another process may have put something else at the target between the look and the
+        // swap (a directory, say): swap it back, and let the rename decide as before.
+        if identity(&new) != Some(old) {
+            return !swap();
+        }
+        true
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -560,7 +581,7 @@ mod tests {
         fs::write(&target, "old\n".repeat(100_000)).expect("write");
         fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).expect("chmod");
         let before = fs::metadata(&target).expect("meta").ino();
-        write_atomic_with(&target, Durability::Scratch, |w| w.write_all(b"new\n")).expect("replace");
+        write_atomic_with(&target, Durability::GitScratch, |w| w.write_all(b"new\n")).expect("replace");
         assert_eq!(fs::read(&target).expect("read"), b"new\n");
         assert_eq!(fs::metadata(&target).expect("meta").permissions().mode() & 0o777, 0o640);
         assert_ne!(fs::metadata(&target).expect("meta").ino(), before, "a new file, not the old one rewritten");
@@ -568,7 +589,7 @@ mod tests {
         assert_eq!(names, [std::ffi::OsString::from("scratch.jsonl")], "the old content is gone with its temporary name");
         // A missing target is created.
         let fresh = dir.path().join("fresh.jsonl");
-        write_atomic_with(&fresh, Durability::Scratch, |w| w.write_all(b"x\n")).expect("create");
+        write_atomic_with(&fresh, Durability::GitScratch, |w| w.write_all(b"x\n")).expect("create");
         assert_eq!(fs::read(&fresh).expect("read"), b"x\n");
     }
 

@@ -374,8 +374,6 @@ fn record_in_step(dir: &Path, file: &Path, db_files: &[(SystemTime, PathBuf)]) {
     let _ = crate::jsonl::write_atomic(&beads.join("tracker-in-step"), fingerprint(file, db_files).as_bytes());
 }
 
-/// The program `name` in an absolute `PATH` directory outside the work tree at `top` (a program
-/// found inside the repository is never run).
 /// The tracker that keeps the issues of the `.beads/` directory `dir` and is on `PATH` (from
 /// outside the work tree `top`): br beside `.beads/*.db`, bd beside `.beads/dolt/`, else
 /// whichever of the two is on `PATH` (br first). With its program's path.
@@ -404,6 +402,8 @@ pub fn add_comment(tracker: Tracker, program: &Path, top: &Path, id: &str, text:
     Ok(())
 }
 
+/// The program `name` in an absolute `PATH` directory outside the work tree at `top` (a program
+/// found inside the repository is never run).
 fn on_path(name: &str, top: &Path) -> Option<PathBuf> {
     let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     std::env::split_paths(&std::env::var_os("PATH")?)

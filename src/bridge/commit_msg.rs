@@ -26,6 +26,9 @@ pub enum Hook {
     Prepare {
         /// git's second argument, when given.
         source: Option<String>,
+        /// git's third argument, with source `commit`: the commit whose message is reused
+        /// (`-c`, `-C`, `--amend`).
+        commit: Option<String>,
     },
     /// `commit-msg`, after the editor.
     CommitMsg,
@@ -38,7 +41,8 @@ pub struct InProgress {
     pub merge: bool,
     /// A squash is being committed (`SQUASH_MSG`).
     pub squash: bool,
-    /// A rebase, cherry-pick or revert replays commits.
+    /// A rebase, cherry-pick or revert replays commits (a clean revert or cherry-pick leaves
+    /// only its `MERGE_MSG`).
     pub replay: bool,
 }
 
@@ -49,7 +53,12 @@ impl InProgress {
         InProgress {
             merge: has("MERGE_HEAD"),
             squash: has("SQUASH_MSG"),
-            replay: has("CHERRY_PICK_HEAD") || has("REVERT_HEAD") || has("rebase-merge") || has("rebase-apply"),
+            replay: has("CHERRY_PICK_HEAD")
+                || has("REVERT_HEAD")
+                || has("rebase-merge")
+                || has("rebase-apply")
+                || has("sequencer")
+                || (has("MERGE_MSG") && !has("MERGE_HEAD")),
         }
     }
 }
@@ -66,7 +75,8 @@ pub enum Candidates {
 /// Why no trailer was added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
-    /// A merge, squash or replayed commit.
+    /// A merge, squash or replayed commit, or one made to be squashed into another
+    /// (`squash! `, `fixup! `, `amend! `: its trailer would stand twice after the autosquash).
     NotOwnWork,
     /// This hook leaves it to the other one (the editor is still to be filled).
     LaterHook,
@@ -84,6 +94,9 @@ pub enum Skip {
     BadId(String),
     /// `commit-msg`, when `prepare-commit-msg` already decided (so nothing is said twice).
     DecidedBefore,
+    /// The editor left the template as it was: git aborts the commit, and a trailer would stop
+    /// it from seeing that.
+    Unedited,
     /// The bridge is off (`beads.bridge`, `BEADS_BRIDGE`).
     Off,
 }
@@ -105,9 +118,9 @@ pub enum Decision {
     Skip(Skip),
 }
 
-/// Decides whether `message` (as the hook reads it; comment lines start with `comment`) gets a
-/// trailer.
-pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: char, candidates: &Candidates) -> Decision {
+/// Decides whether `message` (as the hook reads it; comment lines start with `comment`, `None`
+/// when git keeps them: no editor, so no cleanup of comments) gets a trailer.
+pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: Option<char>, candidates: &Candidates) -> Decision {
     match precheck(hook, state, message, comment) {
         Ok(text) => choose(&text, candidates),
         Err(skip) => Decision::Skip(skip),
@@ -116,11 +129,11 @@ pub fn decide(hook: &Hook, state: InProgress, message: &str, comment: char, cand
 
 /// What can be decided without knowing the issue: the message's text when a trailer may go in,
 /// else why not.
-pub fn precheck(hook: &Hook, state: InProgress, message: &str, comment: char) -> Result<String, Skip> {
+pub fn precheck(hook: &Hook, state: InProgress, message: &str, comment: Option<char>) -> Result<String, Skip> {
     if state.merge || state.squash || state.replay {
         return Err(Skip::NotOwnWork);
     }
-    if let Hook::Prepare { source } = hook {
+    if let Hook::Prepare { source, .. } = hook {
         // Only `message` (-m, -F) and `commit` (-c, -C, --amend) say the text is there now;
         // anything else (none, `template`, a hook manager's unfilled `{2}`) waits for the editor.
         match source.as_deref() {
@@ -129,9 +142,13 @@ pub fn precheck(hook: &Hook, state: InProgress, message: &str, comment: char) ->
             _ => return Err(Skip::LaterHook),
         }
     }
-    let text = text_of(message, comment);
+    let text = comment.map_or_else(|| message.to_owned(), |c| text_of(message, c));
     if text.trim().is_empty() {
         return Err(Skip::EmptyMessage);
+    }
+    let subject = text.trim_start();
+    if ["squash! ", "fixup! ", "amend! "].iter().any(|p| subject.starts_with(p)) {
+        return Err(Skip::NotOwnWork);
     }
     if !trailer_ids(&text).is_empty() {
         return Err(Skip::HasTrailer);
@@ -185,11 +202,11 @@ pub fn link_message(
     // git's per-worktree directory holds both the message file and the state files.
     let git_dir = message_file.parent().context("the message file has no directory")?;
     let pending = git_dir.join(PENDING);
-    let was_pending = std::fs::symlink_metadata(&pending).is_ok();
-    if was_pending {
-        std::fs::remove_file(&pending).with_context(|| format!("removing {}", pending.display()))?;
-    }
-    if *hook == Hook::CommitMsg && !was_pending {
+    // What prepare-commit-msg saw when it left the decision: the comment character it read the
+    // message with (none: git keeps comment lines) and the text.
+    // Taken in every run: one left by a commit that never reached commit-msg is stale.
+    let left = read_pending(&pending)?.filter(|_| *hook == Hook::CommitMsg);
+    if *hook == Hook::CommitMsg && left.is_none() {
         return Ok(Decision::Skip(Skip::DecidedBefore));
     }
     let meta = std::fs::metadata(&message_file).with_context(|| format!("reading {}", message_file.display()))?;
@@ -197,18 +214,38 @@ pub fn link_message(
         bail!("{} is not a message file of at most {MAX_MESSAGE} bytes", message_file.display());
     }
     let message = String::from_utf8_lossy(&std::fs::read(&message_file)?).into_owned();
-    let text = match precheck(hook, InProgress::of(git_dir), &message, settings.comment) {
+    let comment = match (&left, hook) {
+        (Some((comment, _)), _) => *comment,
+        // git sets GIT_EDITOR to `:` when no editor will run: then it keeps `#` lines.
+        (None, _) if std::env::var("GIT_EDITOR").is_ok_and(|e| e == ":") => None,
+        (None, _) if settings.comment_auto => Some(auto_comment_char(&message).unwrap_or(settings.comment)),
+        (None, _) => Some(settings.comment),
+    };
+    let text = match precheck(hook, InProgress::of(git_dir), &message, comment) {
         Ok(text) => text,
         Err(Skip::LaterHook) => {
-            std::fs::OpenOptions::new()
+            let text = comment.map_or_else(|| message.clone(), |c| text_of(&message, c));
+            let saved = format!("{}\n{text}", comment.map(String::from).unwrap_or_default());
+            let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&pending)
                 .with_context(|| format!("creating {}", pending.display()))?;
+            std::io::Write::write_all(&mut file, saved.as_bytes()).with_context(|| format!("writing {}", pending.display()))?;
             return Ok(Decision::Skip(Skip::LaterHook));
         }
         Err(skip) => return Ok(Decision::Skip(skip)),
     };
+    if let Some((_, before)) = &left {
+        if !before.trim().is_empty() && before.trim() == text.trim() {
+            return Ok(Decision::Skip(Skip::Unedited));
+        }
+    }
+    if let Hook::Prepare { source: Some(source), commit: Some(commit) } = hook {
+        if source == "commit" && is_merge(dir, commit) {
+            return Ok(Decision::Skip(Skip::NotOwnWork));
+        }
+    }
     let named = std::env::var("BEADS_ISSUE").ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let found = match named {
         Some(id) => Candidates::Named(id),
@@ -222,6 +259,35 @@ pub fn link_message(
         add_trailer(dir, &message_file, id)?;
     }
     Ok(decision)
+}
+
+/// Takes the marker prepare-commit-msg left (removing it): the comment character and the text
+/// it saw. `None` when there is none.
+fn read_pending(pending: &Path) -> Result<Option<(Option<char>, String)>> {
+    let Ok(meta) = std::fs::symlink_metadata(pending) else { return Ok(None) };
+    let saved = if meta.is_file() && meta.len() <= MAX_MESSAGE { std::fs::read(pending).unwrap_or_default() } else { Vec::new() };
+    std::fs::remove_file(pending).with_context(|| format!("removing {}", pending.display()))?;
+    let saved = String::from_utf8_lossy(&saved).into_owned();
+    let (comment, text) = saved.split_once('\n').unwrap_or(("#", ""));
+    Ok(Some((comment.chars().next(), text.to_owned())))
+}
+
+/// Under `core.commentChar=auto`, the character git chose: the one its help text (the message's
+/// last line) starts with, among those git picks from.
+fn auto_comment_char(message: &str) -> Option<char> {
+    let last = message.lines().rev().find(|l| !l.trim().is_empty())?;
+    last.chars().next().filter(|c| "#;@!$%^&|:".contains(*c))
+}
+
+/// Whether `commit` (a hash, or `HEAD`) is a merge: the message of an amended merge is the
+/// merge's.
+fn is_merge(dir: &Path, commit: &str) -> bool {
+    // git names the commit by its hash (`-c`, `-C`) or as `HEAD` (`--amend`).
+    let hex = commit.len() >= 7 && commit.len() <= 64 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    if !(hex || commit == "HEAD") {
+        return false;
+    }
+    crate::git::run(dir, &["rev-list", "--parents", "-n", "1", commit, "--"]).is_ok_and(|line| line.split_whitespace().count() > 2)
 }
 
 /// The message without comment lines and without everything below a scissors line (what git
@@ -274,7 +340,7 @@ pub fn add_trailer(dir: &Path, message_file: &Path, id: &str) -> Result<()> {
     let out = Command::new("git")
         .current_dir(dir)
         .stdin(Stdio::null())
-        .args(["interpret-trailers", "--in-place", "--if-exists", "doNothing", "--trailer"])
+        .args(["interpret-trailers", "--in-place", "--no-divider", "--if-exists", "doNothing", "--trailer"])
         .arg(format!("{TRAILER_KEY}: {id}"))
         .arg(crate::git::not_an_option(message_file).as_ref())
         .output()
@@ -294,14 +360,14 @@ mod tests {
     }
 
     fn message() -> Hook {
-        Hook::Prepare { source: Some("message".into()) }
+        Hook::Prepare { source: Some("message".into()), commit: None }
     }
 
     #[test]
     fn a_message_with_text_gets_the_actors_one_issue() {
-        assert_eq!(decide(&message(), InProgress::default(), "Fix it\n", '#', &one("bd-a1")), Decision::Add("bd-a1".into()));
+        assert_eq!(decide(&message(), InProgress::default(), "Fix it\n", Some('#'), &one("bd-a1")), Decision::Add("bd-a1".into()));
         assert_eq!(
-            decide(&Hook::CommitMsg, InProgress::default(), "Fix it\n# comment\n", '#', &one("bd-a1")),
+            decide(&Hook::CommitMsg, InProgress::default(), "Fix it\n# comment\n", Some('#'), &one("bd-a1")),
             Decision::Add("bd-a1".into())
         );
     }
@@ -313,11 +379,11 @@ mod tests {
             InProgress { squash: true, ..Default::default() },
             InProgress { replay: true, ..Default::default() },
         ] {
-            assert_eq!(decide(&Hook::CommitMsg, state, "x\n", '#', &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
+            assert_eq!(decide(&Hook::CommitMsg, state, "x\n", Some('#'), &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
         }
         for source in ["merge", "squash"] {
-            let hook = Hook::Prepare { source: Some(source.into()) };
-            assert_eq!(decide(&hook, InProgress::default(), "x\n", '#', &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
+            let hook = Hook::Prepare { source: Some(source.into()), commit: None };
+            assert_eq!(decide(&hook, InProgress::default(), "x\n", Some('#'), &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
         }
     }
 
@@ -325,38 +391,58 @@ mod tests {
     fn the_editor_case_waits_for_commit_msg_and_an_empty_message_stays_empty() {
         for source in [None, Some("template".to_owned()), Some("{2}".to_owned())] {
             assert_eq!(
-                decide(&Hook::Prepare { source }, InProgress::default(), "# Please enter\n", '#', &one("bd-a1")),
+                decide(&Hook::Prepare { source, commit: None }, InProgress::default(), "# Please enter\n", Some('#'), &one("bd-a1")),
                 Decision::Skip(Skip::LaterHook)
             );
         }
         assert_eq!(
-            decide(&Hook::CommitMsg, InProgress::default(), "\n# Please enter\n\n", '#', &one("bd-a1")),
+            decide(&Hook::CommitMsg, InProgress::default(), "\n# Please enter\n\n", Some('#'), &one("bd-a1")),
             Decision::Skip(Skip::EmptyMessage)
         );
-        assert_eq!(decide(&Hook::CommitMsg, InProgress::default(), "; only\n", ';', &one("bd-a1")), Decision::Skip(Skip::EmptyMessage));
+        assert_eq!(
+            decide(&Hook::CommitMsg, InProgress::default(), "; only\n", Some(';'), &one("bd-a1")),
+            Decision::Skip(Skip::EmptyMessage)
+        );
     }
 
     #[test]
     fn never_twice_never_beside_the_id_and_never_a_guess() {
-        let amend = Hook::Prepare { source: Some("commit".into()) };
+        let amend = Hook::Prepare { source: Some("commit".into()), commit: None };
         assert_eq!(
-            decide(&amend, InProgress::default(), "x\n\nBeads-Issue: bd-zz\n", '#', &one("bd-a1")),
+            decide(&amend, InProgress::default(), "x\n\nBeads-Issue: bd-zz\n", Some('#'), &one("bd-a1")),
             Decision::Skip(Skip::HasTrailer)
         );
         assert_eq!(
-            decide(&message(), InProgress::default(), "fixes bd-a1.\n", '#', &one("bd-a1")),
+            decide(&message(), InProgress::default(), "fixes bd-a1.\n", Some('#'), &one("bd-a1")),
             Decision::Skip(Skip::Named("bd-a1".into()))
         );
-        assert_eq!(decide(&message(), InProgress::default(), "about bd-a1b2\n", '#', &one("bd-a1")), Decision::Add("bd-a1".into()));
-        assert_eq!(decide(&message(), InProgress::default(), "x\n", '#', &Candidates::InProgress(vec![])), Decision::Skip(Skip::NoIssue));
+        assert_eq!(decide(&message(), InProgress::default(), "about bd-a1b2\n", Some('#'), &one("bd-a1")), Decision::Add("bd-a1".into()));
         assert_eq!(
-            decide(&message(), InProgress::default(), "x\n", '#', &Candidates::InProgress(vec!["bd-b".into(), "bd-a".into()])),
+            decide(&message(), InProgress::default(), "x\n", Some('#'), &Candidates::InProgress(vec![])),
+            Decision::Skip(Skip::NoIssue)
+        );
+        assert_eq!(
+            decide(&message(), InProgress::default(), "x\n", Some('#'), &Candidates::InProgress(vec!["bd-b".into(), "bd-a".into()])),
             Decision::Skip(Skip::Several(vec!["bd-a".into(), "bd-b".into()]))
         );
         assert!(matches!(
-            decide(&message(), InProgress::default(), "x\n", '#', &Candidates::Named("bd-1\nEvil: yes".into())),
+            decide(&message(), InProgress::default(), "x\n", Some('#'), &Candidates::Named("bd-1\nEvil: yes".into())),
             Decision::Skip(Skip::BadId(_))
         ));
+    }
+
+    #[test]
+    fn without_an_editor_comment_lines_are_text_and_squash_commits_are_left_alone() {
+        assert_eq!(decide(&message(), InProgress::default(), "#123: fix parser\n", None, &one("bd-a1")), Decision::Add("bd-a1".into()));
+        assert_eq!(
+            decide(&message(), InProgress::default(), "#123: fix parser\n", Some('#'), &one("bd-a1")),
+            Decision::Skip(Skip::EmptyMessage)
+        );
+        for subject in ["squash! x\n", "fixup! x\n", "amend! x\n"] {
+            assert_eq!(decide(&message(), InProgress::default(), subject, None, &one("bd-a1")), Decision::Skip(Skip::NotOwnWork));
+        }
+        assert_eq!(auto_comment_char("x\n; Please enter\n;\n"), Some(';'));
+        assert_eq!(auto_comment_char("x\ny\n"), None);
     }
 
     #[test]

@@ -10,8 +10,11 @@ use std::process::{Command, Stdio};
 pub struct Settings {
     /// `beads.bridge`.
     pub bridge: Option<String>,
-    /// `core.commentChar` / `core.commentString` (its first character; `auto` is read as `#`).
+    /// `core.commentChar` / `core.commentString` (its first character), `#` when unset.
     pub comment: char,
+    /// `core.commentChar` is `auto`: git picks a character the message does not start a line
+    /// with, and `comment` is only the default.
+    pub comment_auto: bool,
     /// `user.name`.
     pub name: Option<String>,
     /// `user.email`.
@@ -62,6 +65,7 @@ impl Settings {
                 "beads.bridge" => s.bridge = value,
                 "beads.commitcomments" => s.commit_comments = value,
                 "core.commentchar" | "core.commentstring" => {
+                    s.comment_auto = value.as_deref() == Some("auto");
                     s.comment = value.as_deref().filter(|v| *v != "auto").and_then(|v| v.chars().next()).unwrap_or('#');
                 }
                 "user.name" => s.name = value,
@@ -70,6 +74,12 @@ impl Settings {
             }
         }
         s
+    }
+
+    /// Whether the clone asked for commit comments (`beads.commitComments`, a git boolean: a key
+    /// without a value, `true`, `yes`, `on` or `1`).
+    pub fn commit_comments_on(&self) -> bool {
+        self.commit_comments.as_deref().is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "yes" | "on" | "1"))
     }
 
     /// Whether the bridge is on for this process ([`super::enabled`]).
@@ -105,6 +115,11 @@ mod tests {
         assert_eq!(s.email.as_deref(), Some("a@x"));
         assert_eq!(s.bridge.as_deref(), Some("true"));
         assert_eq!(s.comment, '#', "auto reads as #");
+        assert!(s.comment_auto);
+        assert!(Settings::parse("beads.commitcomments\0").commit_comments_on(), "a key without a value is true");
+        assert!(Settings::parse("beads.commitcomments\nYes\0").commit_comments_on());
+        assert!(!Settings::parse("beads.commitcomments\nfalse\0").commit_comments_on());
+        assert!(!Settings::parse("").commit_comments_on());
         assert_eq!(Settings::parse("core.commentchar\n;\0").comment, ';');
         assert_eq!(Settings::parse("").comment, '#');
     }

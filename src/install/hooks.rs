@@ -213,7 +213,7 @@ pub fn run_hook(hook: Hook, args: &[String], bin_dir: &Path) -> Result<()> {
     // ... and the message hooks' source; the message is git's own file for the commit.
     if matches!(hook, Hook::PrepareCommitMsg | Hook::CommitMsg) && args.is_empty() {
         let message = git(Path::new("."), &["rev-parse", "--git-path", "COMMIT_EDITMSG"])?;
-        args = vec![message, env("PRE_COMMIT_COMMIT_MSG_SOURCE")];
+        args = vec![message, env("PRE_COMMIT_COMMIT_MSG_SOURCE"), env("PRE_COMMIT_COMMIT_OBJECT_NAME")];
     }
     let status = std::process::Command::new("sh")
         .arg("-c")

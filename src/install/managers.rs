@@ -128,7 +128,7 @@ pub fn lefthook_block() -> String {
         let (args, files) = match hook {
             Hook::PreCommit => (" {files}", Some("git ls-files -- .beads")),
             Hook::PostRewrite | Hook::CommitMsg => (" {1}", None),
-            Hook::PrepareCommitMsg => (" {1} {2}", None),
+            Hook::PrepareCommitMsg => (" {1} {2} {3}", None),
             Hook::PostCheckout => (" {1} {2} {3}", None),
             _ => ("", None),
         };

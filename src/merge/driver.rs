@@ -291,7 +291,7 @@ pub fn display_name(options: &DriverOptions) -> String {
 /// atomically but not fsynced; a file named with `-o` is a user's file and is.
 fn write_result(options: &DriverOptions, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     match &options.destination {
-        Destination::ReplaceOurs => jsonl::write_atomic_with(&options.ours, Durability::Scratch, produce),
+        Destination::ReplaceOurs => jsonl::write_atomic_with(&options.ours, Durability::GitScratch, produce),
         Destination::File(path) => jsonl::write_atomic_with(path, Durability::Fsync, produce),
         Destination::Stdout => {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());

@@ -123,10 +123,19 @@ pub(super) fn parse(input: Input, line: Line<'_>) -> Result<Parsed<'_>, Unmergea
 /// scans, not two trees. Keys in another order, or a repeated key among the differing entries,
 /// compare the whole values.
 pub(super) fn same_value<'l>(first: (Input, Line<'l>), second: (Input, Line<'l>)) -> Result<bool, Unmergeable> {
+    // Each line checked as `parse` checks it, in its order: the layout, then the whole value
+    // (numbers in range, no lone surrogate escape, serde_json's depth), then the other line.
     fn raw((input, line): (Input, Line<'_>)) -> Result<RawObject<'_>, Unmergeable> {
-        RawObject::parse(line.bytes).map_err(|problem| Unmergeable { input, line: line.number, problem })
+        let obj = RawObject::parse(line.bytes).map_err(|problem| Unmergeable { input, line: line.number, problem })?;
+        serde_json::from_slice::<Checked>(line.bytes).map_err(|e| Unmergeable {
+            input,
+            line: line.number,
+            problem: LineProblem::InvalidJson(e.to_string()),
+        })?;
+        Ok(obj)
     }
-    let (a, b) = (raw(first)?, raw(second)?);
+    let a = raw(first)?;
+    let b = raw(second)?;
     if a.entries.len() == b.entries.len() && a.entries.iter().zip(&b.entries).all(|(x, y)| x.key == y.key) {
         let mut decided = true;
         for (x, y) in a.entries.iter().zip(&b.entries) {
@@ -159,6 +168,53 @@ pub(super) fn same_value<'l>(first: (Input, Line<'l>), second: (Input, Line<'l>)
         })
     };
     Ok(value(first)? == value(second)?)
+}
+
+/// A JSON text checked the way building a [`Value`] checks it (every number in range, no lone
+/// surrogate escape, at most serde_json's nesting depth), without building it: the same parser,
+/// so the same errors at the same places.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Checked, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
 }
 
 /// Checks that a line is a valid record, without building its value (a record only one side
@@ -217,4 +273,50 @@ pub(super) fn collapse_repeats<'a>(file: &Jsonl<'a>) -> Option<Vec<Cow<'a, [u8]>
     }
     seen.clear();
     Some(file.lines.iter().filter(|l| !repeated(l, &mut seen)).map(|l| Cow::Borrowed(l.bytes)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(bytes: &[u8]) -> Line<'_> {
+        Line { number: 1, bytes }
+    }
+
+    /// What comparing two whole parsed values says, errors included (the old comparison).
+    fn whole(a: &[u8], b: &[u8]) -> Result<bool, Unmergeable> {
+        let (pa, pb) = (parse(Input::Base, line(a))?, parse(Input::Theirs, line(b))?);
+        Ok(pa.value == pb.value)
+    }
+
+    #[test]
+    fn same_value_says_what_comparing_whole_values_says() {
+        let cases: [(&str, &str); 12] = [
+            (r#"{"id":"a","s":"open"}"#, r#"{"id":"a","s":"closed"}"#),
+            (r#"{"id":"a","s":"open"}"#, r#"{"id": "a", "s": "open"}"#),
+            (r#"{"id":"a","s":"open"}"#, r#"{"s":"open","id":"a"}"#),
+            (r#"{"id":"a","n":1}"#, r#"{"id":"a","n":1.0}"#),
+            (r#"{"id":"a","t":"\u003c"}"#, r#"{"id":"a","t":"<"}"#),
+            (r#"{"id":"a","s":"x","s":"open"}"#, r#"{"id":"a","s":"y","s":"open"}"#),
+            // What a full parse refuses and a skim lets through: out-of-range numbers, a lone
+            // surrogate escape, nesting past serde_json's limit; in base or in theirs.
+            (r#"{"id":"a","n":1e400,"s":"open"}"#, r#"{"id":"a","n":1e400,"s":"closed"}"#),
+            (r#"{"id":"a","t":"\ud800","s":"open"}"#, r#"{"id":"a","t":"\ud800","s":"closed"}"#),
+            (r#"{"id":"a","s":"open"}"#, r#"{"id":"a","s":"closed","n":-1e999}"#),
+            // Which line's error: base's, when both are bad.
+            (r#"{"id":"a","n":1e400}"#, r#"{"id":"a","n":2"#),
+            (r#"{"id":"a","s":"open"}"#, r#"{"id":"a","s":"open"} x"#),
+            (r#"{"id":"a","s":"open"}"#, r#"{"id":"a","s":"open","d":{"e":"\udfff"}}"#),
+        ];
+        for (a, b) in cases {
+            let (new, old) =
+                (same_value((Input::Base, line(a.as_bytes())), (Input::Theirs, line(b.as_bytes()))), whole(a.as_bytes(), b.as_bytes()));
+            assert_eq!(format!("{new:?}"), format!("{old:?}"), "{a} / {b}");
+        }
+        let deep = |n: usize| format!(r#"{{"id":"a","d":{}1{},"s":"open"}}"#, "[".repeat(n), "]".repeat(n));
+        let (a, b) = (deep(127), deep(127).replace("open", "closed"));
+        let (new, old) =
+            (same_value((Input::Base, line(a.as_bytes())), (Input::Theirs, line(b.as_bytes()))), whole(a.as_bytes(), b.as_bytes()));
+        assert_eq!(format!("{new:?}"), format!("{old:?}"), "nested 127 deep");
+    }
 }

@@ -162,11 +162,15 @@ pub fn merge_sorted<'a>(
     // key order, so the result is the one walk's.
     let split = sorted::split_point([bi, oi, ti]);
     let inputs = [&b, &o, &t];
+    // An error at a key ours has ends the one walk there, so it ends the second half too (whose
+    // results would be thrown away); an error in the second half cannot stop the first, which
+    // may hold an earlier one.
+    let failed = std::sync::atomic::AtomicBool::new(false);
     let (first, second) = match split {
-        None => (walk(inputs, options, ours, [0; 3], None), None),
+        None => (walk(inputs, options, ours, ([0; 3], None), Halt::Signal(&failed)), None),
         Some((key, at)) => std::thread::scope(|s| {
-            let second = s.spawn(|| walk(inputs, options, ours, at, None));
-            let first = walk(inputs, options, ours, [0; 3], Some(&key));
+            let second = s.spawn(|| walk(inputs, options, ours, (at, None), Halt::Watch(&failed)));
+            let first = walk(inputs, options, ours, ([0; 3], Some(&key)), Halt::Signal(&failed));
             (first, Some(second.join().expect("merging does not panic")))
         }),
     };
@@ -217,15 +221,25 @@ struct Walked<'m, 'a> {
     later_error: Option<Unmergeable>,
 }
 
+/// How a part of a split walk takes an error at a key ours has in the part before it.
+#[derive(Clone, Copy)]
+enum Halt<'f> {
+    /// This part raises the flag when it meets one.
+    Signal(&'f std::sync::atomic::AtomicBool),
+    /// This part stops as soon as the flag is raised.
+    Watch(&'f std::sync::atomic::AtomicBool),
+}
+
 /// Walks the sorted inputs from the line indexes `from` up to (not including) the key `until`
 /// (to the end when `None`), deciding each key.
 fn walk<'m, 'a>(
     inputs: [&'m Indexed<'a>; 3],
     options: &'m MergeOptions,
     ours: &'a [u8],
-    from: [u32; 3],
-    until: Option<&str>,
+    (from, until): ([u32; 3], Option<&str>),
+    halt: Halt<'_>,
 ) -> Walked<'m, 'a> {
+    use std::sync::atomic::Ordering;
     let [b, o, t] = inputs;
     let (Index::Sorted(bi), Index::Sorted(oi), Index::Sorted(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("merge_sorted walks sorted inputs")
@@ -241,6 +255,11 @@ fn walk<'m, 'a>(
     };
     let m = &mut w.merger;
     let walked = sorted::join([bi, oi, ti], from, until, |key, step| {
+        if let Halt::Watch(flag) = halt {
+            if flag.load(Ordering::Relaxed) {
+                return Err(None);
+            }
+        }
         let [in_base, in_ours, in_theirs] = step;
         if in_base.is_some() {
             w.gone[0] += usize::from(in_ours.is_none());
@@ -256,7 +275,12 @@ fn walk<'m, 'a>(
                 w.later_error.get_or_insert(e);
                 return Ok(());
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                if let Halt::Signal(flag) = halt {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                return Err(Some(e));
+            }
         };
         for out in outs {
             w.items.push((key.clone(), out));
@@ -268,7 +292,8 @@ fn walk<'m, 'a>(
         }
         Ok(())
     });
-    if let Err(e) = walked {
+    // `None`: stopped because the part before failed (its error is the one returned).
+    if let Err(Some(e)) = walked {
         w.error = Some(e);
     }
     w

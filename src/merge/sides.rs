@@ -18,7 +18,8 @@ impl SideNames {
     pub fn detect(dir: &Path, ours: Option<&str>, theirs: Option<&str>) -> Option<SideNames> {
         // One git process for both paths (a merge driver's every millisecond counts).
         let paths = git_in(dir, &["rev-parse", "--path-format=absolute", "--git-path", "rebase-merge", "--git-path", "rebase-apply"])?;
-        let state = paths.lines().map(PathBuf::from).find(|p| p.is_dir());
+        // git before 2.31 ignores `--path-format` and prints relative paths: those are not used.
+        let state = paths.lines().map(PathBuf::from).filter(|p| p.is_absolute()).find(|p| p.is_dir());
         let mut labels = Labels {
             ours: ours.filter(|s| !s.is_empty()).unwrap_or("ours").to_owned(),
             theirs: theirs.filter(|s| !s.is_empty()).unwrap_or("theirs").to_owned(),

@@ -134,6 +134,57 @@ fn merges_squashes_replays_and_an_emptied_message_are_left_alone() {
     assert_eq!(trailers(&repo), ["bd-a1"]);
 }
 
+/// Found by the review of this change: each of these added a trailer it must not add, or lost
+/// one it must add.
+#[test]
+fn reverts_amended_merges_squash_commits_dividers_and_templates_are_handled_as_git_does() {
+    let repo = installed(&[mine("bd-a1", "Alice")]);
+    let alice = |env: &[(&str, &str)], args: &[&str]| commit(&repo, "Alice", env, args);
+    // A clean revert leaves only MERGE_MSG: it replays a commit, it is not new work.
+    repo.write("f.txt", "1\n");
+    repo.ok("git", &["add", "f.txt"]);
+    committed(&alice(&[("BEADS_BRIDGE", "0")], &["-m", "add f"]));
+    let out = run(repo.cmd("git").env("BD_ACTOR", "Alice").args(["revert", "--no-edit", "HEAD"]));
+    committed(&out);
+    assert!(trailers(&repo).is_empty(), "revert: {}", head_message(&repo));
+    // Amending a merge keeps it a merge.
+    repo.ok("git", &["checkout", "-q", "-b", "side"]);
+    committed(&alice(&[("BEADS_BRIDGE", "0")], &["-m", "side"]));
+    repo.ok("git", &["checkout", "-q", "main"]);
+    committed(&run(repo.cmd("git").env("BEADS_BRIDGE", "0").args(["merge", "-q", "--no-ff", "--no-edit", "side"])));
+    committed(&alice(&[], &["--amend", "--no-edit"]));
+    assert!(trailers(&repo).is_empty(), "amended merge: {}", head_message(&repo));
+    // A commit made to be squashed into another gets none (it would stand twice after).
+    for subject in ["fixup! side", "squash! side"] {
+        committed(&alice(&[], &["-m", subject]));
+        assert!(trailers(&repo).is_empty(), "{subject}: {}", head_message(&repo));
+    }
+    // A `---` line in the body: the trailer still ends the message, where git reads trailers.
+    committed(&alice(&[], &["-m", "Subject", "-m", "Body\n---\nNotes"]));
+    let parsed = repo.ok("git", &["log", "-1", "--format=%(trailers:key=Beads-Issue,valueonly)"]);
+    assert_eq!(parsed.trim(), "bd-a1", "{}", head_message(&repo));
+    // A subject that starts with `#`, given with -m: git keeps it, and so do we.
+    committed(&alice(&[], &["-m", "#123: fix parser"]));
+    assert_eq!(trailers(&repo), ["bd-a1"], "{}", head_message(&repo));
+    // A template left as it was still aborts the commit.
+    let template = repo.path().join(".git/test-template");
+    std::fs::write(&template, "Summary:\n\nWhy:\n").expect("template");
+    repo.ok("git", &["config", "commit.template", template.to_str().expect("utf8")]);
+    let head = repo.ok("git", &["rev-parse", "HEAD"]);
+    let out = alice(&[("GIT_EDITOR", "true")], &[]);
+    assert!(!out.status.success(), "an unedited template must abort the commit");
+    assert_eq!(repo.ok("git", &["rev-parse", "HEAD"]), head);
+    committed(&alice(&[("GIT_EDITOR", &editor("Filled in"))], &[]));
+    assert_eq!(trailers(&repo), ["bd-a1"], "{}", head_message(&repo));
+    repo.ok("git", &["config", "--unset", "commit.template"]);
+    // core.commentChar=auto: a message emptied of all but git's help lines still aborts.
+    repo.ok("git", &["config", "core.commentChar", "auto"]);
+    std::fs::write(&template, "# Title here\n").expect("template");
+    repo.ok("git", &["config", "commit.template", template.to_str().expect("utf8")]);
+    let out = alice(&[("GIT_EDITOR", r#"f() { grep "^;" "$1" > "$1.n"; mv "$1.n" "$1"; }; f"#)], &[]);
+    assert!(!out.status.success(), "an emptied message must abort the commit: {}", head_message(&repo));
+}
+
 #[test]
 fn none_or_several_in_progress_is_said_once_and_the_message_kept() {
     let repo = installed(&[mine("bd-a1", "Alice"), mine("bd-c3", "Alice"), issue("bd-b2").line()]);
@@ -299,6 +350,38 @@ fn commit_comments_are_asked_of_the_real_br_once_per_new_commit() {
     assert_eq!(br_comments(&repo, &br, &id).len(), 1);
     // The tracker wrote its own file; the comment reaches git with the next commit.
     assert!(String::from_utf8_lossy(&repo.read(FILE).expect("file")).contains(&format!("commit {short}")));
+}
+
+/// The tracker is given 5 s in all for one commit's comments, and one line says what failed;
+/// a commit of the issues files alone (the tracker's own comment, flushed) is not noted again.
+#[test]
+fn commit_comments_are_bounded_in_time_and_not_asked_for_the_trackers_own_writes() {
+    let fake = tempfile::tempdir().expect("tmp");
+    let log = fake.path().join("calls");
+    let br = fake.path().join("br");
+    std::fs::write(&br, format!("#!/bin/sh\necho \"$*\" >> '{}'\nsleep 30\n", log.display())).expect("write");
+    std::fs::set_permissions(&br, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let repo = Repo::new(&[fake.path()]);
+    repo.write(FILE, &format!("{}\n{}\n", mine("bd-a1", "Alice"), issue("bd-b2").line()));
+    repo.ok("git", &["add", FILE]);
+    repo.ok("git", &["commit", "-q", "-m", "issues"]);
+    assert!(repo.sync(&["install"]).status.success());
+    repo.ok("git", &["config", "beads.commitComments", "yes"]);
+    repo.write("code.txt", "x\n");
+    repo.ok("git", &["add", "code.txt"]);
+    let start = Instant::now();
+    let said = committed(&commit(&repo, "Alice", &[], &["-m", "Work", "-m", "Beads-Issue: bd-a1\nBeads-Issue: bd-b2\nBeads-Issue: bd-a1"]));
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(15), "the commit waited {took:?} for the tracker");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(calls.lines().count(), 1, "one call, then the time was up: {calls}");
+    assert_eq!(said.lines().filter(|l| l.contains("did not note")).count(), 1, "{said}");
+    // A commit of the issues file alone is the tracker's own write: not noted.
+    std::fs::remove_file(&log).expect("rm");
+    repo.write(FILE, &format!("{}\n{}\n", mine("bd-a1", "Alice"), issue("bd-b2").title("Renamed").line()));
+    repo.ok("git", &["add", FILE]);
+    committed(&commit(&repo, "Alice", &[], &["-m", "tracker flush"]));
+    assert!(!log.exists(), "the tracker was asked about its own write");
 }
 
 /// The closing transcript of issue 33 as a test: an agent claims with br, commits twice, asks

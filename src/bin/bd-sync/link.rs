@@ -24,6 +24,8 @@ pub(crate) struct Args {
     file: Option<PathBuf>,
     /// prepare-commit-msg's source of the message (message, template, merge, squash, commit).
     source: Option<String>,
+    /// prepare-commit-msg's commit whose message is reused (source `commit`: -c, -C, --amend).
+    commit: Option<String>,
 }
 
 /// How long the hook waits for the cache's lock: a commit must not wait on a long import.
@@ -39,7 +41,7 @@ pub(crate) fn run(global: &Global, args: Args) -> ExitCode {
 fn link(global: &Global, args: &Args) -> Result<()> {
     let dir = crate::repo_dir(None)?;
     let hook = match args.hook.as_str() {
-        "prepare-commit-msg" => Hook::Prepare { source: args.source.clone() },
+        "prepare-commit-msg" => Hook::Prepare { source: args.source.clone(), commit: args.commit.clone() },
         "commit-msg" => Hook::CommitMsg,
         "post-commit" => return note(global, &dir),
         other => anyhow::bail!("unknown hook {} (prepare-commit-msg, commit-msg, post-commit)", escaped(other)),
@@ -50,7 +52,7 @@ fn link(global: &Global, args: &Args) -> Result<()> {
         query::in_progress_of(&open(global, &dir)?, actor)
     };
     match commit_msg::link_message(&dir, &hook, file, &in_progress)? {
-        Decision::Add(_) | Decision::Skip(Skip::LaterHook | Skip::DecidedBefore | Skip::Off) => {}
+        Decision::Add(_) | Decision::Skip(Skip::LaterHook | Skip::DecidedBefore | Skip::Off | Skip::Unedited) => {}
         Decision::Skip(skip) if skip.worth_saying() => eprintln!("bd-sync: no Beads-Issue trailer: {}", said(&skip)),
         Decision::Skip(_) => {}
     }
@@ -81,8 +83,6 @@ fn open(global: &Global, dir: &Path) -> Result<Cache> {
 
 /// post-commit: the opt-in note on the linked issues.
 fn note(global: &Global, dir: &Path) -> Result<()> {
-    let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false))?;
-    let beads_dir = paths.file.parent().map_or_else(|| dir.join(".beads"), Path::to_path_buf);
     let known = |ids: Vec<String>| -> Result<Vec<String>> {
         let cache = open(global, dir)?;
         let mut out = Vec::new();
@@ -93,21 +93,24 @@ fn note(global: &Global, dir: &Path) -> Result<()> {
         }
         Ok(out)
     };
+    let beads_dir = || -> Result<PathBuf> {
+        let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false))?;
+        Ok(paths.file.parent().map_or_else(|| dir.join(".beads"), Path::to_path_buf))
+    };
     match commit_comment::note_commit(dir, &beads_dir, &known)? {
         Outcome::NotAsked | Outcome::NotNew | Outcome::NoIssue => {}
         Outcome::NoTracker => eprintln!("bd-sync: beads.commitComments is on, but neither br nor bd is on PATH to add the comment"),
         Outcome::Asked { tracker, results, left_out, .. } => {
-            for (id, result) in results {
-                if let Err(e) = result {
-                    eprintln!(
-                        "bd-sync: {} did not note the commit on {}: {}",
-                        tracker.program(),
-                        escaped(&id),
-                        printable_lines(&e.to_string())
-                    );
-                }
-            }
-            if left_out > 0 {
+            let failed: Vec<String> = results.iter().filter(|(_, r)| r.is_err()).map(|(id, _)| escaped(id).into_owned()).collect();
+            let first = results.iter().find_map(|(_, r)| r.as_ref().err());
+            if let Some(e) = first {
+                eprintln!(
+                    "bd-sync: {} did not note the commit on {} ({})",
+                    tracker.program(),
+                    failed.join(", "),
+                    printable_lines(&e.to_string())
+                );
+            } else if left_out > 0 {
                 eprintln!("bd-sync: the commit names {left_out} more issue(s) than the {} noted", commit_comment::MAX_ISSUES);
             }
         }
