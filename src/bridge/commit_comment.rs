@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::links::{is_id, trailer_ids};
+use super::links::{mentioned_ids, trailer_ids};
 use super::settings::Settings;
 use crate::tracker::{self, Tracker};
 
@@ -63,7 +63,7 @@ pub fn note_commit(
     }
     let Some(commit) = head_commit(dir)? else { return Ok(Outcome::NotNew) };
     let mut linked: Vec<String> = Vec::new();
-    for id in trailer_ids(&commit.message).into_iter().chain(mentioned_words(&commit.message)) {
+    for id in trailer_ids(&commit.message).into_iter().chain(mentioned_ids(&commit.message, None)) {
         if !linked.contains(&id) {
             linked.push(id);
         }
@@ -144,28 +144,14 @@ fn head_commit(dir: &Path) -> Result<Option<Commit>> {
     Ok(Some(Commit { short: short.to_owned(), subject: subject.to_owned(), message: message.to_owned() }))
 }
 
-/// Words of `message` shaped like an issue id with a prefix (`bd-a1b2`, `proj-3.1`), each once.
-fn mentioned_words(message: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in message.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))) {
-        let word = word.trim_end_matches('.');
-        if is_id(word) && word.contains('-') && !out.iter().any(|w| w == word) {
-            out.push(word.to_owned());
-            if out.len() >= super::links::MAX_IDS_PER_COMMIT {
-                break;
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn mentioned_words_are_id_shaped_once_and_bounded() {
-        let words = super::mentioned_words("fixes bd-a1. See bd-a1, proj-3.1 and $(x) -rf\n");
+        use super::super::links::{mentioned_ids, MAX_IDS_PER_COMMIT};
+        let words = mentioned_ids("fixes bd-a1. See bd-a1, proj-3.1 and $(x) -rf\n", None);
         assert_eq!(words, ["bd-a1", "proj-3.1"]);
         let many: String = (0..1000).map(|i| format!("bd-{i} ")).collect();
-        assert_eq!(super::mentioned_words(&many).len(), super::super::links::MAX_IDS_PER_COMMIT);
+        assert_eq!(mentioned_ids(&many, None).len(), MAX_IDS_PER_COMMIT);
     }
 }

@@ -142,7 +142,7 @@ pub fn precheck(hook: &Hook, state: InProgress, message: &str, comment: Option<c
             _ => return Err(Skip::LaterHook),
         }
     }
-    let text = comment.map_or_else(|| message.to_owned(), |c| text_of(message, c));
+    let text = visible_text(message, comment);
     if text.trim().is_empty() {
         return Err(Skip::EmptyMessage);
     }
@@ -224,7 +224,7 @@ pub fn link_message(
     let text = match precheck(hook, InProgress::of(git_dir), &message, comment) {
         Ok(text) => text,
         Err(Skip::LaterHook) => {
-            let text = comment.map_or_else(|| message.clone(), |c| text_of(&message, c));
+            let text = visible_text(&message, comment);
             let saved = format!("{}\n{text}", comment.map(String::from).unwrap_or_default());
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
@@ -288,6 +288,12 @@ fn is_merge(dir: &Path, commit: &str) -> bool {
         return false;
     }
     crate::git::run(dir, &["rev-list", "--parents", "-n", "1", commit, "--"]).is_ok_and(|line| line.split_whitespace().count() > 2)
+}
+
+/// What git keeps of `message`: all of it when it keeps comment lines (`comment` `None`), else
+/// [`text_of`].
+fn visible_text(message: &str, comment: Option<char>) -> String {
+    comment.map_or_else(|| message.to_owned(), |c| text_of(message, c))
 }
 
 /// The message without comment lines and without everything below a scissors line (what git

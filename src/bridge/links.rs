@@ -331,7 +331,7 @@ fn links_in(commit: &str, time: i64, message: &[u8], prefixes: &HashSet<&str>) -
             ids.push((id, How::Trailer));
         }
     }
-    for id in mentioned_ids(&text, prefixes) {
+    for id in mentioned_ids(&text, Some(prefixes)) {
         if ids.len() >= MAX_IDS_PER_COMMIT {
             break;
         }
@@ -357,14 +357,15 @@ pub fn trailer_ids(message: &str) -> Vec<String> {
 }
 
 /// Every word of `message` shaped like an id with one of `prefixes` (`bd-a1b2`, `bd-a1b2.1`,
-/// `hq-cv-5vczc`), in order, each once; sentence punctuation around it is not part of it.
-pub fn mentioned_ids(message: &str, prefixes: &HashSet<&str>) -> Vec<String> {
+/// `hq-cv-5vczc`; any prefix when `None`), in order, each once; sentence punctuation around it is
+/// not part of it.
+pub fn mentioned_ids(message: &str, prefixes: Option<&HashSet<&str>>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
     for word in message.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))) {
         let word = word.trim_matches(|c: char| matches!(c, '.' | '-' | '_'));
         let Some((prefix, rest)) = word.split_once('-') else { continue };
-        if rest.is_empty() || !prefixes.contains(prefix) || !is_id(word) {
+        if rest.is_empty() || prefixes.is_some_and(|p| !p.contains(prefix)) || !is_id(word) {
             continue;
         }
         if seen.insert(word) {
@@ -401,7 +402,7 @@ mod tests {
     #[test]
     fn mentions_are_words_with_a_known_prefix_without_punctuation() {
         let p = prefixes(&["bd", "hq"]);
-        let got = mentioned_ids("fixes bd-a1b2. See (bd-a1b2.1), hq-cv-5vczc; not xx-1, bd-, pre-commit or bd-a1b2 again", &p);
+        let got = mentioned_ids("fixes bd-a1b2. See (bd-a1b2.1), hq-cv-5vczc; not xx-1, bd-, pre-commit or bd-a1b2 again", Some(&p));
         assert_eq!(got, ["bd-a1b2", "bd-a1b2.1", "hq-cv-5vczc"]);
     }
 

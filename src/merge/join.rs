@@ -61,7 +61,7 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
     }
     // Indexing is most of the work on big files: spread the three inputs over two threads.
     let index = || (Indexed::new(Input::Base, base), Indexed::new(Input::Theirs, theirs));
-    let (b, o, t, mentions) = if worth_threads(base, ours, theirs) {
+    let (b, o, t, mentions) = if worth_threads(base.len() + ours.len() + theirs.len()) {
         std::thread::scope(|s| {
             let other = s.spawn(index);
             let o = Indexed::new(Input::Ours, ours);
@@ -136,7 +136,7 @@ pub fn merge_sorted<'a>(
     }
     // A thread per file, the scans for `Mentions` beside: the work is shared out evenly over
     // the cores there are.
-    let (b, o, t, mentions) = if worth_threads(base, ours, theirs) {
+    let (b, o, t, mentions) = if worth_threads(base.len() + ours.len() + theirs.len()) {
         std::thread::scope(|s| {
             let b = s.spawn(|| SortedIndex::new(base));
             let t = s.spawn(|| SortedIndex::new(theirs));
@@ -202,9 +202,9 @@ pub fn merge_sorted<'a>(
 /// microseconds, and `dedupe` merges the copies of an id pairwise, thousands of tiny merges.
 const PARALLEL_FROM: usize = 1 << 20;
 
-/// Whether a merge of these inputs is worth spreading over threads.
-pub(super) fn worth_threads(base: &[u8], ours: &[u8], theirs: &[u8]) -> bool {
-    base.len() + ours.len() + theirs.len() >= PARALLEL_FROM
+/// Whether work over this many bytes of input is worth spreading over threads.
+pub(super) fn worth_threads(bytes: usize) -> bool {
+    bytes >= PARALLEL_FROM
 }
 
 /// What one part of the walk of [`merge_sorted`] gathered, in key order.

@@ -415,3 +415,30 @@ pub(super) fn commits_name_their_issue(repo: &Repo, what: &str) {
     assert_eq!(trailers(repo), ["bd-1"], "{what}, the editor: {}", head_message(repo));
     assert!(head_message(repo).starts_with("Linked in the editor\n"), "{what}: {}", head_message(repo));
 }
+
+/// Links and FIFOs where the hook reads and writes: a marker that is a link to a file elsewhere
+/// is removed, never followed (the file it points to keeps its bytes); a message "file" that is
+/// a FIFO is refused at once, not waited on; the commit goes on in both cases.
+#[test]
+fn a_linked_marker_and_a_fifo_message_are_neither_followed_nor_waited_on() {
+    let repo = installed(&[mine("bd-a1", "Alice")]);
+    let outside = tempfile::tempdir().expect("tmp");
+    let precious = outside.path().join("precious");
+    std::fs::write(&precious, "keep me\n").expect("write");
+    std::os::unix::fs::symlink(&precious, repo.path().join(".git/BEADS_LINK_PENDING")).expect("link");
+    committed(&commit(&repo, "Alice", &[("GIT_EDITOR", &editor("After the link"))], &[]));
+    assert_eq!(std::fs::read_to_string(&precious).expect("read"), "keep me\n");
+    assert_eq!(trailers(&repo), ["bd-a1"], "{}", head_message(&repo));
+    let fifo = repo.path().join(".git/FIFO_MSG");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let start = Instant::now();
+    let out = run(repo.cmd(crate::support::bin("bd-sync")).env("BD_ACTOR", "Alice").args([
+        "link",
+        "prepare-commit-msg",
+        ".git/FIFO_MSG",
+        "message",
+    ]));
+    assert!(out.status.success(), "fail-open");
+    assert!(start.elapsed() < Duration::from_secs(10), "waited on the FIFO");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("FIFO_MSG"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -193,24 +193,15 @@ fn a_split_walk_reports_what_one_walk_reports() {
     let child = |id: &str, title: &str, at: &str| {
         format!(r#"{{"id":"{id}.1","title":"{title}","status":"open","created_at":"{at}","updated_at":"{at}"}}"#)
     };
-    let ours = file(
-        &[
-            child(early, "ours early", "2025-02-01T00:00:00Z"),
-            child(late, "ours late", "2025-02-01T00:00:00Z"),
-            record("bd-05", "ours edit"),
-            record("bd-35", "ours edit"),
-        ],
-        &["bd-05", "bd-35", "bd-07", "bd-37"],
-    );
-    let theirs = file(
-        &[
-            child(early, "theirs early", "2025-03-01T00:00:00Z"),
-            child(late, "theirs late", "2025-03-01T00:00:00Z"),
-            record("bd-07", "theirs edit"),
-            record("bd-37", "theirs edit"),
-        ],
-        &["bd-05", "bd-35", "bd-07", "bd-37"],
-    );
+    // A side: its two children, created at `at`, and its edits of the records `edited` (the
+    // other side deletes them).
+    let side = |name: &str, at: &str, edited: [&str; 2]| {
+        let mut extra = vec![child(early, &format!("{name} early"), at), child(late, &format!("{name} late"), at)];
+        extra.extend(edited.map(|id| record(id, &format!("{name} edit"))));
+        file(&extra, &["bd-05", "bd-35", "bd-07", "bd-37"])
+    };
+    let ours = side("ours", "2025-02-01T00:00:00Z", ["bd-05", "bd-35"]);
+    let theirs = side("theirs", "2025-03-01T00:00:00Z", ["bd-07", "bd-37"]);
     for options in every_option() {
         assert_eq!(same_on_both_paths(&base, &ours, &theirs, &options), Ok(true), "{options:?}");
     }

@@ -101,13 +101,12 @@ fn note(global: &Global, dir: &Path) -> Result<()> {
         Outcome::NotAsked | Outcome::NotNew | Outcome::NoIssue => {}
         Outcome::NoTracker => eprintln!("bd-sync: beads.commitComments is on, but neither br nor bd is on PATH to add the comment"),
         Outcome::Asked { tracker, results, left_out, .. } => {
-            let failed: Vec<String> = results.iter().filter(|(_, r)| r.is_err()).map(|(id, _)| escaped(id).into_owned()).collect();
-            let first = results.iter().find_map(|(_, r)| r.as_ref().err());
-            if let Some(e) = first {
+            // The calls stop at the first failure: it is the last result.
+            if let Some((id, Err(e))) = results.last() {
                 eprintln!(
                     "bd-sync: {} did not note the commit on {} ({})",
                     tracker.program(),
-                    failed.join(", "),
+                    escaped(id),
                     printable_lines(&e.to_string())
                 );
             } else if left_out > 0 {
