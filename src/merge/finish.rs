@@ -355,7 +355,7 @@ impl<'a> Merger<'_, 'a> {
             let highest = if added.is_empty() { 0 } else { comments::highest_comment_id(file.lines()) };
             (added, highest)
         };
-        let ((ours, ours_highest), (theirs, theirs_highest)) = if super::join::worth_threads(2 * self.ours_bytes.len()) {
+        let ((ours, ours_highest), (theirs, theirs_highest)) = if super::inputs::worth_threads(2 * self.ours_bytes.len()) {
             std::thread::scope(|s| {
                 let theirs_file = self.t;
                 let other = s.spawn(|| side(2, theirs_file));

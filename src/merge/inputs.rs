@@ -116,6 +116,15 @@ pub(super) fn parse(input: Input, line: Line<'_>) -> Result<Parsed<'_>, Unmergea
     Ok(Parsed { bytes: line.bytes, obj, value })
 }
 
+/// Inputs smaller than this in all are merged on one thread: starting a thread costs tens of
+/// microseconds, and `dedupe` merges the copies of an id pairwise, thousands of tiny merges.
+const PARALLEL_FROM: usize = 1 << 20;
+
+/// Whether work over this many bytes of input is worth spreading over threads.
+pub(super) fn worth_threads(bytes: usize) -> bool {
+    bytes >= PARALLEL_FROM
+}
+
 /// Whether two record lines hold the same JSON value, as comparing their parsed values says,
 /// checking both as [`parse`] does (the first, then the second) but without building whole
 /// values: when the two write the same keys in the same order, the entries are compared text to

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::decide::Merger;
 use super::finish::{Mentions, Order};
-use super::inputs::{check_bad_lines, collapse_repeats, only_moved, At, Index, Indexed};
+use super::inputs::{check_bad_lines, collapse_repeats, only_moved, worth_threads, At, Index, Indexed};
 use super::sorted::{self, SortedIndex};
 use super::types::{Input, Markers, MergeOptions, Merged, Out, Unmergeable};
 use crate::index::IdIndex;
@@ -196,15 +196,6 @@ pub fn merge_sorted<'a>(
     m.reports.extend(later.0);
     m.warnings.extend(later.1);
     Some(Ok(m.finish(items, bi.len(), gone, Order::Sorted, (ours, theirs), mentions)))
-}
-
-/// Inputs smaller than this in all are merged on one thread: starting a thread costs tens of
-/// microseconds, and `dedupe` merges the copies of an id pairwise, thousands of tiny merges.
-const PARALLEL_FROM: usize = 1 << 20;
-
-/// Whether work over this many bytes of input is worth spreading over threads.
-pub(super) fn worth_threads(bytes: usize) -> bool {
-    bytes >= PARALLEL_FROM
 }
 
 /// What one part of the walk of [`merge_sorted`] gathered, in key order.
