@@ -1,13 +1,12 @@
 # >>> beads-git >>>
-# beads-git: name the issue this commit is for in a `Beads-Issue:` trailer (your one issue in
-# progress, or BEADS_ISSUE); never on merges, squashes or replays, never twice, never when the
-# message names it already. Fail-open: the commit goes through unchanged on any error. Skipped
-# when BD_HOOKS=0, without .beads/, or without bd-sync; off with `git config beads.bridge false`.
-# Managed block: `bd-sync install` / `bd-sync uninstall`.
-if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
+# beads-git: add the `Beads-Issue:` trailer after the editor closed, when prepare-commit-msg left
+# that decision for later (its marker file beside the message); otherwise nothing runs. Fail-open:
+# the commit goes through unchanged on any error. Skipped when BD_HOOKS=0, without .beads/, or
+# without bd-sync. Managed block: `bd-sync install` / `bd-sync uninstall`.
+if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ] && [ -e "${1%/*}/BEADS_LINK_PENDING" ]; then
 @FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-sync" ]; then
-    "$beads_git_bin/bd-sync" link @HOOK@ "${1-}" "${2-}" "${3-}" </dev/null || :
+    "$beads_git_bin/bd-sync" link commit-msg "${1-}" </dev/null || :
   fi
   unset beads_git_bin
 fi

@@ -13,7 +13,9 @@ use std::io::Read as _;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long the group has between SIGTERM and SIGKILL.
+/// How long the group has between SIGTERM and SIGKILL (process groups are a unix idea: elsewhere
+/// the command alone is killed at once).
+#[cfg(unix)]
 const TERM_GRACE: Duration = Duration::from_millis(200);
 
 /// Why [`run_captured`] returned no output.

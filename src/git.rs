@@ -52,7 +52,80 @@ pub fn conflict_style_shows_base() -> bool {
 /// The git directory of the repository containing `dir` (as `git rev-parse --git-dir`, honouring
 /// `GIT_DIR`), absolute; `None` outside a repository or when git refuses it.
 pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    if let Some(found) = plain_git_dir(dir) {
+        return Some(found);
+    }
     run(dir, &["rev-parse", "--absolute-git-dir"]).ok().map(std::path::PathBuf::from)
+}
+
+/// The git directory without running git, in the one case where git's answer is certain: `dir`
+/// holds a `.git` directory (not a link, not a `gitdir:` file) with a `HEAD`, nothing in the
+/// environment points git elsewhere, and both belong to the user running us (so git's ownership
+/// check would pass). This is every hook's case in a plain clone (git runs hooks at the top of
+/// the work tree), and a process saved there is a process saved on every commit. Anything else
+/// (a linked worktree, a submodule, `GIT_DIR`, another owner, a subdirectory) asks git.
+fn plain_git_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    if ["GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"].iter().any(|v| std::env::var_os(v).is_some()) {
+        return None;
+    }
+    let dot_git = dir.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    if !meta.is_dir() || !std::fs::symlink_metadata(dot_git.join("HEAD")).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    if !owned_by_me(&meta) || !std::fs::symlink_metadata(dir).is_ok_and(|m| owned_by_me(&m)) {
+        return None;
+    }
+    let top = if dir.is_absolute() { dir.to_path_buf() } else { std::env::current_dir().ok()?.join(dir) };
+    // `git rev-parse --absolute-git-dir` prints the path without `.` components; a `..` would
+    // need the links resolved, so git answers that one.
+    let top: std::path::PathBuf = top.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+    if top.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return None;
+    }
+    Some(top.join(".git"))
+}
+
+/// The repository's common git directory (where a linked worktree's repository keeps what all
+/// its worktrees share), absolute; `None` outside a repository. A plain clone's is its git
+/// directory, found without running git (see [`plain_git_dir`]).
+pub fn common_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    if let Some(found) = plain_git_dir(dir).filter(|g| std::fs::symlink_metadata(g.join("commondir")).is_err()) {
+        return Some(found);
+    }
+    run(dir, &["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok().filter(|s| !s.is_empty()).map(std::path::PathBuf::from)
+}
+
+/// Whether the file belongs to the user running us (git's "dubious ownership" test). Elsewhere
+/// than unix the answer is left to git.
+#[cfg(unix)]
+fn owned_by_me(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    meta.uid() == unsafe { libc::geteuid() }
+}
+
+#[cfg(not(unix))]
+fn owned_by_me(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The index a commit hook runs with, when it is not the repository's own: git names it in
+/// `GIT_INDEX_FILE`, and for `git commit -- <paths>` and `git commit --only <paths>` it is a
+/// temporary `next-index-*.lock` that holds HEAD plus the named paths. Whatever a hook stages
+/// there goes into a commit that did not name it, while the real index keeps the old version
+/// (the next plain commit then reverts the file). `None` for the real index: unset, or `index`
+/// / `index.lock` in `git_dir` (a plain commit, `-a`, `--include`).
+pub fn temporary_commit_index(git_dir: &Path) -> Option<std::path::PathBuf> {
+    let named = std::path::PathBuf::from(std::env::var_os("GIT_INDEX_FILE")?);
+    let absolute = if named.is_absolute() { named.clone() } else { std::env::current_dir().ok()?.join(&named) };
+    let real_name = absolute.file_name().is_some_and(|n| n == "index" || n == "index.lock");
+    let same_dir = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let in_git_dir = absolute.parent().is_some_and(|parent| same_dir(parent, git_dir));
+    (!(real_name && in_git_dir)).then_some(named)
 }
 
 /// Like [`git_dir`], but git refusing a repository that is there (its "dubious ownership" check,
@@ -60,6 +133,9 @@ pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
 /// not fall back to keeping files in the work tree of a repository they were refused.
 /// `Ok(None)` outside a repository, or when git is not installed.
 pub fn git_dir_checked(dir: &Path) -> Result<Option<std::path::PathBuf>> {
+    if let Some(found) = plain_git_dir(dir) {
+        return Ok(Some(found));
+    }
     let Ok(out) = Command::new("git").args(["rev-parse", "--absolute-git-dir"]).current_dir(dir).stdin(Stdio::null()).output() else {
         return Ok(None);
     };
@@ -230,7 +306,11 @@ impl Repo {
 /// Stages one file (`git add -- FILE`) in the worktree containing it, into the index git is
 /// using (`GIT_INDEX_FILE`, as set during `git commit -a` or `git commit <path>`, is inherited).
 pub fn stage(file: &Path) -> Result<()> {
-    let dir = file.parent().unwrap_or(Path::new("."));
+    // With `GIT_DIR` set (git sets it for hooks in a linked worktree) and no `GIT_WORK_TREE`, git
+    // takes the current directory as the work tree's top: run from the file's directory there,
+    // `git add` would stage `issues.jsonl` at the top of the tree. Without it, the file's
+    // directory finds the file's own repository wherever we were started.
+    let dir = if std::env::var_os("GIT_DIR").is_some() { Path::new(".") } else { file.parent().unwrap_or(Path::new(".")) };
     run(dir, &[OsStr::new("add"), OsStr::new("--"), file.as_os_str()]).map(drop)
 }
 

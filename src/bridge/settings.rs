@@ -79,7 +79,7 @@ impl Settings {
     /// Whether the clone asked for commit comments (`beads.commitComments`, a git boolean: a key
     /// without a value, `true`, `yes`, `on` or `1`).
     pub fn commit_comments_on(&self) -> bool {
-        self.commit_comments.as_deref().is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "yes" | "on" | "1"))
+        git_true(self.commit_comments.as_deref())
     }
 
     /// Whether the bridge is on for this process ([`super::enabled`]).
@@ -91,6 +91,12 @@ impl Settings {
     pub fn actor(&self) -> Option<String> {
         actor_from(&|k| std::env::var(k).ok(), self.name.as_deref(), self.email.as_deref())
     }
+}
+
+/// Whether a git boolean is true as git reads it: a key without a value, `true`, `yes`, `on` or
+/// `1` (any case); unset is false.
+pub fn git_true(value: Option<&str>) -> bool {
+    value.is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "yes" | "on" | "1"))
 }
 
 /// [`actor`] from the environment `env` and git's `user.name` and `user.email`.

@@ -64,7 +64,8 @@ impl Hook {
             Hook::PostMerge | Hook::PostRewrite => include_str!("../../hooks/import-and-notify.sh"),
             Hook::PostCheckout => include_str!("../../hooks/post-checkout.sh"),
             Hook::PreCommit => include_str!("../../hooks/pre-commit.sh"),
-            Hook::PrepareCommitMsg | Hook::CommitMsg => include_str!("../../hooks/commit-msg.sh"),
+            Hook::PrepareCommitMsg => include_str!("../../hooks/prepare-commit-msg.sh"),
+            Hook::CommitMsg => include_str!("../../hooks/commit-msg.sh"),
         }
     }
 
@@ -78,7 +79,7 @@ impl Hook {
             }
             Binaries::Path => format!("  {from_path}"),
         };
-        self.template().replace("@FIND_BINARIES@", &find).replace("@HOOK@", self.file_name())
+        self.template().replace("@FIND_BINARIES@", &find)
     }
 }
 

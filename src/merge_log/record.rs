@@ -28,8 +28,7 @@ pub(super) fn git_in(dir: &Path, args: &[&str]) -> Option<String> {
 
 /// `<git common dir>/beads` of the repository at `dir`; `None` outside a repository.
 pub fn log_dir(dir: &Path) -> Option<PathBuf> {
-    let common = git_in(dir, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-    Some(PathBuf::from(common).join("beads"))
+    Some(crate::git::common_dir(dir)?.join("beads"))
 }
 
 impl Context {

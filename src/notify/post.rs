@@ -43,20 +43,36 @@ pub struct Setting {
 /// The settings in force for a hook run in `dir`, each from its environment variable when that is
 /// set and not empty, else from git config; unset ones are left out.
 pub fn settings(dir: &std::path::Path) -> Vec<Setting> {
+    settings_with(dir, None).0
+}
+
+/// [`settings`], and in the same `git config` call the value of one more key (`also`, as git
+/// prints it: lowercase, e.g. `beads.commitcomments`; the last value wins). The post-commit hook
+/// needs the notifier's settings and `beads.commitComments`: one git process for both.
+pub fn settings_with(dir: &std::path::Path, also: Option<&str>) -> (Vec<Setting>, Option<String>) {
     let from_env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-    // One git process for all three keys, and none when the environment names them all (the
-    // hooks run this on every commit). git prints each key lowercased (`beads.notifyurl`).
-    let config: Vec<(String, String)> = if SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) {
+    // One git process for all the keys, and none when the environment names them all and no
+    // other key is asked for (the hooks run this on every commit). git prints each key
+    // lowercased (`beads.notifyurl`).
+    let config: Vec<(String, String)> = if also.is_none() && SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) {
         Vec::new()
     } else {
-        // `-z`: each entry is `key\nvalue\0`, so a value holding a newline stays whole.
-        crate::git::run(dir, &["config", "-z", "--get-regexp", r"^beads\.notify(url|workspace|source)$"])
+        let pattern = match also {
+            Some(key) => format!(r"^(beads\.notify(url|workspace|source)|{})$", key.replace('.', r"\.")),
+            None => r"^beads\.notify(url|workspace|source)$".to_owned(),
+        };
+        // `-z`: each entry is `key\nvalue\0`, so a value holding a newline stays whole; a key
+        // without a value (a git boolean's `true`) has no newline.
+        crate::git::run(dir, &["config", "-z", "--get-regexp", &pattern])
             .unwrap_or_default()
             .split('\0')
-            .filter_map(|e| e.trim_start_matches('\n').split_once('\n').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .map(|e| e.trim_start_matches('\n'))
+            .filter(|e| !e.is_empty())
+            .map(|e| e.split_once('\n').map_or((e.to_owned(), String::new()), |(k, v)| (k.to_owned(), v.to_owned())))
             .collect()
     };
-    SETTINGS
+    let extra = also.and_then(|key| config.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.clone()));
+    let found = SETTINGS
         .iter()
         .filter_map(|&(name, var, key)| {
             if let Some(value) = from_env(var) {
@@ -66,7 +82,8 @@ pub fn settings(dir: &std::path::Path) -> Vec<Setting> {
             let value = config.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.clone()).filter(|v| !v.is_empty())?;
             Some(Setting { name, value, from: format!("git config {key}") })
         })
-        .collect()
+        .collect();
+    (found, extra)
 }
 
 /// Where and how to send.

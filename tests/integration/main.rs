@@ -11,6 +11,7 @@ mod bridge_links;
 mod bridge_read;
 mod cli;
 mod cli_dialect;
+mod commit_forms;
 mod completion;
 mod concurrency;
 mod conventions;

@@ -27,7 +27,12 @@ impl Outlet {
     /// The outlet the flags describe; `None` when there is no server to send to and no
     /// `--dry-run` (nothing to do).
     pub(crate) fn new(cli: &Cli) -> Result<Option<Outlet>> {
-        let target = target(cli)?;
+        Outlet::with_settings(cli, &beads_git::notify::settings(std::path::Path::new(".")))
+    }
+
+    /// [`Outlet::new`], with the settings git config and the environment hold already read.
+    pub(crate) fn with_settings(cli: &Cli, settings: &[beads_git::notify::Setting]) -> Result<Option<Outlet>> {
+        let target = target(cli, settings)?;
         if target.is_none() && !cli.dry_run {
             return Ok(None);
         }
@@ -91,8 +96,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// The server: flags first, then the environment, then git config (`beads.notifyUrl`, ...).
-fn target(cli: &Cli) -> Result<Option<Target>> {
-    let settings = beads_git::notify::settings(std::path::Path::new("."));
+fn target(cli: &Cli, settings: &[beads_git::notify::Setting]) -> Result<Option<Target>> {
     let setting = |name: &str| settings.iter().find(|s| s.name == name).map(|s| s.value.clone());
     let Some(url) = cli.url.clone().or_else(|| setting("url")) else {
         return Ok(None);

@@ -14,6 +14,7 @@ mod common;
 mod deliver;
 mod git_hook;
 mod ids;
+mod post_commit;
 mod since_last;
 mod watch;
 
@@ -99,6 +100,12 @@ struct Cli {
     /// Print what would be sent and send nothing.
     #[arg(long)]
     dry_run: bool,
+    /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as
+    /// `--from-diff HEAD~1`) when a server is configured, then, when `git config
+    /// beads.commitComments` is true, run `bd-sync link post-commit` (the tracker's note). With
+    /// neither, it reads git config once and exits.
+    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "since_last", "state", "source_cmd", "watch", "dry_run"])]
+    post_commit: bool,
     /// Install the post-commit hook block into the repository at REPO, and exit.
     #[arg(long, value_name = "REPO", conflicts_with = "uninstall_git_hook")]
     install_git_hook: Option<PathBuf>,
@@ -120,7 +127,7 @@ const NEEDS: [(&str, &str, &[&str], &str); 4] = [
 
 /// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
 /// (which install or remove a hook and exit: nothing would be notified, printed or waited for).
-const NOT_WITH_GIT_HOOK: [&str; 18] = [
+const NOT_WITH_GIT_HOOK: [&str; 19] = [
     "ids",
     "stdin",
     "null",
@@ -139,6 +146,7 @@ const NOT_WITH_GIT_HOOK: [&str; 18] = [
     "timeout",
     "concurrency",
     "dry_run",
+    "post_commit",
 ];
 
 fn main() -> ExitCode {
@@ -190,6 +198,15 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches)
 }
 
+/// Without a server: a silent no-op, or exit 2 under `--strict`.
+fn no_server(cli: &Cli) -> ExitCode {
+    if cli.strict {
+        eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL, `git config beads.notifyUrl URL`, or --url)");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
 /// `--state`: a plain file name.
 fn parse_state(text: &str) -> std::result::Result<String, String> {
     beads_git::notify::since_last::valid_state_name(text).map(|()| text.to_owned())
@@ -200,13 +217,16 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     if cli.install_git_hook.is_some() || cli.uninstall_git_hook.is_some() {
         return git_hook::run(cli);
     }
-    let Some(outlet) = Outlet::new(cli)? else {
-        if cli.strict {
-            eprintln!("bd-hook: no URL (set GEMBA_NOTIFY_URL, `git config beads.notifyUrl URL`, or --url)");
-            return Ok(ExitCode::from(2));
-        }
-        return Ok(ExitCode::SUCCESS); // silent no-op
-    };
+    if cli.post_commit {
+        return post_commit::run(cli);
+    }
+    let other_mode = cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() || cli.watch.is_some();
+    if cli.stdin && cli.from_diff.is_none() && !other_mode {
+        // The ids first: the hooks pipe the import's changes here after every pull and checkout,
+        // and an empty pipe (no issue changed) then costs no git config read.
+        return ids::run_stdin_first(cli);
+    }
+    let Some(outlet) = Outlet::new(cli)? else { return Ok(no_server(cli)) };
     if cli.since_last || cli.state.is_some() || cli.source_cmd.is_some() {
         since_last::run(cli, &outlet)
     } else if let Some(dir) = &cli.watch {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use beads_git::cache::{export, import, Binding};
+use beads_git::cache::{export, import, Binding, Cache, OpenMode};
 use beads_git::record::{escaped_path, printable};
 use beads_git::tracker;
 
@@ -27,9 +27,18 @@ pub(crate) struct Args {
     /// First, when a tracker's database beside the file (br's `.beads/*.db`, bd's `.beads/dolt/`) holds edits the file lacks: run the tracker's own flush if `git config beads.flushOnCommit` is true, else name it on stderr (the pre-commit hook uses this; it never fails the export).
     #[arg(long)]
     flush_tracker: bool,
+    /// First, an issues file (.beads/issues.jsonl, .beads/beads.jsonl) holding conflict markers from a merge made without the driver is resolved by `bd-merge resolve --stage` (the pre-commit hook uses this).
+    #[arg(long)]
+    resolve_markers: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+    if args.stage && names_its_paths(global, &args) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.resolve_markers {
+        resolve_markers();
+    }
     if args.flush_tracker {
         // The issues file found as the export finds it, without git: the common case costs a stat.
         let file =
@@ -58,6 +67,66 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         eprintln!("bd-sync: exported {}: {} written, {} removed", escaped_path(&paths.file), report.written.len(), report.removed.len());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `git commit -- <paths>` and `git commit --only <paths>` build their commit in a temporary
+/// index: a file staged there goes into a commit that did not name it, and the real index keeps
+/// the old version (the next plain commit would put it back). So nothing is resolved, flushed or
+/// exported into such a commit; the file waits for the next one, and one line says so when
+/// something is waiting (cache edits, a tracker's database ahead of the file, conflict markers).
+fn names_its_paths(global: &Global, args: &Args) -> bool {
+    let Ok(dir) = crate::repo_dir(None) else { return false };
+    let Some(git_dir) = beads_git::git::git_dir(&dir) else { return false };
+    if beads_git::git::temporary_commit_index(&git_dir).is_none() {
+        return false;
+    }
+    let Ok(paths) = global.paths(args.file.as_ref()) else { return true };
+    let edits = paths.db.exists()
+        && Cache::open(&paths, OpenMode::read(Duration::from_secs(2))).and_then(|c| c.dirty_count().map_err(Into::into)).is_ok_and(|n| n > 0);
+    let tracker = args.flush_tracker
+        && matches!(tracker::behind(&paths.file, std::time::Instant::now() + Duration::from_secs(10)), Ok(Some(_)));
+    let markers = args.resolve_markers && marked_files().next().is_some();
+    if edits || tracker || markers {
+        eprintln!(
+            "bd-sync: this commit names its paths (git commit -- <paths>, --only): {} stays out of it, and {} go into your next commit",
+            escaped_path(&paths.file),
+            match (edits, tracker) {
+                (true, true) => "the cache's and the tracker's edits",
+                (true, false) => "the cache's edits",
+                (false, true) => "the tracker's edits",
+                (false, false) => "its conflict resolution",
+            }
+        );
+    }
+    true
+}
+
+/// The issues files (at the repository's top, where git runs hooks) with a line that starts a
+/// conflict marker.
+fn marked_files() -> impl Iterator<Item = &'static str> {
+    [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| {
+        let Ok(Some(file)) = beads_git::safe_fs::open_regular(std::path::Path::new(f)) else { return false };
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::BufReader::new(file), &mut bytes).is_ok() && has_marker(&bytes)
+    })
+}
+
+/// Whether a line starts with `<<<<<<<` (what `grep -q '^<<<<<<<'` finds).
+fn has_marker(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"<<<<<<<") || memchr::memmem::find(bytes, b"\n<<<<<<<").is_some()
+}
+
+/// Runs `bd-merge resolve --stage FILE` (our sibling binary, else the one on PATH) on each file
+/// holding conflict markers; its own lines say what it did. Never fails the export.
+fn resolve_markers() {
+    for file in marked_files() {
+        let program = beads_git::install::own_bin_dir().map(|d| d.join("bd-merge")).ok().filter(|p| p.is_file());
+        let program = program.unwrap_or_else(|| "bd-merge".into());
+        match std::process::Command::new(&program).args(["resolve", "--stage", file]).stdin(std::process::Stdio::null()).status() {
+            Ok(_) => {}
+            Err(e) => eprintln!("bd-sync: {file} has conflict markers, and bd-merge could not run ({e}): run `bd-merge resolve --stage {file}`"),
+        }
+    }
 }
 
 /// The pre-commit step for a tracker's database that holds edits the file lacks: one line on

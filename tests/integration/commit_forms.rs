@@ -1,0 +1,128 @@
+//! A commit commits what it names (issue 45, item 1). With an edit pending in the cache, the
+//! pre-commit hook exports it and stages the issues file; but `git commit -- a.txt` and
+//! `git commit --only a.txt` build their commit in a temporary index (git names it in
+//! `GIT_INDEX_FILE`), and staging there put the file into a commit that named only `a.txt` while
+//! the real index kept the old file, so the next plain commit put the old content back. Each of
+//! git's ways of committing is tried here with the real hooks, and always the plain commit after.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{hermetic, issue, jsonl, path_with_our_binaries, run, TestRepo};
+
+const FILE: &str = ".beads/issues.jsonl";
+
+/// A repository with two issues and `a.txt`, our hooks installed, the cache imported, and a
+/// title edited in the cache (pending: not yet in the file).
+fn repo_with_a_pending_edit() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.write(FILE, &jsonl(&[issue("bd-1").title("one").line(), issue("bd-2").title("two").line()]));
+    repo.write("a.txt", b"a\n");
+    repo.write("b.txt", b"b\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let install = run(hermetic(crate::support::bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(install.status.success(), "install: {}", String::from_utf8_lossy(&install.stderr));
+    edit_in_cache(&repo.path().join(".git/beads/cache.db"), "bd-1", "edited in the cache");
+    repo
+}
+
+fn edit_in_cache(db: &Path, id: &str, title: &str) {
+    let conn = rusqlite::Connection::open(db).expect("the cache");
+    assert_eq!(conn.execute("UPDATE issues SET title = ?1 WHERE id = ?2", [title, id]).expect("edit"), 1);
+}
+
+/// git in `dir` with our binaries on PATH (what a hook finds).
+fn git_in(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = hermetic("git");
+    cmd.current_dir(dir).env("PATH", path_with_our_binaries(&[])).args(args);
+    cmd
+}
+
+fn commit(dir: &Path, args: &[&str]) -> Output {
+    let out = run(git_in(dir, &[]).arg("commit").args(args));
+    assert!(out.status.success(), "git commit {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn files_of_head(dir: &Path) -> Vec<String> {
+    let out = run(&mut git_in(dir, &["show", "--name-only", "--format=", "HEAD"]));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+fn committed(dir: &Path) -> String {
+    String::from_utf8_lossy(&run(&mut git_in(dir, &["show", &format!("HEAD:{FILE}")])).stdout).into_owned()
+}
+
+fn staged(dir: &Path) -> String {
+    String::from_utf8_lossy(&run(&mut git_in(dir, &["show", &format!(":{FILE}")])).stdout).into_owned()
+}
+
+/// A commit that names its paths leaves the issues file out, says so, and the next plain commit
+/// carries the edit (nothing reverted, the index never behind the work tree).
+fn names_only_its_paths(dir: &Path, form: &[&str]) {
+    std::fs::write(dir.join("a.txt"), format!("a {form:?}\n")).expect("write");
+    let out = commit(dir, form);
+    assert_eq!(files_of_head(dir), ["a.txt"], "{form:?} commits only what it names");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("names its paths") && said.contains("next commit"), "{form:?}: one line says why: {said}");
+    assert!(!committed(dir).contains("edited in the cache"), "{form:?}");
+    assert_eq!(staged(dir), committed(dir), "{form:?}: the real index is not left holding another version");
+    // The plain commit after it carries the edit; it reverts nothing.
+    std::fs::write(dir.join("b.txt"), format!("b {form:?}\n")).expect("write");
+    commit(dir, &["-q", "-am", "plain"]);
+    let files = files_of_head(dir);
+    assert!(files.contains(&FILE.to_owned()) && !files.contains(&"issues.jsonl".to_owned()), "staged where it lives: {files:?}");
+    assert!(committed(dir).contains("edited in the cache"), "the next commit carries the edit: {}", committed(dir));
+    assert_eq!(staged(dir), committed(dir));
+    assert_eq!(std::fs::read_to_string(dir.join(FILE)).expect("read"), committed(dir), "file, index and commit agree");
+}
+
+#[test]
+fn regression_a_pathspec_commit_committed_the_issues_file_it_did_not_name() {
+    let repo = repo_with_a_pending_edit();
+    names_only_its_paths(repo.path(), &["-m", "only a", "--", "a.txt"]);
+}
+
+#[test]
+fn regression_an_only_commit_committed_the_issues_file_it_did_not_name() {
+    let repo = repo_with_a_pending_edit();
+    names_only_its_paths(repo.path(), &["--only", "-m", "only a", "a.txt"]);
+}
+
+#[test]
+fn a_pathspec_commit_with_all_tracked_changes_is_refused_by_git_and_exports_nothing() {
+    // `git commit -a -- a.txt` is a usage error in git: the hook never runs, the edit stays.
+    let repo = repo_with_a_pending_edit();
+    repo.write("a.txt", b"changed\n");
+    let out = run(&mut git_in(repo.path(), &["commit", "-a", "-m", "x", "--", "a.txt"]));
+    assert!(!out.status.success());
+    assert!(!std::fs::read_to_string(repo.path().join(FILE)).expect("read").contains("edited in the cache"));
+}
+
+#[test]
+fn an_include_commit_takes_the_index_and_so_the_export() {
+    // `--include` commits the real index plus the named paths: the export belongs there as in a
+    // plain commit, and the index, the file and the commit agree after it.
+    let repo = repo_with_a_pending_edit();
+    repo.write("a.txt", b"included\n");
+    commit(repo.path(), &["-q", "--include", "-m", "include", "a.txt"]);
+    let files = files_of_head(repo.path());
+    assert!(files.contains(&"a.txt".to_owned()) && files.contains(&FILE.to_owned()), "{files:?}");
+    assert!(committed(repo.path()).contains("edited in the cache"));
+    assert_eq!(staged(repo.path()), committed(repo.path()));
+}
+
+#[test]
+fn a_pathspec_commit_in_a_linked_worktree_names_only_its_paths() {
+    let repo = repo_with_a_pending_edit();
+    let parent = tempfile::tempdir().expect("temp dir");
+    let wt = parent.path().join("wt");
+    run(git_in(repo.path(), &["worktree", "add", "-q", "-b", "side"]).arg(&wt));
+    // The worktree keeps its own cache (in its own git dir): import it, then edit it.
+    let out = run(hermetic(crate::support::bin("bd-sync")).current_dir(&wt).arg("import"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let git_dir = String::from_utf8_lossy(&run(&mut git_in(&wt, &["rev-parse", "--absolute-git-dir"])).stdout).trim().to_owned();
+    edit_in_cache(&Path::new(&git_dir).join("beads/cache.db"), "bd-1", "edited in the cache");
+    names_only_its_paths(&wt, &["-m", "only a", "--", "a.txt"]);
+}
