@@ -194,10 +194,6 @@ pub fn link_message(
     message_file: &Path,
     candidates: &dyn Fn(Option<&str>) -> Result<Vec<String>>,
 ) -> Result<Decision> {
-    let settings = Settings::read(dir);
-    if !settings.bridge_on() {
-        return Ok(Decision::Skip(Skip::Off));
-    }
     let message_file = dir.join(message_file);
     // git's per-worktree directory holds both the message file and the state files.
     let git_dir = message_file.parent().context("the message file has no directory")?;
@@ -208,6 +204,16 @@ pub fn link_message(
     let left = read_pending(&pending)?.filter(|_| *hook == Hook::CommitMsg);
     if *hook == Hook::CommitMsg && left.is_none() {
         return Ok(Decision::Skip(Skip::DecidedBefore));
+    }
+    // A merge, a squash or a replayed commit (each commit of a rebase runs this hook) is decided
+    // by a few stats of the git directory, before git config is read.
+    let state = InProgress::of(git_dir);
+    if state.merge || state.squash || state.replay {
+        return Ok(Decision::Skip(Skip::NotOwnWork));
+    }
+    let settings = Settings::read(dir);
+    if !settings.bridge_on() {
+        return Ok(Decision::Skip(Skip::Off));
     }
     let meta = std::fs::metadata(&message_file).with_context(|| format!("reading {}", message_file.display()))?;
     if !meta.is_file() || meta.len() > MAX_MESSAGE {
@@ -221,7 +227,7 @@ pub fn link_message(
         (None, _) if settings.comment_auto => Some(auto_comment_char(&message).unwrap_or(settings.comment)),
         (None, _) => Some(settings.comment),
     };
-    let text = match precheck(hook, InProgress::of(git_dir), &message, comment) {
+    let text = match precheck(hook, state, &message, comment) {
         Ok(text) => text,
         Err(Skip::LaterHook) => {
             let text = visible_text(&message, comment);

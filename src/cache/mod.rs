@@ -31,12 +31,14 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 const SCHEMA: &str = include_str!("schema.sql");
 /// What version 2 adds to version 1 (run alone, it migrates a version-1 cache).
 const SCHEMA_V2: &str = include_str!("schema_v2.sql");
 /// What version 3 adds to version 2 (an index); run alone, it migrates a version-2 cache.
 const SCHEMA_V3: &str = include_str!("schema_v3.sql");
+/// What version 4 adds to version 3 (an index); run alone, it migrates a version-3 cache.
+const SCHEMA_V4: &str = include_str!("schema_v4.sql");
 
 /// Where the issues file and its cache live.
 #[derive(Debug, Clone)]
@@ -150,7 +152,7 @@ impl Cache {
     /// issues file lacks, is never rebuilt: that would lose them.
     fn refuse_unknown_schema(&self) -> Result<(), Error> {
         let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(anyhow::Error::from)?;
-        if matches!(version, 1 | 2 | SCHEMA_VERSION) {
+        if matches!(version, 1..=SCHEMA_VERSION) {
             return Ok(());
         }
         let tables: i64 = self
@@ -172,13 +174,16 @@ impl Cache {
         if version == SCHEMA_VERSION {
             return Ok(());
         }
-        if version == 1 || version == 2 {
+        if (1..SCHEMA_VERSION).contains(&version) {
             // Additive: indexes, a view and triggers; rows and unexported edits stay.
             let tx = self.conn.transaction()?;
             if version == 1 {
                 tx.execute_batch(SCHEMA_V2).context("migrating the cache to schema version 2")?;
             }
-            tx.execute_batch(SCHEMA_V3).context("migrating the cache to schema version 3")?;
+            if version <= 2 {
+                tx.execute_batch(SCHEMA_V3).context("migrating the cache to schema version 3")?;
+            }
+            tx.execute_batch(SCHEMA_V4).context("migrating the cache to schema version 4")?;
             tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
             tx.commit()?;
             return Ok(());
@@ -203,6 +208,7 @@ impl Cache {
         tx.execute_batch(SCHEMA).context("creating the cache schema")?;
         tx.execute_batch(SCHEMA_V2).context("creating the cache schema")?;
         tx.execute_batch(SCHEMA_V3).context("creating the cache schema")?;
+        tx.execute_batch(SCHEMA_V4).context("creating the cache schema")?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         tx.commit()?;
         Ok(())
@@ -261,6 +267,12 @@ impl Cache {
     /// Number of issues with unexported SQL edits.
     pub fn dirty_count(&self) -> Result<i64> {
         Ok(self.conn.query_row("SELECT count(*) FROM dirty", [], |r| r.get(0))?)
+    }
+
+    /// True when the issues file's size, inode and mtime are those of the last sync (a stat, no
+    /// read): the file is then the one the cache imported or wrote.
+    pub fn file_untouched_since_sync(&self) -> Result<bool> {
+        freshness::facts_unchanged(self)
     }
 }
 

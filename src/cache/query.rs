@@ -203,14 +203,16 @@ impl Blocking {
         // 10` at 1M in `pager_end_transaction`), in id order so each insert appends.
         let mut ids: Vec<&String> = self.blockers.keys().collect();
         ids.sort_unstable();
-        let tx = cache.conn.unchecked_transaction()?;
+        // A savepoint, which also nests in the caller's read transaction (the temporary table
+        // needs no write lock on the cache).
+        cache.conn.execute_batch("SAVEPOINT blocked_now")?;
         {
-            let mut st = tx.prepare("INSERT INTO temp.blocked_now (id) VALUES (?1)")?;
+            let mut st = cache.conn.prepare("INSERT INTO temp.blocked_now (id) VALUES (?1)")?;
             for id in ids {
                 st.execute([id])?;
             }
         }
-        tx.commit()?;
+        cache.conn.execute_batch("RELEASE blocked_now")?;
         Ok(())
     }
 }
@@ -230,18 +232,26 @@ fn filter_sql(options: &ListOptions, ready: bool) -> String {
     if options.priority.is_some() {
         clauses.push("i.priority = :priority".to_owned());
     }
-    if ready && options.issue_type.is_none() && !options.all_types {
-        clauses.push(format!("coalesce(i.issue_type, '') NOT IN ({})", sql_strings(NOT_WORK_TYPES)));
-    }
     if ready && !options.all_types {
-        // bd leaves out pinned and ephemeral issues and those deferred to a later time.
-        clauses.push(
-            "(i.ready_exclusion IS NULL OR (i.ready_exclusion LIKE 'defer:%' \
-             AND coalesce(julianday(substr(i.ready_exclusion, 7)) > julianday('now'), 0) = 0))"
-                .to_owned(),
-        );
+        clauses.extend(default_ready_clauses(options));
     }
     clauses.iter().map(|c| format!(" AND {c}")).collect()
+}
+
+/// What the default `ready` list leaves out beyond the filters asked for: the types in
+/// [`NOT_WORK_TYPES`] (unless a type was asked for), and, as bd does, pinned and ephemeral
+/// issues and those deferred to a later time.
+fn default_ready_clauses(options: &ListOptions) -> Vec<String> {
+    let mut clauses = Vec::new();
+    if options.issue_type.is_none() {
+        clauses.push(format!("coalesce(i.issue_type, '') NOT IN ({})", sql_strings(NOT_WORK_TYPES)));
+    }
+    clauses.push(
+        "(i.ready_exclusion IS NULL OR (i.ready_exclusion LIKE 'defer:%' \
+         AND coalesce(julianday(substr(i.ready_exclusion, 7)) > julianday('now'), 0) = 0))"
+            .to_owned(),
+    );
+    clauses
 }
 
 fn list(cache: &Cache, options: &ListOptions, ready: bool) -> Result<Vec<IssueSummary>> {
@@ -309,20 +319,37 @@ fn list_with(cache: &Cache, options: &ListOptions, ready: bool, blocking: &Block
 
 /// What the default `ready` list left out that `--all-types` would list, counted by issue type
 /// (pinned, ephemeral and deferred issues of a working type count under `pinned, ephemeral or
-/// deferred`), largest first. Empty when `options` already lists everything. `listed` is the
-/// default list `options` gave; it is used as it is unless a limit cut it short.
-pub fn left_out_of_ready(cache: &Cache, options: &ListOptions, listed: &[IssueSummary]) -> Result<Vec<(String, usize)>> {
+/// deferred`), largest first. Empty when `options` already lists everything.
+///
+/// `blocking` is the blocked set the list was computed from. Only the open issues the default
+/// list's own filter excludes are read (a not-work type, pinned, ephemeral or deferred): a few,
+/// where listing everything again would read every open issue twice.
+pub fn left_out_of_ready(cache: &Cache, options: &ListOptions, blocking: &Blocking) -> Result<Vec<(String, usize)>> {
     if options.all_types || options.issue_type.is_some() {
         return Ok(Vec::new());
     }
-    let shown: std::collections::HashSet<String> = match options.limit {
-        None => listed.iter().map(|i| i.id.clone()).collect(),
-        Some(_) => ready(cache, &ListOptions { limit: None, ..options.clone() })?.into_iter().map(|i| i.id).collect(),
-    };
-    let every = ready(cache, &ListOptions { limit: None, all_types: true, ..options.clone() })?;
+    let every = filter_sql(&ListOptions { all_types: true, ..options.clone() }, true);
+    let default = default_ready_clauses(options).join(" AND ");
+    let sql = format!("SELECT i.id, i.issue_type FROM issues i WHERE i.status = 'open'{every} AND NOT ({default})");
+    let mut st = cache.conn.prepare(&sql)?;
+    let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
+    if let Some(a) = &options.assignee {
+        params.push((":assignee", a));
+    }
+    if let Some(l) = &options.label {
+        params.push((":label", l));
+    }
+    if let Some(p) = &options.priority {
+        params.push((":priority", p));
+    }
     let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for issue in every.into_iter().filter(|i| !shown.contains(&i.id)) {
-        let kind = match issue.issue_type.as_deref() {
+    let mut rows = st.query(params.as_slice())?;
+    while let Some(r) = rows.next()? {
+        if blocking.blockers.contains_key(r.get_ref(0)?.as_str()?) {
+            continue;
+        }
+        let issue_type: Option<String> = r.get(1)?;
+        let kind = match issue_type.as_deref() {
             Some(t) if NOT_WORK_TYPES.contains(&t) => t.to_owned(),
             _ => "pinned, ephemeral or deferred".to_owned(),
         };

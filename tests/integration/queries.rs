@@ -235,7 +235,20 @@ fn a_version_2_cache_gains_the_dependency_index_and_keeps_its_edits() {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("version");
     let index: i64 =
         conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'dependencies_by_type'", [], |r| r.get(0)).expect("index");
-    assert_eq!((version, index), (3, 1));
+    assert_eq!((version, index), (4, 1));
+    assert!(ws.ok(&["status"]).contains("dirty   1"), "the edit survived the migration");
+}
+
+#[test]
+fn a_version_3_cache_gains_the_line_hash_index_and_keeps_its_edits() {
+    let ws = Workspace::new(&jsonl(&[bead("one").line(), bead("two").line()]));
+    ws.ok(&["import"]);
+    ws.sql("UPDATE issues SET title = 'kept' WHERE id = 'one'; DROP INDEX issues_line_hash; PRAGMA user_version = 3;");
+    assert_eq!(ids(&ws, &["ready", "--json"]).len(), 2);
+    let conn = rusqlite::Connection::open(ws.db()).expect("db");
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("version");
+    let index: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'issues_line_hash'", [], |r| r.get(0)).expect("index");
+    assert_eq!((version, index), (4, 1));
     assert!(ws.ok(&["status"]).contains("dirty   1"), "the edit survived the migration");
 }
 

@@ -64,6 +64,9 @@ fn parse_priority(text: &str) -> Result<i64, String> {
 
 pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode> {
     let cache = global.open_fresh()?;
+    // One read transaction for every query below: one snapshot, and one shared lock taken once
+    // instead of once per statement (thousands, for a long list's neighbourhood).
+    let snapshot = cache.conn.unchecked_transaction()?;
     let options = args.options();
     let (list, blocking) = match which {
         Which::Ready => {
@@ -72,8 +75,8 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
         }
         Which::Blocked => (query::blocked(&cache, &options)?, None),
     };
-    if matches!(which, Which::Ready) {
-        let left_out = query::left_out_of_ready(&cache, &options, &list)?;
+    if let Some(blocking) = &blocking {
+        let left_out = query::left_out_of_ready(&cache, &options, blocking)?;
         if !left_out.is_empty() {
             let total: usize = left_out.iter().map(|(_, n)| n).sum();
             let kinds = left_out.iter().map(|(k, n)| format!("{} {n}", escaped(k))).collect::<Vec<_>>().join(", ");
@@ -85,7 +88,7 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
     // Ready work knows its neighbourhood: its parent, what it blocks and what it unblocks.
     let hoods = match blocking {
         Some(blocking) => {
-            let graph = neighbourhood::Graph::new(&cache, blocking);
+            let graph = neighbourhood::Graph::for_list(&cache, blocking, list.len())?;
             Some(list.iter().map(|i| graph.of(&i.id)).collect::<Result<Vec<_>>>()?)
         }
         None => None,
@@ -97,6 +100,7 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
     } else {
         print_issues(&list, hoods.as_deref());
     }
+    snapshot.rollback()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -140,7 +144,10 @@ fn neighbourhood_note(hood: &Neighbourhood) -> String {
 }
 
 fn print_issues(list: &[query::IssueSummary], hoods: Option<&[Neighbourhood]>) {
+    use std::io::Write as _;
     let color = Style::for_stdout().color;
+    // Written in blocks: a line-buffered stdout makes a write call per issue.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     // Each value escaped: an id holding a newline or an ESC stays one cell of one row.
     let id_width = list.iter().map(|i| escaped(&i.id).chars().count()).max().unwrap_or(0);
     let status_width = list.iter().map(|i| escaped(i.status.as_deref().unwrap_or("-")).chars().count()).max().unwrap_or(0);
@@ -160,8 +167,11 @@ fn print_issues(list: &[query::IssueSummary], hoods: Option<&[Neighbourhood]>) {
             escaped(i.status.as_deref().unwrap_or("-")),
             escaped(i.title.as_deref().unwrap_or(""))
         );
-        println!("{}", line.trim_end());
+        if writeln!(out, "{}", line.trim_end()).is_err() {
+            return;
+        }
     }
+    let _ = out.flush();
     if list.is_empty() {
         eprintln!("(none)");
     }

@@ -115,7 +115,8 @@ pub(super) struct CacheState {
 impl CacheState {
     pub(super) fn read(cache: &Cache) -> Result<CacheState> {
         let (mut ids, mut hashes) = (IdTable::default(), Vec::new());
-        let mut st = cache.conn.prepare("SELECT id, line_hash FROM issues")?;
+        // From the index of the two columns: the table's rows carry every record's text.
+        let mut st = cache.conn.prepare("SELECT id, line_hash FROM issues INDEXED BY issues_line_hash")?;
         let mut rows = st.query([])?;
         while let Some(row) = rows.next()? {
             if let (_, true) = ids.insert(row.get_ref(0)?.as_str()?) {
