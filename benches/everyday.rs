@@ -16,8 +16,10 @@
 //! without: what the hooks cost), the ratio of the medians, and the target from the project's
 //! performance page (docs/performance.md, "The everyday path").
 //!
-//! `cargo bench --bench everyday -- [--sizes real,10k,100k] [--runs 15] [--data target/bench-data]`
-//! (`real` is the beads project's own file, `../shared/data/beads-real.jsonl`.)
+//! `cargo bench --bench everyday -- [--sizes real,10k,100k] [--runs 15] [--data target/bench-data] [--before DIR]`
+//! (`real` is the beads project's own file, `../shared/data/beads-real.jsonl`.) `--before DIR`
+//! adds a third clone set up by another build's binaries in DIR (an older one, say), measured
+//! in the same runs: its column and its added cost stand beside this build's.
 
 mod common;
 #[path = "../tests/integration/support.rs"]
@@ -106,17 +108,19 @@ fn titles_edited(lines: &[String], k: usize, tag: &str) -> String {
 struct World {
     _root: tempfile::TempDir,
     pusher: PathBuf,
-    /// [without, with].
-    clones: [PathBuf; 2],
+    /// Without, with this build, and with the `--before` build when given.
+    clones: Vec<PathBuf>,
+    /// The bd-sync of each installed clone (`None` for the plain one).
+    syncs: Vec<Option<PathBuf>>,
     lines: Vec<String>,
     /// The issue in progress (for `show` and `context`).
     mine: String,
-    /// The 10 commits `rebase` replays, at their first place.
-    topic: [String; 2],
+    /// The 10 commits `rebase` replays, at their first place, in each clone.
+    topic: Vec<String>,
 }
 
 impl World {
-    fn new(label: &str, data: &Path) -> World {
+    fn new(label: &str, data: &Path, before: Option<&Path>) -> World {
         let root = tempfile::tempdir().expect("temp dir");
         let (lines, mine) = issues_for(label, data);
         let origin = root.path().join("origin.git");
@@ -136,15 +140,20 @@ impl World {
         git(&pusher, &["commit", "-q", "-am", "other"]);
         git(&pusher, &["checkout", "-q", "main"]);
         git(&pusher, &["push", "-q", "origin", "main", "other"]);
-        let mut clones = [root.path().join("without"), root.path().join("with")];
-        let mut topic = [String::new(), String::new()];
-        for (n, clone) in clones.iter_mut().enumerate() {
+        let mut clones = vec![root.path().join("without"), root.path().join("with")];
+        let mut syncs = vec![None, Some(bin("bd-sync"))];
+        if let Some(dir) = before {
+            clones.push(root.path().join("before"));
+            syncs.push(Some(dir.join("bd-sync")));
+        }
+        let mut topic = Vec::new();
+        for (clone, sync) in clones.iter().zip(&syncs) {
             git(root.path(), &["clone", "-q", origin.to_str().expect("utf-8"), clone.to_str().expect("utf-8")]);
             git(clone, &["config", "user.name", ME]);
             git(clone, &["config", "pull.rebase", "false"]);
             git(clone, &["branch", "-q", "other", "origin/other"]);
-            if n == 1 {
-                ok(clone, bin("bd-sync"), &["install", "--local"]);
+            if let Some(sync) = sync {
+                ok(clone, sync, &["install", "--local"]);
             }
             // Ten code commits to replay.
             git(clone, &["checkout", "-q", "-b", "topic"]);
@@ -153,11 +162,11 @@ impl World {
                 git(clone, &["add", "."]);
                 git(clone, &["commit", "-q", "-m", &format!("topic {i}")]);
             }
-            topic[n] = git(clone, &["rev-parse", "HEAD"]);
+            topic.push(git(clone, &["rev-parse", "HEAD"]));
             // Commits are made on a branch of their own, so every pull into main fast-forwards.
             git(clone, &["checkout", "-q", "-b", "work", "main"]);
         }
-        World { _root: root, pusher, clones, lines, mine, topic }
+        World { _root: root, pusher, clones, syncs, lines, mine, topic }
     }
 
     /// A commit pushed upstream: a code change, or `k` issue edits.
@@ -176,19 +185,22 @@ impl World {
 struct Row {
     what: String,
     target: &'static str,
-    /// [without, with].
-    samples: [Vec<Duration>; 2],
+    /// One list per clone, in the world's order.
+    samples: Vec<Vec<Duration>>,
 }
 
 impl Row {
     fn new(what: &str, target: &'static str) -> Row {
-        Row { what: what.to_owned(), target, samples: [Vec::new(), Vec::new()] }
+        Row { what: what.to_owned(), target, samples: vec![Vec::new(); 3] }
     }
 }
 
-/// Runs `op` in both clones, in the order the run number gives (A B, then B A).
+/// Runs `op` in every clone, in the order the run number gives (A B C, then C B A, ...).
 fn both(world: &World, run: usize, row: &mut Row, op: &dyn Fn(&Path, usize) -> Duration) {
-    let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+    let mut order: Vec<usize> = (0..world.clones.len()).collect();
+    if run % 2 == 1 {
+        order.reverse();
+    }
     for n in order {
         let t = op(&world.clones[n], n);
         row.samples[n].push(t);
@@ -202,19 +214,29 @@ fn stats(v: &[Duration]) -> (f64, f64, f64) {
 }
 
 fn print_rows(label: &str, rows: &[Row]) {
+    let before = rows.first().is_some_and(|r| !r.samples[2].is_empty());
     println!("\n{label}: median ms [min-max]; added = with - without; ratio = with / without");
-    println!("| what | without | with | added | ratio | target |");
-    println!("|---|---|---|---|---|---|");
+    if before {
+        println!("| what | without | before | with | added before | added | ratio | target |");
+        println!("|---|---|---|---|---|---|---|---|");
+    } else {
+        println!("| what | without | with | added | ratio | target |");
+        println!("|---|---|---|---|---|---|");
+    }
     for row in rows {
-        let (a, a_lo, a_hi) = stats(&row.samples[0]);
-        let (b, b_lo, b_hi) = stats(&row.samples[1]);
-        println!(
-            "| {} | {a:.1} [{a_lo:.1}-{a_hi:.1}] | {b:.1} [{b_lo:.1}-{b_hi:.1}] | {:+.1} | {:.2}x | {} |",
-            row.what,
-            b - a,
-            b / a,
-            row.target
-        );
+        let cell = |v: &[Duration]| {
+            let (m, lo, hi) = stats(v);
+            (m, format!("{m:.1} [{lo:.1}-{hi:.1}]"))
+        };
+        let (a, a_text) = cell(&row.samples[0]);
+        let (b, b_text) = cell(&row.samples[1]);
+        let old = if before {
+            let (c, c_text) = cell(&row.samples[2]);
+            format!("{c_text} | {b_text} | {:+.1} ", c - a)
+        } else {
+            format!("{b_text} ")
+        };
+        println!("| {} | {a_text} | {old}| {:+.1} | {:.2}x | {} |", row.what, b - a, b / a, row.target);
     }
 }
 
@@ -248,6 +270,7 @@ fn git_ops(world: &World, runs: usize, label: &str) {
                 // The tracker writes the file; the commit takes it.
                 std::fs::write(dir.join(FILE), titles_edited(&world.lines, 1, &tag)).expect("write");
             } else {
+                let _ = n;
                 let db = dir.join(".git/beads/cache.db");
                 let conn = rusqlite::Connection::open(db).expect("the cache");
                 conn.execute("UPDATE issues SET title = ?1 || title WHERE id = ?2", [&format!("{tag} "), &world.mine]).expect("edit");
@@ -282,7 +305,6 @@ fn git_ops(world: &World, runs: usize, label: &str) {
 }
 
 fn queries(world: &World, runs: usize, label: &str) {
-    let dir = &world.clones[1];
     let list: [(&str, Vec<&str>, &str); 7] = [
         ("git log -1 (yardstick)", vec!["log", "-1", "--format=%H"], "-"),
         ("bd-sync ready", vec!["ready"], "<= 120 ms at 100k"),
@@ -292,22 +314,44 @@ fn queries(world: &World, runs: usize, label: &str) {
         ("bd-sync show ID", vec!["show", &world.mine], "-"),
         ("bd-sync context ID", vec!["context", &world.mine], "-"),
     ];
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); list.len()];
-    for _ in 0..runs {
+    // This build's bd-sync in its clone, then the `--before` build's in its own.
+    let builds: Vec<(&Path, &Path)> =
+        world.clones.iter().zip(&world.syncs).filter_map(|(c, s)| Some((c.as_path(), s.as_deref()?))).collect();
+    let mut samples: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); list.len()]; builds.len()];
+    for run in 0..runs {
         for (n, (_, args, _)) in list.iter().enumerate() {
-            let program = if n == 0 { PathBuf::from("git") } else { bin("bd-sync") };
-            let mut c = cmd(dir, program, args);
-            c.env("NO_COLOR", "1");
-            samples[n].push(timed(c));
+            let mut order: Vec<usize> = (0..builds.len()).collect();
+            if run % 2 == 1 {
+                order.reverse();
+            }
+            for b in order {
+                let (dir, sync) = builds[b];
+                let program = if n == 0 { PathBuf::from("git") } else { sync.to_path_buf() };
+                let mut c = cmd(dir, program, args);
+                c.env("NO_COLOR", "1");
+                samples[b][n].push(timed(c));
+            }
         }
     }
     println!("\n{label}: queries in the installed clone, median ms [min-max], and as a ratio to git log -1");
-    println!("| query | time | ratio | target |");
-    println!("|---|---|---|---|");
-    let (yard, _, _) = stats(&samples[0]);
-    for ((what, _, target), s) in list.iter().zip(&samples) {
+    if builds.len() > 1 {
+        println!("| query | before | ratio | now | ratio | target |");
+        println!("|---|---|---|---|---|---|");
+    } else {
+        println!("| query | time | ratio | target |");
+        println!("|---|---|---|---|");
+    }
+    let cell = |s: &[Duration], yard: f64| {
         let (m, lo, hi) = stats(s);
-        println!("| {what} | {m:.1} [{lo:.1}-{hi:.1}] | {:.1}x | {target} |", m / yard);
+        format!("{m:.1} [{lo:.1}-{hi:.1}] | {:.1}x", m / yard)
+    };
+    let yards: Vec<f64> = samples.iter().map(|s| stats(&s[0]).0).collect();
+    for (n, (what, _, target)) in list.iter().enumerate() {
+        let now = cell(&samples[0][n], yards[0]);
+        match samples.get(1) {
+            Some(before) => println!("| {what} | {} | {now} | {target} |", cell(&before[n], yards[1])),
+            None => println!("| {what} | {now} | {target} |"),
+        }
     }
 }
 
@@ -315,8 +359,9 @@ fn main() {
     let sizes = arg("--sizes", "real,10k,100k");
     let runs: usize = arg("--runs", "15").parse().expect("--runs is a number");
     let data = PathBuf::from(arg("--data", "target/bench-data"));
+    let before = std::env::args().any(|a| a == "--before").then(|| PathBuf::from(arg("--before", "")));
     for label in sizes.split(',').filter(|s| !s.is_empty()) {
-        let world = World::new(label, &data);
+        let world = World::new(label, &data, before.as_deref());
         println!("\n== {label}: {} issues, {runs} interleaved runs", world.lines.len());
         git_ops(&world, runs, label);
         queries(&world, runs, label);

@@ -65,7 +65,10 @@ pub fn git_dir(dir: &Path) -> Option<std::path::PathBuf> {
 /// the work tree), and a process saved there is a process saved on every commit. Anything else
 /// (a linked worktree, a submodule, `GIT_DIR`, another owner, a subdirectory) asks git.
 fn plain_git_dir(dir: &Path) -> Option<std::path::PathBuf> {
-    if ["GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"].iter().any(|v| std::env::var_os(v).is_some()) {
+    // (`GIT_TEST_ASSUME_DIFFERENT_OWNER` is git's own switch for testing its ownership check.)
+    const ELSEWHERE: [&str; 5] =
+        ["GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "GIT_TEST_ASSUME_DIFFERENT_OWNER"];
+    if ELSEWHERE.iter().any(|v| std::env::var_os(v).is_some()) {
         return None;
     }
     let dot_git = dir.join(".git");

@@ -42,16 +42,16 @@ pub fn find_issues_file(start: &Path) -> Result<PathBuf, FindError> {
             // Something other than a regular file in its place (a FIFO, a directory, a link to a
             // device) is that repository's issues file gone wrong, not a reason to look further up.
             let Ok(meta) = fs::symlink_metadata(&p) else { continue };
-            let target = fs::metadata(&p);
-            if target.as_ref().is_ok_and(fs::Metadata::is_file) {
+            if meta.file_type().is_symlink() {
+                // A committed link would have every reader (the CI gate among them) read and
+                // print a file outside the checkout: refused by name, its target never opened.
+                let target = fs::read_link(&p).unwrap_or_default();
+                return Err(FindError::Unsafe(crate::safe_fs::FileError::Symlink { path: p, target }));
+            }
+            if meta.is_file() {
                 return Ok(p);
             }
-            let kind = if meta.file_type().is_symlink() {
-                target.map_or("symbolic link to nothing", |m| crate::safe_fs::kind_of(m.file_type()))
-            } else {
-                crate::safe_fs::kind_of(meta.file_type())
-            };
-            return Err(FindError::NotRegular { path: p, kind });
+            return Err(FindError::NotRegular { path: p, kind: crate::safe_fs::kind_of(meta.file_type()) });
         }
     }
     Err(FindError::NotFound { start })

@@ -506,3 +506,39 @@ fn regression_another_writers_rename_during_import_left_a_cache_that_said_fresh(
     }
     assert_eq!(stale, Vec::<usize>::new(), "the cache said fresh while missing the other writer's content (rounds listed)");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 45 item 2: a pull request that commits the issues file as a link to a file outside the
+// checkout. The CI gate read the target, printed its values into the log and exited 0.
+
+/// A checkout whose `.beads/issues.jsonl` is a link to a beads-looking file outside it.
+fn checkout_with_a_linked_issues_file(outside: &Path) -> TestRepo {
+    let repo = TestRepo::new();
+    let target = outside.join("elsewhere.jsonl");
+    std::fs::write(&target, format!("{}\n{}\n", issue("bd-1").title(SECRET).line(), issue("bd-1").title(SECRET).line())).expect("write");
+    symlink(&target, &repo.path().join(FILE));
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "a link"]);
+    repo
+}
+
+#[test]
+fn regression_the_ci_gate_and_dedupe_read_a_committed_link_to_a_file_outside() {
+    let outside = tempfile::tempdir().expect("outside");
+    let repo = checkout_with_a_linked_issues_file(outside.path());
+    for (program, args) in [
+        ("bd-sync", vec!["check", "--ci"]),
+        ("bd-sync", vec!["--json", "check", "--ci"]),
+        ("bd-merge", vec!["dedupe", "--dry-run"]),
+        ("bd-merge", vec!["resolve", "--dry-run"]),
+        ("bd-sync", vec!["ready"]),
+        ("bd-sync", vec!["show", "bd-1"]),
+    ] {
+        let out = run(ours(program).current_dir(repo.path()).args(&args));
+        let said = text(&out);
+        assert!(!out.status.success(), "{program} {args:?} must refuse the link: {said}");
+        assert!(!said.contains(SECRET), "{program} {args:?} printed the target's values: {said}");
+        assert!(said.contains("symbolic link") && said.contains("issues.jsonl"), "{program} {args:?} names the link: {said}");
+    }
+    assert!(files_holding_secret(repo.path()).is_empty(), "nothing of the target was copied into the checkout");
+}

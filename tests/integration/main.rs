@@ -20,6 +20,7 @@ mod docs_links;
 mod generate;
 mod history;
 mod hook;
+mod hook_spawns;
 mod hostile;
 mod hostile_completion;
 mod hostile_log;

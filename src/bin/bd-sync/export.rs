@@ -82,9 +82,11 @@ fn names_its_paths(global: &Global, args: &Args) -> bool {
     }
     let Ok(paths) = global.paths(args.file.as_ref()) else { return true };
     let edits = paths.db.exists()
-        && Cache::open(&paths, OpenMode::read(Duration::from_secs(2))).and_then(|c| c.dirty_count().map_err(Into::into)).is_ok_and(|n| n > 0);
-    let tracker = args.flush_tracker
-        && matches!(tracker::behind(&paths.file, std::time::Instant::now() + Duration::from_secs(10)), Ok(Some(_)));
+        && Cache::open(&paths, OpenMode::read(Duration::from_secs(2)))
+            .and_then(|c| c.dirty_count().map_err(Into::into))
+            .is_ok_and(|n| n > 0);
+    let tracker =
+        args.flush_tracker && matches!(tracker::behind(&paths.file, std::time::Instant::now() + Duration::from_secs(10)), Ok(Some(_)));
     let markers = args.resolve_markers && marked_files(None).next().is_some();
     if edits || tracker || markers {
         eprintln!(
@@ -133,9 +135,9 @@ fn resolve_markers(global: &Global, args: &Args) {
     for file in marked_files(synced) {
         let program = beads_git::install::own_bin_dir().map(|d| d.join("bd-merge")).ok().filter(|p| p.is_file());
         let program = program.unwrap_or_else(|| "bd-merge".into());
-        match std::process::Command::new(&program).args(["resolve", "--stage", file]).stdin(std::process::Stdio::null()).status() {
-            Ok(_) => {}
-            Err(e) => eprintln!("bd-sync: {file} has conflict markers, and bd-merge could not run ({e}): run `bd-merge resolve --stage {file}`"),
+        let ran = std::process::Command::new(&program).args(["resolve", "--stage", file]).stdin(std::process::Stdio::null()).status();
+        if let Err(e) = ran {
+            eprintln!("bd-sync: {file} has conflict markers, and bd-merge could not run ({e}): run `bd-merge resolve --stage {file}`");
         }
     }
 }

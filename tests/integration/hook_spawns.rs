@@ -1,0 +1,86 @@
+//! The cheap path is taken (issue 44): a commit that touches no issues file and leaves no cache
+//! edit starts one of our processes per hook at most, none for `commit-msg`, and our processes
+//! start no git where a stat answers. Counted, not timed: our three binaries are logging shims
+//! on PATH (the hooks find ours through PATH as they do when the directory `install` wrote is
+//! gone), and every git process says what it is in git's own trace (`GIT_TRACE2_EVENT`; a shim
+//! would not do: git puts its own directory first on a hook's PATH).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{bin, hermetic, issue, jsonl, run, TestRepo};
+
+/// A directory of shims, each logging `<name> <args>` to `log` and running the real binary.
+fn shims(dir: &Path, log: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for name in ["bd-sync", "bd-hook", "bd-merge"] {
+        let script = format!("#!/bin/sh\nprintf '%s\\n' \"{name} $*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), bin(name).display());
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("write shim");
+        let mut perms = std::fs::metadata(&path).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).expect("chmod");
+    }
+    dir.to_path_buf()
+}
+
+/// The git subcommands started, from git's trace2 events (one JSON object a line).
+fn git_commands(trace: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(trace).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "start")
+        .filter_map(|v| v["argv"].get(1).and_then(serde_json::Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_commit_that_touches_no_issue_starts_one_process_per_hook_and_no_git_where_a_stat_answers() {
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), issue("bd-2").status("in_progress").line()]));
+    repo.write("code.txt", b"0\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    // Installed from a copy of our binaries that is then removed: the blocks fall back to PATH.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let installed = tmp.path().join("installed");
+    std::fs::create_dir_all(&installed).expect("mkdir");
+    for name in ["bd-sync", "bd-hook", "bd-merge"] {
+        std::fs::copy(bin(name), installed.join(name)).expect("copy");
+    }
+    let out = run(hermetic(installed.join("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&installed).expect("remove the installed copy");
+    let log = tmp.path().join("spawns.log");
+    let path = shims(&tmp.path().join("shims"), &log);
+    let path = std::env::join_paths(std::iter::once(path).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+        .expect("PATH");
+    let trace = tmp.path().join("trace2.json");
+    let commit = |n: usize| {
+        repo.write("code.txt", format!("{n}\n").as_bytes());
+        let mut git = hermetic("git");
+        git.current_dir(repo.path()).env("PATH", &path).env("GIT_TRACE2_EVENT", &trace).args(["commit", "-q", "-am", "code"]);
+        let out = run(&mut git);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    commit(1); // the first commit after install may import; the second is the everyday one
+    std::fs::write(&log, "").expect("truncate");
+    std::fs::write(&trace, "").expect("truncate");
+    commit(2);
+    let spawns = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(
+        spawns.lines().collect::<Vec<_>>(),
+        [
+            "bd-sync export --stage --resolve-markers --flush-tracker --timeout 60",
+            "bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ",
+            "bd-hook --post-commit --timeout 2",
+        ],
+        "one process per hook, none for commit-msg, no bd-merge"
+    );
+    // git's own: the commit and its housekeeping; ours: one config read in each of the two
+    // processes that need git config, and nothing else (no rev-parse: a stat finds the git dir).
+    let ours: Vec<String> = git_commands(&trace)
+        .into_iter()
+        .filter(|c| !["commit", "maintenance", "gc", "pack-refs", "repack"].contains(&c.as_str()))
+        .collect();
+    assert_eq!(ours, ["config", "config"], "the git processes our hooks started");
+}
