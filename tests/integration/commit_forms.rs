@@ -126,3 +126,34 @@ fn a_pathspec_commit_in_a_linked_worktree_names_only_its_paths() {
     edit_in_cache(&Path::new(&git_dir).join("beads/cache.db"), "bd-1", "edited in the cache");
     names_only_its_paths(&wt, &["-m", "only a", "--", "a.txt"]);
 }
+
+/// The issues file as a merge without the driver leaves it: conflict markers around one record.
+fn with_markers() -> Vec<u8> {
+    format!(
+        "<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> theirs\n{}\n",
+        issue("bd-1").title("ours").updated("2025-11-02T10:00:00-08:00").line(),
+        issue("bd-1").title("one").description("theirs").updated("2025-11-03T10:00:00-08:00").line(),
+        issue("bd-2").title("two").line()
+    )
+    .into_bytes()
+}
+
+#[test]
+fn the_pre_commit_hook_resolves_conflict_markers_and_a_pathspec_commit_leaves_them_for_the_next() {
+    // A plain commit: resolved field by field, staged, committed without markers.
+    let repo = repo_with_a_pending_edit();
+    repo.write(FILE, &with_markers());
+    repo.write("a.txt", b"changed\n");
+    commit(repo.path(), &["-q", "-am", "with markers"]);
+    let committed_now = committed(repo.path());
+    assert!(!committed_now.contains("<<<<<<<") && committed_now.contains("bd-2"), "{committed_now}");
+    assert_eq!(staged(repo.path()), committed_now);
+    // A pathspec commit: the markers stay out of it, and the line says the resolution waits.
+    let repo = repo_with_a_pending_edit();
+    repo.write(FILE, &with_markers());
+    repo.write("a.txt", b"changed\n");
+    let out = commit(repo.path(), &["-m", "only a", "--", "a.txt"]);
+    assert_eq!(files_of_head(repo.path()), ["a.txt"]);
+    assert!(std::fs::read_to_string(repo.path().join(FILE)).expect("read").contains("<<<<<<<"), "left for the next commit");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("next commit"), "{}", String::from_utf8_lossy(&out.stderr));
+}
