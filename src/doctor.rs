@@ -43,7 +43,9 @@ fn unreviewed_overrides(dir: &std::path::Path) -> Option<Finding> {
 fn notify_settings(dir: &std::path::Path) -> Option<Finding> {
     let settings = crate::notify::settings(dir);
     settings.iter().find(|s| s.name == "url")?;
-    let said: Vec<String> = settings.iter().map(|s| format!("{} {} (from {})", s.name, s.value, s.from)).collect();
+    // A URL's user info and query values are secrets as often as not: never printed.
+    let value = |s: &crate::notify::Setting| if s.name == "url" { crate::notify::redacted_url(&s.value) } else { s.value.clone() };
+    let said: Vec<String> = settings.iter().map(|s| format!("{} {} (from {})", s.name, value(s), s.from)).collect();
     Some(Finding::new(FindingKind::NotifySettings, None, Vec::new(), format!("the notifier's settings: {}", said.join("; "))))
 }
 

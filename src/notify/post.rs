@@ -99,10 +99,44 @@ pub struct Target {
     pub workspace: Option<String>,
 }
 
+/// `url` as we print it: its user info (`user:password@`), every query value and the fragment
+/// replaced by `***`, so a token in a URL never reaches a terminal or a CI log
+/// (`https://***@host/path?token=***`).
+pub fn redacted_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let (rest, fragment) = match rest.split_once('#') {
+        Some((rest, _)) => (rest, "#***"),
+        None => (rest, ""),
+    };
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => {
+            let parts: Vec<String> = query
+                .split('&')
+                .map(|part| match part.split_once('=') {
+                    Some((key, _)) => format!("{key}=***"),
+                    None if part.is_empty() => String::new(),
+                    None => "***".to_owned(),
+                })
+                .collect();
+            (rest, format!("?{}", parts.join("&")))
+        }
+        None => (rest, String::new()),
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |at| rest.split_at(at));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    format!("{scheme}{authority}{path}{query}{fragment}")
+}
+
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Target")
-            .field("url", &self.url)
+            .field("url", &redacted_url(&self.url))
             .field("token", &self.token.as_ref().map(|_| "(set)"))
             .field("source", &self.source)
             .field("workspace", &self.workspace)
@@ -440,5 +474,23 @@ mod tests {
         assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
         assert!(line.starts_with("116 id(s) not delivered (bd-0, bd-1, bd-2, and 113 more): HTTP 503 until the deadline (115 id(s), 230 request(s)); deadline passed (1 id(s), 2 request(s))"), "{line}");
         assert_eq!(Report { results: vec![("a".into(), Outcome::Unknown)] }.failure_summary(), None);
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redacted_url;
+
+    #[test]
+    fn user_info_query_values_and_the_fragment_are_hidden() {
+        assert_eq!(
+            redacted_url("https://user:pw@gemba.example:8443/base?token=abc&x=1#frag"),
+            "https://***@gemba.example:8443/base?token=***&x=***#***"
+        );
+        assert_eq!(redacted_url("http://localhost:8080"), "http://localhost:8080");
+        assert_eq!(redacted_url("http://h/p?secret"), "http://h/p?***");
+        assert_eq!(redacted_url("http://a@b@h/"), "http://***@h/", "the last @ ends the user info");
+        assert_eq!(redacted_url("http://h/a@b"), "http://h/a@b", "an @ in the path is not user info");
+        assert_eq!(redacted_url("not a url token=x"), "not a url token=x");
     }
 }

@@ -542,3 +542,17 @@ fn regression_the_ci_gate_and_dedupe_read_a_committed_link_to_a_file_outside() {
     }
     assert!(files_holding_secret(repo.path()).is_empty(), "nothing of the target was copied into the checkout");
 }
+
+// Issue 45 item 7: `bd-sync check` printed `beads.notifyUrl` whole, password and token included.
+#[test]
+fn regression_check_printed_the_credentials_in_the_notify_url() {
+    let repo = repo_with_issues();
+    repo.git(&["config", "beads.notifyUrl", "https://bob:hunter2@gemba.example/base?token=s3cret&team=x"]);
+    for args in [vec!["check"], vec!["--json", "check"]] {
+        let out = run(ours("bd-sync").current_dir(repo.path()).args(&args));
+        let said = text(&out);
+        assert!(said.contains("gemba.example/base"), "{args:?}: the note is there: {said}");
+        assert!(!said.contains("hunter2") && !said.contains("s3cret") && !said.contains("bob"), "{args:?}: {said}");
+        assert!(said.contains("***@gemba.example") && said.contains("token=***"), "{args:?}: {said}");
+    }
+}
