@@ -4,13 +4,29 @@
 # beads.flushOnCommit true) or name it; then write issue edits made in the cache to
 # .beads/issues.jsonl and, only if that changed the file, stage it. A commit that names its
 # paths (git commit -- <paths>, --only) gets none of this: the file waits for the next commit.
-# One process, which returns at once when there is nothing to do. Never fails the commit;
-# skipped when BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
+# Nothing starts when file times show nothing to do: the cache's in-step marker (written by
+# bd-sync when the cache held no edit and matched the file) is newer than the cache, its
+# journal, the issues file and any tracker database. Never fails the commit; skipped when
+# BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
-@FIND_BINARIES@
-  if [ -x "$beads_git_bin/bd-sync" ]; then
-    "$beads_git_bin/bd-sync" export --stage --resolve-markers --flush-tracker --timeout 60 </dev/null || :
+  beads_git_db="${GIT_DIR:-.git}/beads/cache.db"
+  beads_git_mark="${GIT_DIR:-.git}/beads/cache.in-step"
+  beads_git_todo=1
+  if [ -f "$beads_git_mark" ] && [ "$beads_git_mark" -nt "$beads_git_db" ] && [ ! -e .beads/dolt ] &&
+    { [ ! -e "$beads_git_db-wal" ] || [ "$beads_git_mark" -nt "$beads_git_db-wal" ]; }; then
+    beads_git_todo=
+    for beads_git_file in .beads/issues.jsonl .beads/beads.jsonl .beads/*.db .beads/*.db-wal; do
+      if [ -e "$beads_git_file" ] && ! [ "$beads_git_mark" -nt "$beads_git_file" ]; then beads_git_todo=1; fi
+    done
+    unset beads_git_file
   fi
-  unset beads_git_bin
+  if [ -n "$beads_git_todo" ]; then
+@FIND_BINARIES@
+    if [ -x "$beads_git_bin/bd-sync" ]; then
+      "$beads_git_bin/bd-sync" export --stage --resolve-markers --flush-tracker --timeout 60 </dev/null || :
+    fi
+    unset beads_git_bin
+  fi
+  unset beads_git_db beads_git_mark beads_git_todo
 fi
 # <<< beads-git <<<

@@ -13,6 +13,7 @@ pub mod error;
 pub mod export;
 pub mod freshness;
 pub mod import;
+pub mod in_step;
 pub mod neighbourhood;
 mod notice;
 pub mod query;

@@ -34,7 +34,7 @@ fn git_commands(trace: &Path) -> Vec<String> {
 }
 
 #[test]
-fn a_commit_that_touches_no_issue_starts_one_process_per_hook_and_no_git_where_a_stat_answers() {
+fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_and_no_git_where_a_stat_answers() {
     let repo = TestRepo::new();
     repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), issue("bd-2").status("in_progress").line()]));
     repo.write("code.txt", b"0\n");
@@ -69,12 +69,8 @@ fn a_commit_that_touches_no_issue_starts_one_process_per_hook_and_no_git_where_a
     let spawns = std::fs::read_to_string(&log).expect("log");
     assert_eq!(
         spawns.lines().collect::<Vec<_>>(),
-        [
-            "bd-sync export --stage --resolve-markers --flush-tracker --timeout 60",
-            "bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ",
-            "bd-hook --post-commit --timeout 2",
-        ],
-        "one process per hook, none for commit-msg, no bd-merge"
+        ["bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ", "bd-hook --post-commit --timeout 2"],
+        "none for pre-commit (file times say nothing is to do) and commit-msg, one for each of the others, no bd-merge"
     );
     // git's own: the commit and its housekeeping; ours: one config read in each of the two
     // processes that need git config, and nothing else (no rev-parse: a stat finds the git dir).
@@ -83,4 +79,32 @@ fn a_commit_that_touches_no_issue_starts_one_process_per_hook_and_no_git_where_a
         .filter(|c| !["commit", "maintenance", "gc", "pack-refs", "repack"].contains(&c.as_str()))
         .collect();
     assert_eq!(ours, ["config", "config"], "the git processes our hooks started");
+
+    // An SQL edit of the cache, a tracker's write of the file, a write of a tracker's database:
+    // each leaves the marker older than what changed, and the pre-commit export runs again.
+    let edit_cache = || {
+        let conn = rusqlite::Connection::open(repo.path().join(".git/beads/cache.db")).expect("cache");
+        conn.execute("UPDATE issues SET title = 'edited in SQL' WHERE id = 'bd-1'", []).expect("edit");
+    };
+    let tracker_wrote_the_file = || {
+        let text = String::from_utf8(repo.read(".beads/issues.jsonl")).expect("utf-8");
+        repo.write(".beads/issues.jsonl", text.replacen("Issue bd-2", "Issue bd-2, by the tracker", 1).as_bytes());
+    };
+    let tracker_wrote_its_database = || repo.write(".beads/beads.db", b"a tracker's database");
+    let steps: [(&str, &dyn Fn()); 3] = [
+        ("an SQL edit", &edit_cache),
+        ("the file rewritten", &tracker_wrote_the_file),
+        ("a tracker database", &tracker_wrote_its_database),
+    ];
+    for (n, (what, change)) in steps.into_iter().enumerate() {
+        change();
+        std::fs::write(&log, "").expect("truncate");
+        commit(10 + n);
+        let spawns = std::fs::read_to_string(&log).expect("log");
+        assert!(spawns.starts_with("bd-sync export"), "after {what} the export runs: {spawns}");
+        if n == 0 {
+            let committed = repo.git(&["show", "HEAD:.beads/issues.jsonl"]);
+            assert!(committed.contains("edited in SQL"), "the SQL edit was committed: {committed}");
+        }
+    }
 }

@@ -61,6 +61,9 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let paths = cache.paths.clone();
     let options = import::ImportOptions { policy: args.conflict.into(), ..Default::default() };
     let report = export::export(&mut cache, &options, args.stage).map_err(|e| explain(e, false))?;
+    // Closed first: the marker must be newer than the last write to the cache.
+    drop(cache);
+    beads_git::cache::in_step::mark(&paths);
     if global.json {
         Global::print_json(&report)?;
     } else if !report.unchanged {

@@ -58,6 +58,9 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let policy: import::SyncPolicy = args.conflict.into();
     let options = import::ImportOptions { skip_invalid: args.skip_invalid, policy, force: args.force, progress };
     let report = import::import(&mut cache, &options).map_err(|e| explain(e, true))?;
+    // Closed first: the marker must be newer than the last write to the cache.
+    drop(cache);
+    beads_git::cache::in_step::mark(&paths);
     for bad in &report.skipped {
         eprintln!("bd-sync: skipped {bad}");
     }

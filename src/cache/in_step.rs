@@ -1,0 +1,48 @@
+//! The marker that lets the pre-commit hook start nothing on a commit with nothing to do.
+//!
+//! Every commit runs the pre-commit block, and almost every commit has no cache edit to export,
+//! no tracker database ahead of the file and no conflict markers to resolve. A process to find
+//! that out costs more than the answer, so the block reads file times instead
+//! (hooks/pre-commit.sh): `cache.in-step`, beside the cache, is written when the cache held no
+//! unexported edit and was in step with its issues file, and the block starts `bd-sync` only
+//! when the cache, its journal, the issues file or a tracker's database is newer than it. An SQL
+//! edit writes the cache (or its journal), a tracker writes its database and the file, so each
+//! makes the marker older than what changed. A shell whose `test -nt` sees whole seconds only
+//! (macOS's bash 3.2) takes an equal second as "not newer": it starts `bd-sync`, which is safe.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Cache, OpenMode, Paths};
+
+/// Where the marker of the cache at `db` lives: `cache.in-step` beside `cache.db`.
+pub fn marker(db: &Path) -> PathBuf {
+    db.with_extension("in-step")
+}
+
+/// Writes the marker when the cache holds no unexported edit and its issues file is the version
+/// it last synced with; removes it otherwise. Call it with the cache closed: SQLite's last close
+/// may write the database, which would leave the marker older than the cache (and the next
+/// commit would only start `bd-sync` for nothing). The state is read again after the marker is
+/// written, so an edit that landed in between is never hidden behind a marker newer than it.
+/// Returns whether the marker stands; never fails (without it the hook does the work).
+pub fn mark(paths: &Paths) -> bool {
+    let marker = marker(&paths.db);
+    let in_step = || -> bool {
+        let Ok(cache) = Cache::open(paths, OpenMode::read(Duration::from_millis(500))) else { return false };
+        cache.dirty_count().is_ok_and(|n| n == 0) && cache.file_untouched_since_sync().unwrap_or(false)
+    };
+    if in_step() && write(&marker) && in_step() {
+        return true;
+    }
+    let _ = std::fs::remove_file(&marker);
+    false
+}
+
+/// Writes the current time into the marker (a write, so its modification time moves even when
+/// its content would not), never through a link.
+fn write(marker: &Path) -> bool {
+    let Ok(mut file) = crate::safe_fs::open_for_update(marker) else { return false };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    file.set_len(0).is_ok() && std::io::Write::write_all(&mut file, format!("{now}\n").as_bytes()).is_ok()
+}
