@@ -69,8 +69,8 @@ pub(crate) fn record_file_state(tx: &Transaction<'_>, path: &Path, identity: Ide
 pub(crate) enum Freshness {
     /// Same path, size, inode and mtime: not even read.
     SameFacts,
-    /// Touched, but the same bytes (its hash matches); `identity` is the version hashed.
-    SameContent { hash: i64, identity: Identity },
+    /// Touched, but the same bytes (its hash matches).
+    SameContent,
     /// Different bytes, another file, or never synced.
     Changed,
 }
@@ -83,6 +83,11 @@ fn stored_for_file(cache: &Cache) -> Result<Option<(FileFacts, i64)>> {
 
 fn same_facts(cache: &Cache, stored: Option<&(FileFacts, i64)>) -> bool {
     stored.is_some_and(|(s, _)| Some(s) == facts_now(&cache.paths.file).as_ref())
+}
+
+/// The whole-file hash recorded at the last sync with the cache's file (`None`: never synced).
+pub(crate) fn stored_hash(cache: &Cache) -> Result<Option<i64>> {
+    Ok(stored_for_file(cache)?.map(|(_, h)| h))
 }
 
 /// True when the file's size, inode and mtime are those of the last sync: a stat, no read.
@@ -99,7 +104,7 @@ pub(crate) fn freshness(cache: &Cache) -> Result<Freshness> {
     }
     let Some((_, stored_hash)) = stored else { return Ok(Freshness::Changed) };
     Ok(match file_hash(path)? {
-        Some((hash, identity)) if hash == stored_hash => Freshness::SameContent { hash, identity },
+        Some((hash, _)) if hash == stored_hash => Freshness::SameContent,
         _ => Freshness::Changed,
     })
 }

@@ -28,6 +28,7 @@ mod hostile_merge;
 mod hostile_output;
 mod hosting;
 mod import_renames;
+mod import_targeted;
 mod install;
 mod layout;
 mod manager_hook_types;

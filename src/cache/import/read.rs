@@ -8,6 +8,10 @@ use crate::cache::line_hash;
 use crate::jsonl::LineBlocks;
 use crate::record::{LineProblem, RawObject};
 
+/// The second pass reads its lines one by one, by offset, when they are at most one line in
+/// this many of the file's.
+const TARGETED_SHARE: usize = 64;
+
 /// A decoded line: its rows, and whether it repeats a key.
 pub(super) type Decoded = Result<(IssueRows, bool), LineProblem>;
 
@@ -62,6 +66,13 @@ impl PlannedLines<'_> {
         send: &std::sync::mpsc::SyncSender<Batch>,
         recycled: &std::sync::mpsc::Receiver<Batch>,
     ) -> Result<Vec<DuplicateLine>, Stop> {
+        // A few changed lines (a pull, a checkout) are read where the first pass found them: the
+        // import then reads the file once, not twice. (What changed in the file between the
+        // passes is caught as ever: each line read must have its hash, and the write checks the
+        // descriptor's size, inode and time after the reads.)
+        if (self.plans.len() + self.later.len()) * TARGETED_SHARE <= self.scan.line_count {
+            return self.read_targeted(&file, send, recycled);
+        }
         let (scan, plans) = (self.scan, self.plans);
         let mut copies = Vec::new();
         let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
@@ -110,4 +121,75 @@ impl PlannedLines<'_> {
         }
         Ok(copies)
     }
+
+    /// [`PlannedLines::read`] for a few lines: each read at its offset, in line order, checked
+    /// and handed on as the whole-file pass hands them.
+    fn read_targeted(
+        self,
+        file: &std::fs::File,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+        recycled: &std::sync::mpsc::Receiver<Batch>,
+    ) -> Result<Vec<DuplicateLine>, Stop> {
+        let (scan, plans) = (self.scan, self.plans);
+        // (line, plan, the line as the first pass saw it), in line order.
+        let mut wanted: Vec<(usize, usize, super::scan::ScannedLine)> = plans
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let seen = scan.first[p.at as usize];
+                (seen.number, k, seen)
+            })
+            .collect();
+        for &(number, k, _) in self.later {
+            if let Some(seen) = scan.lines(plans[k].at).find(|l| l.number == number) {
+                wanted.push((number, k, *seen));
+            }
+        }
+        wanted.sort_unstable_by_key(|w| w.0);
+        let mut copies = Vec::new();
+        let fresh = || {
+            let mut batch: Batch = recycled.try_recv().unwrap_or_default();
+            batch.texts.clear();
+            batch.lines.clear();
+            batch
+        };
+        let mut batch = fresh();
+        let mut bytes = Vec::new();
+        for (number, plan, seen) in wanted {
+            bytes.resize(seen.len, 0);
+            read_at(file, &mut bytes, seen.offset).map_err(|_| Stop::FileChanged)?;
+            if line_hash(&bytes) != seen.hash {
+                return Err(Stop::FileChanged);
+            }
+            let text = std::str::from_utf8(&bytes).map_err(|_| Stop::FileChanged)?;
+            if plans[plan].action.is_none() {
+                copies.push((plan, number, text.to_owned()));
+            } else {
+                batch.push(plan, text);
+            }
+            if batch.lines.len() >= BATCH_LINES && send.send(std::mem::replace(&mut batch, fresh())).is_err() {
+                return Ok(copies); // the writer stopped on an error of its own
+            }
+        }
+        if !batch.lines.is_empty() {
+            let _ = send.send(batch); // an error: the writer stopped on an error of its own
+        }
+        Ok(copies)
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`, leaving the descriptor's position alone.
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// Elsewhere: a clone of the descriptor, moved to the offset (the clone shares the position,
+/// and the targeted pass is the only reader then).
+#[cfg(not(unix))]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read as _, Seek as _};
+    let mut file = file.try_clone()?;
+    file.seek(std::io::SeekFrom::Start(offset))?;
+    file.read_exact(buf)
 }

@@ -23,6 +23,10 @@ pub(super) struct ScannedLine {
     pub(super) number: usize,
     pub(super) hash: i64,
     pub(super) utf8: bool,
+    /// Where its bytes start in the file, and how many there are (the second pass reads a
+    /// few changed lines by these instead of the whole file).
+    pub(super) offset: u64,
+    pub(super) len: usize,
 }
 
 /// What the first pass over the file learnt, without keeping the file: each issue id's lines
@@ -40,6 +44,8 @@ pub(super) struct Scan {
     pub(super) more: FxHashMap<u32, Vec<ScannedLine>>,
     pub(super) bad: Vec<BadLine>,
     pub(super) other_records: usize,
+    /// Lines read (records of every kind, and bad lines).
+    pub(super) line_count: usize,
 }
 
 impl Scan {
@@ -55,11 +61,15 @@ impl Scan {
             more: FxHashMap::default(),
             bad: Vec::new(),
             other_records: 0,
+            line_count: 0,
         };
+        let mut block_offset = 0u64;
         while let Some(block) = blocks.next_block()? {
             hasher.update(block.bytes);
+            let block_start = block.bytes.as_ptr() as usize;
             go_escapes = go_escapes || crate::record::has_go_escapes(block.bytes);
             raw_specials = raw_specials || memchr::memchr3(b'<', b'>', b'&', block.bytes).is_some();
+            scan.line_count += block.lines.len();
             for line in &block.lines {
                 // An issue's id, borrowed from the line (no string per line); other kinds, and an
                 // id starting with NUL (which their keys start with), are not issues.
@@ -79,12 +89,14 @@ impl Scan {
                     let problem = LineProblem::InvalidUtf8;
                     scan.bad.push(BadLine { path: display.to_owned(), line: line.number, problem, excerpt: excerpt(line.bytes) });
                 }
-                let seen = ScannedLine { number: line.number, hash: line_hash(line.bytes), utf8 };
+                let offset = block_offset + (line.bytes.as_ptr() as usize - block_start) as u64;
+                let seen = ScannedLine { number: line.number, hash: line_hash(line.bytes), utf8, offset, len: line.bytes.len() };
                 match scan.ids.insert(&key) {
                     (_, true) => scan.first.push(seen),
                     (at, false) => scan.more.entry(at).or_default().push(seen),
                 }
             }
+            block_offset += block.bytes.len() as u64;
         }
         scan.hash = hasher.digest() as i64;
         scan.go_style = go_escapes || !raw_specials;
