@@ -5,17 +5,19 @@
 # .beads/issues.jsonl and, only if that changed the file, stage it. A commit that names its
 # paths (git commit -- <paths>, --only) gets none of this: the file waits for the next commit.
 # Nothing starts when file times show nothing to do: the cache's in-step marker (written by
-# bd-sync when the cache held no edit and matched the file) is newer than the cache, its
-# journal, the issues file and any tracker database. Never fails the commit; skipped when
+# bd-sync when the cache held no edit and matched the file, and no tracker database was ahead)
+# is newer than the cache, its journal, .beads/ and what is in it, and older than a probe file
+# written now (a clock stepped back starts the check). Never fails the commit; skipped when
 # BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   beads_git_db="${GIT_DIR:-.git}/beads/cache.db"
   beads_git_mark="${GIT_DIR:-.git}/beads/cache.in-step"
   beads_git_todo=1
   if [ -f "$beads_git_mark" ] && [ "$beads_git_mark" -nt "$beads_git_db" ] && [ ! -e .beads/dolt ] &&
-    { [ ! -e "$beads_git_db-wal" ] || [ "$beads_git_mark" -nt "$beads_git_db-wal" ]; }; then
+    { [ ! -e "$beads_git_db-wal" ] || [ "$beads_git_mark" -nt "$beads_git_db-wal" ]; } &&
+    { echo >"${GIT_DIR:-.git}/beads/cache.now"; } 2>/dev/null && [ "${GIT_DIR:-.git}/beads/cache.now" -nt "$beads_git_mark" ]; then
     beads_git_todo=
-    for beads_git_file in .beads/issues.jsonl .beads/beads.jsonl .beads/*.db .beads/*.db-wal; do
+    for beads_git_file in .beads .beads/issues.jsonl .beads/beads.jsonl .beads/*.db .beads/*.db-wal; do
       if [ -e "$beads_git_file" ] && ! [ "$beads_git_mark" -nt "$beads_git_file" ]; then beads_git_todo=1; fi
     done
     unset beads_git_file

@@ -182,6 +182,31 @@ fn behind_by(file: &Path, deadline: &dyn Fn() -> Instant) -> Result<Option<Behin
     Ok(None)
 }
 
+/// Whether file times alone say a tracker's database beside `file` may hold edits the file lacks
+/// (the case in which [`behind`] asks the tracker); starts no process. The cache's in-step marker
+/// (`cache::in_step`) is not written then, so the pre-commit hook runs its check.
+pub fn may_be_behind(file: &Path) -> bool {
+    let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return false };
+    let file_time = match std::fs::symlink_metadata(file) {
+        Ok(m) if m.file_type().is_file() => m.modified().ok(),
+        Ok(_) => return false,
+        Err(_) => None,
+    };
+    let newer = |t: SystemTime| file_time.is_none_or(|f| t > f);
+    let br_files = br_database_files(dir);
+    if br_files.iter().map(|(t, _)| *t).max().is_some_and(|t| newer(t)) && !in_step(dir, file, &br_files) {
+        return true;
+    }
+    let dolt = dir.join("dolt");
+    if std::fs::symlink_metadata(&dolt).is_ok_and(|m| m.file_type().is_dir()) {
+        if let Some((t, db)) = newest_in_tree(&dolt) {
+            let behind_export = bd_export_time(dir).is_none_or(|e| t > e);
+            return newer(t) && behind_export && !in_step(dir, file, &[(t, db)]);
+        }
+    }
+    false
+}
+
 /// Runs the tracker's own flush (`br sync --flush-only`, `bd export -o FILE`) at the top of the
 /// work tree, stopped after `timeout`. Returns whether the issues file changed (its size, time or
 /// inode), and remembers the database as in step with the file.

@@ -7,8 +7,12 @@
 //! unexported edit and was in step with its issues file, and the block starts `bd-sync` only
 //! when the cache, its journal, the issues file or a tracker's database is newer than it. An SQL
 //! edit writes the cache (or its journal), a tracker writes its database and the file, so each
-//! makes the marker older than what changed. A shell whose `test -nt` sees whole seconds only
-//! (macOS's bash 3.2) takes an equal second as "not newer": it starts `bd-sync`, which is safe.
+//! makes the marker older than what changed; a file moved into `.beads/` with an old time moves
+//! the directory's time. A shell whose `test -nt` sees whole seconds only (macOS's bash 3.2)
+//! takes an equal second as "not newer": it starts `bd-sync`, which is safe. A clock stepped back
+//! would leave the marker in the future: the block first writes a probe file, and skips only when
+//! the probe is newer than the marker. (Known limit: `cp -p` over the issues file in place, which
+//! keeps an old time and moves no directory, is seen by the next import, not by this check.)
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,8 +24,10 @@ pub fn marker(db: &Path) -> PathBuf {
     db.with_extension("in-step")
 }
 
-/// Writes the marker when the cache holds no unexported edit and its issues file is the version
-/// it last synced with; removes it otherwise. Call it with the cache closed: SQLite's last close
+/// Writes the marker when the cache holds no unexported edit, its issues file is the version it
+/// last synced with, and no tracker's database may be ahead of that file; removes it otherwise.
+/// (A caller that let invalid lines through, `import --skip-invalid`, must not call it: such a
+/// file may hold conflict markers the hook would resolve.) Call it with the cache closed: SQLite's last close
 /// may write the database, which would leave the marker older than the cache (and the next
 /// commit would only start `bd-sync` for nothing). The state is read again after the marker is
 /// written, so an edit that landed in between is never hidden behind a marker newer than it.
@@ -29,6 +35,10 @@ pub fn marker(db: &Path) -> PathBuf {
 pub fn mark(paths: &Paths) -> bool {
     let marker = marker(&paths.db);
     let in_step = || -> bool {
+        // A tracker's database that may be ahead of the file keeps the hook's check running.
+        if crate::tracker::may_be_behind(&paths.file) {
+            return false;
+        }
         let Ok(cache) = Cache::open(paths, OpenMode::read(Duration::from_millis(500))) else { return false };
         cache.dirty_count().is_ok_and(|n| n == 0) && cache.file_untouched_since_sync().unwrap_or(false)
     };

@@ -206,11 +206,17 @@ impl Blocking {
         // A savepoint, which also nests in the caller's read transaction (the temporary table
         // needs no write lock on the cache).
         cache.conn.execute_batch("SAVEPOINT blocked_now")?;
-        {
+        let inserted = (|| -> rusqlite::Result<()> {
             let mut st = cache.conn.prepare("INSERT INTO temp.blocked_now (id) VALUES (?1)")?;
             for id in ids {
                 st.execute([id])?;
             }
+            Ok(())
+        })();
+        if let Err(e) = inserted {
+            // Never left open: outside a caller's transaction it would hold the connection in one.
+            let _ = cache.conn.execute_batch("ROLLBACK TO blocked_now; RELEASE blocked_now");
+            return Err(e.into());
         }
         cache.conn.execute_batch("RELEASE blocked_now")?;
         Ok(())

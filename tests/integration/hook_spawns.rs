@@ -108,3 +108,79 @@ fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_an
         }
     }
 }
+
+/// The review's cases against the in-step marker: each must bring the pre-commit check back.
+#[test]
+fn the_in_step_marker_never_hides_a_tracker_ahead_conflict_markers_a_future_marker_or_a_file_moved_in() {
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), issue("bd-2").line()]));
+    repo.write("code.txt", b"0\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let marker = repo.path().join(".git/beads/cache.in-step");
+    let sync = |args: &[&str]| {
+        let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(args));
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let commit = |n: usize| {
+        repo.write("code.txt", format!("{n}\n").as_bytes());
+        let out = run(hermetic("git").current_dir(repo.path()).args(["commit", "-q", "-am", "code"]));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    sync(&["import"]);
+    assert!(marker.exists(), "an import of a file in step writes the marker");
+
+    // 1. A tracker's database ahead of the file (br with auto-flush off): no marker.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    repo.write(".beads/beads.db", b"a tracker's database, newer than the file");
+    sync(&["import", "--force"]);
+    assert!(!marker.exists(), "a tracker database newer than the file keeps the marker away");
+    std::fs::remove_file(repo.path().join(".beads/beads.db")).expect("rm");
+    sync(&["import", "--force"]);
+    assert!(marker.exists());
+
+    // 2. Conflict markers let through by `import --skip-invalid`: no marker, and the commit
+    // resolves them.
+    let marked = format!(
+        "<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> theirs\n{}\n",
+        issue("bd-1").title("ours").updated("2025-11-02T10:00:00-08:00").line(),
+        issue("bd-1").title("theirs").updated("2025-11-03T10:00:00-08:00").line(),
+        issue("bd-2").line()
+    );
+    repo.write(".beads/issues.jsonl", marked.as_bytes());
+    let _ = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["import", "--skip-invalid"]));
+    assert!(!marker.exists(), "an import that skipped lines writes no marker");
+    commit(1);
+    let committed = repo.git(&["show", "HEAD:.beads/issues.jsonl"]);
+    assert!(!committed.contains("<<<<<<<"), "the hook resolved the markers: {committed}");
+
+    // 3. A marker in the future (a clock stepped back) does not silence the check.
+    sync(&["import"]);
+    let edit = || {
+        let conn = rusqlite::Connection::open(repo.path().join(".git/beads/cache.db")).expect("cache");
+        conn.execute("UPDATE issues SET title = 'edited under a future marker' WHERE id = 'bd-2'", []).expect("edit");
+    };
+    edit();
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&marker).expect("marker").set_modified(future).expect("set time");
+    commit(2);
+    assert!(repo.git(&["show", "HEAD:.beads/issues.jsonl"]).contains("edited under a future marker"), "exported despite the marker");
+
+    // 4. An issues file moved in with an old time (`cp -p` elsewhere, then `mv`): the directory's
+    // time moves, the check runs, and the export writes the marker anew.
+    sync(&["import"]);
+    let before = std::fs::metadata(&marker).expect("marker").modified().expect("time");
+    let outside = tmp.path().join("moved.jsonl");
+    let text = String::from_utf8(repo.read(".beads/issues.jsonl")).expect("utf-8");
+    std::fs::write(&outside, text.replacen("Issue bd-1", "moved in", 1)).expect("write");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    std::fs::File::options().write(true).open(&outside).expect("file").set_modified(old).expect("set time");
+    std::fs::rename(&outside, repo.path().join(".beads/issues.jsonl")).expect("move in");
+    commit(3);
+    let after = std::fs::metadata(&marker).expect("the export wrote the marker again").modified().expect("time");
+    assert!(after > before, "the pre-commit export ran after the move");
+}

@@ -37,7 +37,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.resolve_markers {
-        resolve_markers(global, &args);
+        resolve_markers();
     }
     if args.flush_tracker {
         // The issues file found as the export finds it, without git: the common case costs a stat.
@@ -90,7 +90,7 @@ fn names_its_paths(global: &Global, args: &Args) -> bool {
             .is_ok_and(|n| n > 0);
     let tracker =
         args.flush_tracker && matches!(tracker::behind(&paths.file, std::time::Instant::now() + Duration::from_secs(10)), Ok(Some(_)));
-    let markers = args.resolve_markers && marked_files(None).next().is_some();
+    let markers = args.resolve_markers && marked_files().next().is_some();
     if edits || tracker || markers {
         eprintln!(
             "bd-sync: this commit names its paths (git commit -- <paths>, --only): {} stays out of it, and {} go into your next commit",
@@ -107,14 +107,9 @@ fn names_its_paths(global: &Global, args: &Args) -> bool {
 }
 
 /// The issues files (at the repository's top, where git runs hooks) with a line that starts a
-/// conflict marker; `synced` (the file the cache last imported or wrote, untouched since) is
-/// known to have none and is not read.
-fn marked_files(synced: Option<std::path::PathBuf>) -> impl Iterator<Item = &'static str> {
-    let synced = synced.and_then(|p| std::fs::canonicalize(p).ok());
-    [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(move |f| {
-        if synced.is_some() && std::fs::canonicalize(f).ok() == synced {
-            return false;
-        }
+/// conflict marker.
+fn marked_files() -> impl Iterator<Item = &'static str> {
+    [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| {
         let Ok(Some(file)) = beads_git::safe_fs::open_regular(std::path::Path::new(f)) else { return false };
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut std::io::BufReader::new(file), &mut bytes).is_ok() && has_marker(&bytes)
@@ -127,15 +122,10 @@ fn has_marker(bytes: &[u8]) -> bool {
 }
 
 /// Runs `bd-merge resolve --stage FILE` (our sibling binary, else the one on PATH) on each file
-/// holding conflict markers; its own lines say what it did. Never fails the export. The file the
-/// cache synced with, untouched since (a stat says so), is not read: the common commit reads
-/// no issues file at all.
-fn resolve_markers(global: &Global, args: &Args) {
-    let synced = global.paths(args.file.as_ref()).ok().filter(|p| p.db.exists()).and_then(|paths| {
-        let cache = Cache::open(&paths, OpenMode::read(Duration::from_secs(2))).ok()?;
-        cache.file_untouched_since_sync().ok()?.then_some(paths.file)
-    });
-    for file in marked_files(synced) {
+/// holding conflict markers; its own lines say what it did. Never fails the export. (The common
+/// commit does not get here: the hook's in-step check starts nothing.)
+fn resolve_markers() {
+    for file in marked_files() {
         let program = beads_git::install::own_bin_dir().map(|d| d.join("bd-merge")).ok().filter(|p| p.is_file());
         let program = program.unwrap_or_else(|| "bd-merge".into());
         let ran = std::process::Command::new(&program).args(["resolve", "--stage", file]).stdin(std::process::Stdio::null()).status();

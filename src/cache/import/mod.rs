@@ -111,7 +111,8 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         .map_err(anyhow::Error::from)?
         .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
         .with_context(|| format!("reading {display}"))?;
-    let opened = Identity::of(&file.metadata().with_context(|| format!("reading {display}"))?);
+    let opened_meta = file.metadata().with_context(|| format!("reading {display}"))?;
+    let (opened, opened_ctime) = (Identity::of(&opened_meta), write::change_time(&opened_meta));
     let mut scan = Scan::read(file.try_clone().with_context(|| format!("reading {display}"))?, &path, &display, block_size)?;
     if !options.force && stored_hash == Some(scan.hash) {
         // Touched, but the same bytes: only the facts of the version read are recorded.
@@ -133,6 +134,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
         path: &path,
         file: &file,
         opened,
+        opened_ctime,
         display: &display,
         scan: &scan,
         state: &state,

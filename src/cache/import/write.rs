@@ -25,6 +25,8 @@ pub(super) struct Write<'a> {
     pub(super) file: &'a std::fs::File,
     /// The version of the file it opened.
     pub(super) opened: Identity,
+    /// Its inode change time then ([`change_time`]).
+    pub(super) opened_ctime: Option<(i64, i64)>,
     pub(super) display: &'a str,
     pub(super) scan: &'a Scan,
     pub(super) state: &'a CacheState,
@@ -91,8 +93,11 @@ impl Write<'_> {
             }
             self.remove_missing(tx, written.report)?;
             restore_indexes_and_triggers(tx, &schema)?;
-            // An in-place write during the reads (same inode, new size or time) is caught here.
-            if Identity::of(&self.file.metadata()?) != self.opened {
+            // An in-place write during the reads (same inode, new size or time) is caught here;
+            // the change time too, which no writer can set back (the second pass may read only a
+            // few lines by offset, so this stands in for hashing the whole file again).
+            let now = self.file.metadata()?;
+            if Identity::of(&now) != self.opened || change_time(&now) != self.opened_ctime {
                 return Err(Stop::FileChanged);
             }
             record_file_state(tx, self.path, self.opened, self.scan.hash)?;
@@ -319,4 +324,18 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
         }
     }
     best
+}
+
+/// A file's inode change time (seconds, nanoseconds); `None` where the platform has none.
+pub(super) fn change_time(meta: &std::fs::Metadata) -> Option<(i64, i64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((meta.ctime(), meta.ctime_nsec()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
 }
