@@ -194,7 +194,7 @@ pub fn may_be_behind(file: &Path) -> bool {
     };
     let newer = |t: SystemTime| file_time.is_none_or(|f| t > f);
     let br_files = br_database_files(dir);
-    if br_files.iter().map(|(t, _)| *t).max().is_some_and(|t| newer(t)) && !in_step(dir, file, &br_files) {
+    if br_files.iter().map(|(t, _)| *t).max().is_some_and(newer) && !in_step(dir, file, &br_files) {
         return true;
     }
     let dolt = dir.join("dolt");

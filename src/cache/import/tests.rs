@@ -108,7 +108,8 @@ fn a_file_rewritten_between_the_two_reads_is_caught() {
     let display = file.display().to_string();
     let state = CacheState::read(&cache).expect("state");
     let opened_file = std::fs::File::open(&file).expect("open");
-    let opened = Identity::of(&opened_file.metadata().expect("stat"));
+    let opened_meta = opened_file.metadata().expect("stat");
+    let (opened, opened_ctime) = (Identity::of(&opened_meta), super::write::change_time(&opened_meta));
     let scan = Scan::read(opened_file.try_clone().expect("dup"), &file, &display, 64).expect("scan");
     let mut report = ImportReport::default();
     let plans = plan(&scan, &state, false, &mut report);
@@ -117,6 +118,7 @@ fn a_file_rewritten_between_the_two_reads_is_caught() {
         path: &file,
         file: &opened_file,
         opened,
+        opened_ctime,
         display: &display,
         scan: &scan,
         state: &state,

@@ -26,7 +26,7 @@ pub(super) struct Write<'a> {
     /// The version of the file it opened.
     pub(super) opened: Identity,
     /// Its inode change time then ([`change_time`]).
-    pub(super) opened_ctime: Option<(i64, i64)>,
+    pub(super) opened_ctime: (i64, i64),
     pub(super) display: &'a str,
     pub(super) scan: &'a Scan,
     pub(super) state: &'a CacheState,
@@ -326,16 +326,17 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
     best
 }
 
-/// A file's inode change time (seconds, nanoseconds); `None` where the platform has none.
-pub(super) fn change_time(meta: &std::fs::Metadata) -> Option<(i64, i64)> {
+/// A file's inode change time (seconds, nanoseconds); `(0, 0)` where the platform has none (the
+/// other facts are compared there).
+pub(super) fn change_time(meta: &std::fs::Metadata) -> (i64, i64) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt as _;
-        Some((meta.ctime(), meta.ctime_nsec()))
+        (meta.ctime(), meta.ctime_nsec())
     }
     #[cfg(not(unix))]
     {
         let _ = meta;
-        None
+        (0, 0)
     }
 }
