@@ -244,6 +244,24 @@ fn filter_sql(options: &ListOptions, ready: bool) -> String {
     clauses.iter().map(|c| format!(" AND {c}")).collect()
 }
 
+/// The values of [`filter_sql`]'s named parameters, for the filters asked for.
+fn filter_params(options: &ListOptions) -> Vec<(&'static str, &dyn rusqlite::ToSql)> {
+    let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
+    if let Some(a) = &options.assignee {
+        params.push((":assignee", a));
+    }
+    if let Some(l) = &options.label {
+        params.push((":label", l));
+    }
+    if let Some(t) = &options.issue_type {
+        params.push((":type", t));
+    }
+    if let Some(p) = &options.priority {
+        params.push((":priority", p));
+    }
+    params
+}
+
 /// What the default `ready` list leaves out beyond the filters asked for: the types in
 /// [`NOT_WORK_TYPES`] (unless a type was asked for), and, as bd does, pinned and ephemeral
 /// issues and those deferred to a later time.
@@ -285,20 +303,7 @@ fn list_with(cache: &Cache, options: &ListOptions, ready: bool, blocking: &Block
         filter_sql(options, ready)
     );
     let mut st = cache.conn.prepare(&sql)?;
-    let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
-    if let Some(a) = &options.assignee {
-        params.push((":assignee", a));
-    }
-    if let Some(l) = &options.label {
-        params.push((":label", l));
-    }
-    if let Some(t) = &options.issue_type {
-        params.push((":type", t));
-    }
-    if let Some(p) = &options.priority {
-        params.push((":priority", p));
-    }
-    let mut rows = st.query(params.as_slice())?;
+    let mut rows = st.query(filter_params(options).as_slice())?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
         if options.limit.is_some_and(|n| out.len() >= n) {
@@ -338,18 +343,9 @@ pub fn left_out_of_ready(cache: &Cache, options: &ListOptions, blocking: &Blocki
     let default = default_ready_clauses(options).join(" AND ");
     let sql = format!("SELECT i.id, i.issue_type FROM issues i WHERE i.status = 'open'{every} AND NOT ({default})");
     let mut st = cache.conn.prepare(&sql)?;
-    let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
-    if let Some(a) = &options.assignee {
-        params.push((":assignee", a));
-    }
-    if let Some(l) = &options.label {
-        params.push((":label", l));
-    }
-    if let Some(p) = &options.priority {
-        params.push((":priority", p));
-    }
     let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    let mut rows = st.query(params.as_slice())?;
+    // No type was asked for here (the count is empty then), so `:type` is not bound.
+    let mut rows = st.query(filter_params(options).as_slice())?;
     while let Some(r) = rows.next()? {
         if blocking.blockers.contains_key(r.get_ref(0)?.as_str()?) {
             continue;

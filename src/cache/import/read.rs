@@ -77,12 +77,7 @@ impl PlannedLines<'_> {
         let mut copies = Vec::new();
         let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
         let mut blocks = LineBlocks::from_file(file, self.path, self.block_size);
-        let fresh = || {
-            let mut batch: Batch = recycled.try_recv().unwrap_or_default();
-            batch.texts.clear();
-            batch.lines.clear();
-            batch
-        };
+        let fresh = || fresh_batch(recycled);
         let mut batch = fresh();
         // The plans' first lines come in plan order, which is line order.
         let mut firsts = plans.iter().enumerate().peekable();
@@ -147,12 +142,7 @@ impl PlannedLines<'_> {
         }
         wanted.sort_unstable_by_key(|w| w.0);
         let mut copies = Vec::new();
-        let fresh = || {
-            let mut batch: Batch = recycled.try_recv().unwrap_or_default();
-            batch.texts.clear();
-            batch.lines.clear();
-            batch
-        };
+        let fresh = || fresh_batch(recycled);
         let mut batch = fresh();
         let mut bytes = Vec::new();
         for (number, plan, seen) in wanted {
@@ -176,6 +166,14 @@ impl PlannedLines<'_> {
         }
         Ok(copies)
     }
+}
+
+/// An empty batch: one the writer handed back, else a new one.
+fn fresh_batch(recycled: &std::sync::mpsc::Receiver<Batch>) -> Batch {
+    let mut batch: Batch = recycled.try_recv().unwrap_or_default();
+    batch.texts.clear();
+    batch.lines.clear();
+    batch
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`, leaving the descriptor's position alone.
