@@ -13,7 +13,7 @@ if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   beads_git_db="${GIT_DIR:-.git}/beads/cache.db"
   beads_git_mark="${GIT_DIR:-.git}/beads/cache.in-step"
   beads_git_todo=1
-  if [ -f "$beads_git_mark" ] && [ "$beads_git_mark" -nt "$beads_git_db" ] && [ ! -e .beads/dolt ] &&
+  if [ -f "$beads_git_mark" ] && [ ! -L "${GIT_DIR:-.git}/beads" ] && [ "$beads_git_mark" -nt "$beads_git_db" ] && [ ! -e .beads/dolt ] &&
     { [ ! -e "$beads_git_db-wal" ] || [ "$beads_git_mark" -nt "$beads_git_db-wal" ]; } &&
     { echo >"${GIT_DIR:-.git}/beads/cache.now"; } 2>/dev/null && [ "${GIT_DIR:-.git}/beads/cache.now" -nt "$beads_git_mark" ]; then
     beads_git_todo=

@@ -129,82 +129,81 @@ fn behind_by(file: &Path, deadline: &dyn Fn() -> Instant) -> Result<Option<Behin
     let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return Ok(None) };
     let Some(top) = dir.parent() else { return Ok(None) };
     let top = if top.as_os_str().is_empty() { Path::new(".") } else { top };
-    let file_time = match std::fs::symlink_metadata(file) {
-        Ok(m) if m.file_type().is_file() => m.modified().ok(),
-        // A link, a FIFO, a device: other checks report it; nothing here reads it.
-        Ok(_) => return Ok(None),
-        Err(_) => None,
-    };
     let file_rel = file.strip_prefix(top).unwrap_or(file).to_string_lossy().into_owned();
     let make = |tracker, db: PathBuf| Behind { tracker, db, file: file.to_path_buf(), file_rel: file_rel.clone(), top: top.to_path_buf() };
-    let newer = |t: SystemTime| file_time.is_none_or(|f| t > f);
+    let suspects = Suspects::of(file);
 
-    // br: `.beads/*.db` and their WAL.
-    let br_files = br_database_files(dir);
-    if let Some((t, db)) = br_files.iter().max_by_key(|(t, _)| *t) {
-        if newer(*t) && !in_step(dir, file, &br_files) {
-            if let Some(br) = on_path(Tracker::Br.program(), top) {
-                let mut cmd = Command::new(&br);
-                cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
-                let shown = "br sync --status --json".to_owned();
-                let out = run_captured(&mut cmd, remaining(deadline()), STATUS_LIMIT)
-                    .map_err(|source| Error::Command { command: shown.clone(), source })?;
-                if !out.status.success() {
-                    return Err(Error::Failed { command: shown, status: out.status });
-                }
-                let status: serde_json::Value = serde_json::from_slice(&out.stdout)
-                    .map_err(|e| Error::Unexpected { command: shown.clone(), why: format!("not JSON ({e})") })?;
-                let dirty = status.get("dirty_count").and_then(serde_json::Value::as_u64);
-                let db_newer = status.get("db_newer").and_then(serde_json::Value::as_bool);
-                if dirty.is_none() && db_newer.is_none() {
-                    return Err(Error::Unexpected { command: shown, why: "neither `dirty_count` nor `db_newer`".into() });
-                }
-                if dirty.unwrap_or(0) > 0 || db_newer == Some(true) {
-                    return Ok(Some(make(Tracker::Br, db.clone())));
-                }
-                // br may touch its files while answering: what is recorded is the state after.
-                record_in_step(dir, file, &br_database_files(dir));
+    // br: asked, when file times suspect its database and it is on PATH.
+    if let Some(db) = suspects.br {
+        if let Some(br) = on_path(Tracker::Br.program(), top) {
+            let mut cmd = Command::new(&br);
+            cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
+            let shown = "br sync --status --json".to_owned();
+            let out = run_captured(&mut cmd, remaining(deadline()), STATUS_LIMIT)
+                .map_err(|source| Error::Command { command: shown.clone(), source })?;
+            if !out.status.success() {
+                return Err(Error::Failed { command: shown, status: out.status });
             }
+            let status: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .map_err(|e| Error::Unexpected { command: shown.clone(), why: format!("not JSON ({e})") })?;
+            let dirty = status.get("dirty_count").and_then(serde_json::Value::as_u64);
+            let db_newer = status.get("db_newer").and_then(serde_json::Value::as_bool);
+            if dirty.is_none() && db_newer.is_none() {
+                return Err(Error::Unexpected { command: shown, why: "neither `dirty_count` nor `db_newer`".into() });
+            }
+            if dirty.unwrap_or(0) > 0 || db_newer == Some(true) {
+                return Ok(Some(make(Tracker::Br, db)));
+            }
+            // br may touch its files while answering: what is recorded is the state after.
+            record_in_step(dir, file, &br_database_files(dir));
         }
     }
+    // bd: file times against the file and bd's own export state decide.
+    Ok(suspects.bd.map(|db| make(Tracker::Bd, db)))
+}
 
-    // bd: `.beads/dolt/`, against the file and bd's own export state.
-    let dolt = dir.join("dolt");
-    if std::fs::symlink_metadata(&dolt).is_ok_and(|m| m.file_type().is_dir()) {
-        if let Some((t, db)) = newest_in_tree(&dolt) {
-            let exported = bd_export_time(dir);
-            let behind_export = exported.is_none_or(|e| t > e);
-            if newer(t) && behind_export && !in_step(dir, file, &[(t, db.clone())]) {
-                return Ok(Some(make(Tracker::Bd, db)));
-            }
-        }
+/// The tracker databases beside an issues file that file times alone say may hold edits the file
+/// lacks (newer than the file, and not recorded as in step with it); nobody is asked.
+struct Suspects {
+    /// br's newest `.beads/*.db` or `*.db-wal`.
+    br: Option<PathBuf>,
+    /// bd's newest file under `.beads/dolt/`, when it is also newer than bd's own export.
+    bd: Option<PathBuf>,
+}
+
+impl Suspects {
+    fn of(file: &Path) -> Suspects {
+        let none = Suspects { br: None, bd: None };
+        let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return none };
+        let file_time = match std::fs::symlink_metadata(file) {
+            Ok(m) if m.file_type().is_file() => m.modified().ok(),
+            // A link, a FIFO, a device: other checks report it; nothing here reads it.
+            Ok(_) => return none,
+            Err(_) => None,
+        };
+        let newer = |t: SystemTime| file_time.is_none_or(|f| t > f);
+        let br_files = br_database_files(dir);
+        let br =
+            br_files.iter().max_by_key(|(t, _)| *t).filter(|(t, _)| newer(*t) && !in_step(dir, file, &br_files)).map(|(_, db)| db.clone());
+        let dolt = dir.join("dolt");
+        let bd = if std::fs::symlink_metadata(&dolt).is_ok_and(|m| m.file_type().is_dir()) {
+            newest_in_tree(&dolt).filter(|(t, db)| {
+                let behind_export = bd_export_time(dir).is_none_or(|e| *t > e);
+                newer(*t) && behind_export && !in_step(dir, file, &[(*t, db.clone())])
+            })
+        } else {
+            None
+        };
+        Suspects { br, bd: bd.map(|(_, db)| db) }
     }
-    Ok(None)
 }
 
 /// Whether file times alone say a tracker's database beside `file` may hold edits the file lacks
 /// (the case in which [`behind`] asks the tracker); starts no process. The cache's in-step marker
 /// (`cache::in_step`) is not written then, so the pre-commit hook runs its check.
 pub fn may_be_behind(file: &Path) -> bool {
-    let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return false };
-    let file_time = match std::fs::symlink_metadata(file) {
-        Ok(m) if m.file_type().is_file() => m.modified().ok(),
-        Ok(_) => return false,
-        Err(_) => None,
-    };
-    let newer = |t: SystemTime| file_time.is_none_or(|f| t > f);
-    let br_files = br_database_files(dir);
-    if br_files.iter().map(|(t, _)| *t).max().is_some_and(newer) && !in_step(dir, file, &br_files) {
-        return true;
-    }
-    let dolt = dir.join("dolt");
-    if std::fs::symlink_metadata(&dolt).is_ok_and(|m| m.file_type().is_dir()) {
-        if let Some((t, db)) = newest_in_tree(&dolt) {
-            let behind_export = bd_export_time(dir).is_none_or(|e| t > e);
-            return newer(t) && behind_export && !in_step(dir, file, &[(t, db)]);
-        }
-    }
-    false
+    let suspects = Suspects::of(file);
+    suspects.br.is_some() || suspects.bd.is_some()
 }
 
 /// Runs the tracker's own flush (`br sync --flush-only`, `bd export -o FILE`) at the top of the

@@ -8,7 +8,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
-use super::query::{Blocking, DONE_STATUSES};
+use super::query::{sql_strings, Blocking, DONE_STATUSES};
 use super::Cache;
 use anyhow::Result;
 use rusqlite::OptionalExtension;
@@ -84,7 +84,7 @@ impl<'c> Graph<'c> {
         let blocks_sql = format!(
             "SELECT d.issue_id FROM dependencies d JOIN issues i ON i.id = d.issue_id \
              WHERE d.depends_on_id = ?1 AND d.type = 'blocks' AND coalesce(i.status, '') NOT IN ({}) ORDER BY d.issue_id",
-            done_list()
+            sql_strings(DONE_STATUSES)
         );
         Graph { cache, blocking, held, blocks_sql, bulk: None }
     }
@@ -122,7 +122,7 @@ impl<'c> Graph<'c> {
         let mut st = conn.prepare(&format!(
             "SELECT d.depends_on_id, d.issue_id FROM dependencies d JOIN issues i INDEXED BY issues_status ON i.id = d.issue_id \
              WHERE d.type = 'blocks' AND coalesce(i.status, '') NOT IN ({})",
-            done_list()
+            sql_strings(DONE_STATUSES)
         ))?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
@@ -206,8 +206,4 @@ impl<'c> Graph<'c> {
         let status: Option<String> = st.query_row([id], |r| r.get(0)).optional()?.flatten();
         Ok(status.as_deref() == Some("open"))
     }
-}
-
-fn done_list() -> String {
-    DONE_STATUSES.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
 }

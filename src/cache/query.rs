@@ -97,7 +97,7 @@ pub const NOT_WORK_TYPES: &[&str] = &["merge-request", "gate", "molecule", "mess
 pub const DONE_STATUSES: &[&str] = &["closed", "tombstone", "deleted"];
 
 /// `'a', 'b'`: a list of SQL string literals for `IN (...)` (our constants, no quotes in them).
-fn sql_strings(values: &[&str]) -> String {
+pub(super) fn sql_strings(values: &[&str]) -> String {
     values.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
 }
 

@@ -61,6 +61,12 @@ pub fn own_bin_dir() -> Result<PathBuf> {
     Ok(exe.parent().context("the executable has a directory")?.to_path_buf())
 }
 
+/// Our sibling binary `name` (`bd-merge`, `bd-sync`, `bd-hook`): beside the running one, else
+/// the one `PATH` finds.
+pub fn sibling(name: &str) -> PathBuf {
+    own_bin_dir().map(|d| d.join(name)).ok().filter(|p| p.is_file()).unwrap_or_else(|| name.into())
+}
+
 /// Sets up the merge driver, the attribute lines and our hooks. A refusal is an outcome
 /// ([`InstallOutcome::Refused`]), never an error.
 ///

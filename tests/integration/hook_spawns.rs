@@ -184,3 +184,41 @@ fn the_in_step_marker_never_hides_a_tracker_ahead_conflict_markers_a_future_mark
     let after = std::fs::metadata(&marker).expect("the export wrote the marker again").modified().expect("time");
     assert!(after > before, "the pre-commit export ran after the move");
 }
+
+/// A FIFO where the issues file belongs never stalls the commit (nothing opens it for reading),
+/// and a `<git dir>/beads` that is a link is never written through by the block's probe.
+#[test]
+fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook() {
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
+    repo.write("code.txt", b"0\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let commit = |n: usize| {
+        repo.write("code.txt", format!("{n}\n").as_bytes());
+        repo.git(&["add", "code.txt"]);
+        let start = std::time::Instant::now();
+        let out = run(hermetic("git").current_dir(repo.path()).args(["commit", "-q", "-m", "code"]));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the commit did not wait on anything");
+    };
+    commit(1);
+    let file = repo.path().join(".beads/issues.jsonl");
+    std::fs::remove_file(&file).expect("rm");
+    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: mkfifo(3) on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    commit(2);
+    std::fs::remove_file(&file).expect("rm");
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
+    // The cache's directory moved elsewhere and linked back.
+    let outside = tempfile::tempdir().expect("outside");
+    let beads = repo.path().join(".git/beads");
+    std::fs::rename(&beads, outside.path().join("beads")).expect("move");
+    std::os::unix::fs::symlink(outside.path().join("beads"), &beads).expect("link");
+    std::fs::remove_file(outside.path().join("beads/cache.now")).ok();
+    commit(3);
+    assert!(!outside.path().join("beads/cache.now").exists(), "nothing written through the link");
+}

@@ -104,3 +104,70 @@ fn a_few_changed_lines_are_stored_as_a_cold_import_stores_them() {
         assert!(tables(&db).iter().any(|r| r.contains("changed Issue 200")), "{shape}: the change is there");
     }
 }
+
+/// Hostile lines through the targeted pass: an id holding an escape and a newline (JSON-escaped,
+/// so one line), a 10 MB value, and one id repeated on 300 lines, some changed. The result is a
+/// cold import's.
+#[test]
+fn hostile_lines_read_by_offset_are_stored_as_a_cold_import_stores_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
+    let db = dir.path().join("incremental.db");
+    let hostile_id = r"bd-\u001b[31m\nx";
+    let big = "y".repeat(10 << 20);
+    let mut lines = records(2000, false, "");
+    lines.push(format!(r#"{{"id":"{hostile_id}","title":"escape","status":"open"}}"#));
+    lines.push(issue("bd-big").description(&big).line());
+    for n in 0..300 {
+        lines.push(issue("bd-many").title(&format!("copy {n}")).line());
+    }
+    write(dir.path(), &lines, false, false, true);
+    import(dir.path(), &db);
+    let hostile_at = 2000;
+    let big_at = 2001;
+    lines[hostile_at] = lines[hostile_at].replace("\"escape\"", "\"escape, changed\"");
+    lines[big_at] = lines[big_at].replacen("\"title\":\"", "\"title\":\"changed ", 1);
+    for n in [2005, 2150, 2301] {
+        lines[n] = lines[n].replacen("\"title\":\"", "\"title\":\"changed ", 1);
+    }
+    write(dir.path(), &lines, false, false, true);
+    import(dir.path(), &db);
+    let cold = dir.path().join("cold.db");
+    import(dir.path(), &cold);
+    let got = tables(&db);
+    assert!(got == tables(&cold), "the incremental import stores what a cold one does");
+    assert!(got.iter().any(|r| r.contains("escape, changed")), "the hostile id's change is there");
+}
+
+/// One id on many lines, a few of them changed: the targeted pass walks each id's lines once.
+/// 4x the copies cost well under 16x the time (a lookup per line was quadratic).
+#[test]
+fn an_id_on_many_lines_costs_linear_time_in_the_targeted_pass() {
+    let time = |copies: usize| {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".beads")).expect("mkdir");
+        let db = dir.path().join("c.db");
+        // Enough other records that the changed id stays a small share (the targeted pass).
+        let mut lines = records(copies * 80, false, "");
+        lines.extend((0..copies).map(|n| issue("bd-many").title(&format!("copy {n}")).line()));
+        write(dir.path(), &lines, false, false, true);
+        import(dir.path(), &db);
+        let last = lines.len() - 1;
+        lines[last] = lines[last].replacen("\"title\":\"", "\"title\":\"changed ", 1);
+        write(dir.path(), &lines, false, false, true);
+        let start = std::time::Instant::now();
+        import(dir.path(), &db);
+        let took = start.elapsed();
+        // A cold import of the same file, measured the same way: the import's linear floor.
+        let cold = dir.path().join("cold.db");
+        let start = std::time::Instant::now();
+        import(dir.path(), &cold);
+        (took, start.elapsed())
+    };
+    let (small, small_cold) = time(250);
+    let (large, large_cold) = time(1000);
+    assert!(
+        large < small * 8 + std::time::Duration::from_millis(100) || large < large_cold,
+        "250 copies: {small:?} (cold {small_cold:?}); 1000 copies: {large:?} (cold {large_cold:?})"
+    );
+}

@@ -40,7 +40,8 @@ fn collect(cli: &Cli) -> Result<Vec<String>> {
     collect_ids(&sources, &dir, std::io::stdin().lock())
 }
 
-fn deliver(cli: &Cli, outlet: &Outlet, ids: &[String]) -> ExitCode {
+/// Delivers `ids`: exit 1 under `--strict` when one was not delivered.
+pub(crate) fn deliver(cli: &Cli, outlet: &Outlet, ids: &[String]) -> ExitCode {
     if outlet.deliver(ids) || !cli.strict {
         ExitCode::SUCCESS
     } else {

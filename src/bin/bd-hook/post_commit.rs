@@ -16,29 +16,29 @@ use crate::Cli;
 
 pub(crate) fn run(cli: &Cli) -> Result<ExitCode> {
     let (settings, comments) = beads_git::notify::settings_with(Path::new("."), Some("beads.commitcomments"));
-    let mut code = ExitCode::SUCCESS;
+    let mut outcome: Result<ExitCode> = Ok(ExitCode::SUCCESS);
     if let Some(outlet) = Outlet::with_settings(cli, &settings)? {
         let sources = IdSources { ids: Vec::new(), stdin: false, nul: false, from_diff: Some("HEAD~1".into()), path: cli.path.clone() };
         let dir = std::env::current_dir().context("finding the current directory")?;
-        match collect_ids(&sources, &dir, std::io::empty()) {
-            Ok(ids) if ids.is_empty() => {}
-            Ok(ids) => {
-                if !outlet.deliver(&ids) && cli.strict {
-                    code = ExitCode::from(1);
-                }
+        outcome = collect_ids(&sources, &dir, std::io::empty()).map(|ids| {
+            if ids.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                crate::ids::deliver(cli, &outlet, &ids)
             }
-            // The note below still runs: one failure does not take the other's place.
-            Err(e) if cli.strict => return Err(e),
-            Err(e) => eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}"))),
+        });
+        if let (Err(e), false) = (&outcome, cli.strict) {
+            eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
+            outcome = Ok(ExitCode::SUCCESS);
         }
     }
+    // The note runs whatever the notice did: one failure does not take the other's place.
     if beads_git::bridge::settings::git_true(comments.as_deref()) {
-        let sibling = beads_git::install::own_bin_dir().map(|d| d.join("bd-sync")).ok().filter(|p| p.is_file());
-        let program = sibling.unwrap_or_else(|| "bd-sync".into());
+        let program = beads_git::install::sibling("bd-sync");
         // bd-sync link is fail-open itself and speaks for itself on stderr.
         if let Err(e) = Command::new(&program).args(["link", "post-commit"]).stdin(Stdio::null()).status() {
             eprintln!("bd-hook: beads.commitComments is on, but bd-sync could not run ({e})");
         }
     }
-    Ok(code)
+    outcome
 }

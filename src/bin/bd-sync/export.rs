@@ -106,19 +106,18 @@ fn names_its_paths(global: &Global, args: &Args) -> bool {
     true
 }
 
-/// The issues files (at the repository's top, where git runs hooks) with a line that starts a
-/// conflict marker.
+/// The issues files (at the repository's top, where git runs hooks) with a conflict-marker line,
+/// read in blocks (never whole) and never through a link or from a FIFO.
 fn marked_files() -> impl Iterator<Item = &'static str> {
     [".beads/issues.jsonl", ".beads/beads.jsonl"].into_iter().filter(|f| {
-        let Ok(Some(file)) = beads_git::safe_fs::open_regular(std::path::Path::new(f)) else { return false };
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::BufReader::new(file), &mut bytes).is_ok() && has_marker(&bytes)
+        let Ok(mut blocks) = beads_git::jsonl::LineBlocks::open(std::path::Path::new(f), 1 << 20) else { return false };
+        while let Ok(Some(block)) = blocks.next_block() {
+            if block.lines.iter().any(|l| beads_git::record::is_conflict_marker(l.bytes)) {
+                return true;
+            }
+        }
+        false
     })
-}
-
-/// Whether a line starts with `<<<<<<<` (what `grep -q '^<<<<<<<'` finds).
-fn has_marker(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"<<<<<<<") || memchr::memmem::find(bytes, b"\n<<<<<<<").is_some()
 }
 
 /// Runs `bd-merge resolve --stage FILE` (our sibling binary, else the one on PATH) on each file
@@ -126,8 +125,7 @@ fn has_marker(bytes: &[u8]) -> bool {
 /// commit does not get here: the hook's in-step check starts nothing.)
 fn resolve_markers() {
     for file in marked_files() {
-        let program = beads_git::install::own_bin_dir().map(|d| d.join("bd-merge")).ok().filter(|p| p.is_file());
-        let program = program.unwrap_or_else(|| "bd-merge".into());
+        let program = beads_git::install::sibling("bd-merge");
         let ran = std::process::Command::new(&program).args(["resolve", "--stage", file]).stdin(std::process::Stdio::null()).status();
         if let Err(e) = ran {
             eprintln!("bd-sync: {file} has conflict markers, and bd-merge could not run ({e}): run `bd-merge resolve --stage {file}`");

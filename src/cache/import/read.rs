@@ -135,10 +135,10 @@ impl PlannedLines<'_> {
                 (seen.number, k, seen)
             })
             .collect();
-        for &(number, k, _) in self.later {
-            if let Some(seen) = scan.lines(plans[k].at).find(|l| l.number == number) {
-                wanted.push((number, k, *seen));
-            }
+        // The later lines of ids on several lines (the plans decided after the read, as
+        // `later` lists them), each id's lines walked once.
+        for (k, p) in plans.iter().enumerate().filter(|(_, p)| p.action.is_none()) {
+            wanted.extend(scan.lines(p.at).skip(1).map(|l| (l.number, k, *l)));
         }
         wanted.sort_unstable_by_key(|w| w.0);
         let mut copies = Vec::new();

@@ -136,3 +136,54 @@ fn a_file_rewritten_between_the_two_reads_is_caught() {
     let title: String = cache.conn.query_row("SELECT title FROM issues WHERE id = 'bd-07'", [], |r| r.get(0)).expect("row");
     assert_eq!(title, "T7 edited <&>");
 }
+
+/// The targeted second pass (a few changed lines, read by offset) does not hash the whole file
+/// again: an in-place rewrite of another line, of the same size and with its modification time
+/// put back, is caught by the inode change time, which no writer can set back.
+#[test]
+fn an_in_place_rewrite_with_its_time_put_back_is_caught_by_the_targeted_pass() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("issues.jsonl");
+    let line = |n: usize, title: &str| format!("{{\"id\":\"bd-{n:04}\",\"title\":\"{title}\",\"status\":\"open\"}}\n");
+    let text: String = (0..200).map(|n| line(n, "aaaa")).collect();
+    std::fs::write(&file, &text).expect("write");
+    let mut cache = open(dir.path(), "c.db");
+    import(&mut cache, &ImportOptions::default()).expect("first import");
+    // One line changed (the plan), then the file opened as the import opens it.
+    let changed = text.replacen(&line(100, "aaaa"), &line(100, "bbbb"), 1);
+    std::fs::write(&file, &changed).expect("write");
+    let options = ImportOptions::default();
+    let display = file.display().to_string();
+    let state = CacheState::read(&cache).expect("state");
+    let opened_file = std::fs::File::open(&file).expect("open");
+    let opened_meta = opened_file.metadata().expect("stat");
+    let (opened, opened_ctime) = (Identity::of(&opened_meta), super::write::change_time(&opened_meta));
+    let scan = Scan::read(opened_file.try_clone().expect("dup"), &file, &display, 1 << 20).expect("scan");
+    let mut report = ImportReport::default();
+    let plans = plan(&scan, &state, false, &mut report);
+    assert_eq!(plans.len(), 1, "one line to read: the targeted pass");
+    // Another line rewritten in place, same size, its time put back.
+    std::thread::sleep(Duration::from_millis(20));
+    let mtime = opened_meta.modified().expect("mtime");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, changed.replacen(&line(5, "aaaa"), &line(5, "cccc"), 1).as_bytes()).map(|()| f))
+        .and_then(|f| f.set_modified(mtime))
+        .expect("rewrite in place");
+    let write = Write {
+        path: &file,
+        file: &opened_file,
+        opened,
+        opened_ctime,
+        display: &display,
+        scan: &scan,
+        state: &state,
+        plans,
+        options: &options,
+        block_size: 1 << 20,
+        progress: None,
+    };
+    let err = write.apply(&mut cache, &mut report, &mut Vec::new()).expect_err("the rewrite is seen");
+    assert!(matches!(err, Stop::FileChanged), "{err:#}");
+}
