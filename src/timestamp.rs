@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 /// A point in time: seconds since the Unix epoch (UTC) and nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant {
     /// Whole seconds since 1970-01-01T00:00:00Z.
     pub seconds: i64,

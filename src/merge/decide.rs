@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use super::field::{self, merge_entries, FieldCtx};
 use super::inputs::{parse, same_value, validate, At, Indexed, Parsed};
-use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Rename, Report, Resolution, Side, Unmergeable, Warning};
-use super::{rename, stamp};
+use super::stamp;
+use super::types::{Conflict, ConflictPolicy, Input, MergeOptions, Out, Report, Resolution, Side, Unmergeable, Warning};
 use crate::jsonl::Line;
-use crate::record::{key_label, render_entries, LineProblem, RawObject, HEADER_KEY};
+use crate::record::{render_entries, LineProblem, RawObject, HEADER_KEY};
 use crate::timestamp;
 
 pub(super) struct Merger<'m, 'a> {
@@ -32,19 +32,9 @@ pub(super) struct Merger<'m, 'a> {
     pub(super) touched: Vec<(String, [Option<&'a [u8]>; 3])>,
     /// A side deleted more than half of the base's records.
     pub(super) mass_deletion: bool,
-    /// Ids added on both sides as two different issues, waiting for their new ids.
-    pub(super) collisions: Vec<Collision>,
-    /// The renames done.
-    pub(super) renames: Vec<Rename>,
-}
-
-/// An id both sides created for two different issues (README "Two issues created under one id").
-pub(super) struct Collision {
-    pub(super) id: String,
-    /// The side whose issue was created later and moves to a new id.
-    pub(super) later: Side,
-    /// Index in the merge's items of the later issue's line, once pushed.
-    pub(super) item: Option<usize>,
+    /// Ids ours and theirs hold for two different issues (another `created_at`): written between
+    /// conflict markers by this pass, and settled by re-keying the inputs ([`super::collisions`]).
+    pub(super) collided: Vec<String>,
 }
 
 impl<'m, 'a> Merger<'m, 'a> {
@@ -62,8 +52,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             conflicts: 0,
             touched: Vec::new(),
             mass_deletion: false,
-            collisions: Vec::new(),
-            renames: Vec::new(),
+            collided: Vec::new(),
         }
     }
 
@@ -111,10 +100,8 @@ impl<'m, 'a> Merger<'m, 'a> {
                 if px.value == py.value {
                     return keep(x);
                 }
-                if !self.options.partial {
-                    if let Some(order) = rename::concurrent_creation(&px.value, &py.value) {
-                        return Ok(self.two_issues(id, &px, &py, order));
-                    }
+                if !self.options.partial && two_creations(x.bytes, y.bytes) {
+                    return Ok(self.two_issues(id, x, y));
                 }
                 Ok(vec![self.merge_fields(id, None, &px, &py)])
             }
@@ -122,6 +109,11 @@ impl<'m, 'a> Merger<'m, 'a> {
             (Some(b), Some(x), None) => self.deleted_on_one_side(id, b, x, Side::Ours),
             (Some(b), None, Some(y)) => self.deleted_on_one_side(id, b, y, Side::Theirs),
             (Some(b), Some(x), Some(y)) => {
+                if !self.options.partial && two_creations(x.bytes, y.bytes) {
+                    validate(Input::Ours, x)?;
+                    validate(Input::Theirs, y)?;
+                    return Ok(self.two_issues(id, x, y));
+                }
                 if theirs_is_base {
                     validate(Input::Ours, x)?;
                     return keep(x);
@@ -162,7 +154,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             self.conflicts += 1;
             let kept = Some(Cow::Borrowed(line.bytes));
             let (ours, theirs) = if kept_side == Side::Ours { (kept, None) } else { (None, kept) };
-            return Ok(vec![Out::Conflict(Box::new(Conflict { ours, base: Some(base.bytes), theirs }))]);
+            return Ok(vec![Out::Conflict(Box::new(Conflict { ours, base: Some(Cow::Borrowed(base.bytes)), theirs }))]);
         }
         let deleter = if kept_side == Side::Ours { Side::Theirs } else { Side::Ours };
         self.reports.push(Report {
@@ -222,7 +214,7 @@ impl<'m, 'a> Merger<'m, 'a> {
             let (ours_line, theirs_line) = if winner == Side::Ours { (line, other_line) } else { (other_line, line) };
             return Out::Conflict(Box::new(Conflict {
                 ours: Some(Cow::Owned(ours_line.into_bytes())),
-                base: base.map(|b| b.bytes),
+                base: base.map(|b| Cow::Borrowed(b.bytes)),
                 theirs: Some(Cow::Owned(theirs_line.into_bytes())),
             }));
         }
@@ -291,74 +283,46 @@ impl<'m, 'a> Merger<'m, 'a> {
 
     /// Takes what another merger gathered over the keys after this one's (a later part of the
     /// same walk), whose items start at `offset` in the joined list.
-    pub(super) fn absorb(&mut self, other: Merger<'m, 'a>, offset: usize) {
+    pub(super) fn absorb(&mut self, other: Merger<'m, 'a>) {
         self.reports.extend(other.reports);
         self.warnings.extend(other.warnings);
         self.conflicts += other.conflicts;
         self.touched.extend(other.touched);
         self.mass_deletion |= other.mass_deletion;
-        self.collisions.extend(other.collisions.into_iter().map(|mut c| {
-            c.item = c.item.map(|i| i + offset);
-            c
-        }));
-        self.renames.extend(other.renames);
+        self.collided.extend(other.collided);
     }
 
-    /// After the outs of one id were pushed (`len` items now): the later issue of a collision is
-    /// the last of them.
-    pub(super) fn note_renamed_item(&mut self, len: usize) {
-        if let Some(c) = self.collisions.last_mut().filter(|c| c.item.is_none()) {
-            c.item = Some(len - 1);
-        }
+    /// An id ours and theirs hold for two different issues: both records between conflict
+    /// markers for now, and the id noted, so the merge settles it the way br does (re-keying the
+    /// inputs and merging again: [`super::join`]). Only when no free id can be minted does this
+    /// stand, and then nothing is lost either.
+    pub(super) fn two_issues(&mut self, id: &str, ours: Line<'a>, theirs: Line<'a>) -> Vec<Out<'a>> {
+        self.collided.push(id.to_owned());
+        self.conflicts += 1;
+        vec![Out::Conflict(Box::new(Conflict {
+            ours: Some(Cow::Borrowed(ours.bytes)),
+            base: None,
+            theirs: Some(Cow::Borrowed(theirs.bytes)),
+        }))]
     }
+}
 
-    /// An id both sides added for two different issues (README "Two issues created under one id"). A child id `P.N`: the
-    /// earlier creation keeps it, stamped past both sides so the clone that held the other issue
-    /// under it takes the replacement, and the later one is written too, to be moved to a free
-    /// child number once every id is known ([`Self::apply_renames`]). Any other id cannot be
-    /// renamed: a conflict under `--conflict markers`, else the policy's winner whole, stamped past
-    /// both, and the other issue named in a warning.
-    pub(super) fn two_issues(&mut self, id: &str, ours: &Parsed<'a>, theirs: &Parsed<'a>, order: std::cmp::Ordering) -> Vec<Out<'a>> {
-        let sides_updated_at = [updated_at_of(&ours.value), updated_at_of(&theirs.value)];
-        let created = |p: &Parsed<'_>| p.value.get("created_at").map(Value::to_string).unwrap_or_default();
-        let title = |p: &Parsed<'_>| crate::record::printable(p.value.get("title").and_then(Value::as_str).unwrap_or(""), 60);
-        let stamped = |p: &Parsed<'a>| -> Cow<'a, [u8]> {
-            let mut entries = p.obj.entries.clone();
-            if stamp::bump_updated_at(&mut entries, &sides_updated_at, self.options.now) {
-                Cow::Owned(render_entries(&entries, p.obj.colon, p.obj.comma).into_bytes())
-            } else {
-                Cow::Borrowed(p.bytes)
-            }
-        };
-        if rename::child_number(id).is_some() {
-            let (earlier, later, later_side) = if order.is_lt() { (ours, theirs, Side::Theirs) } else { (theirs, ours, Side::Ours) };
-            self.collisions.push(Collision { id: id.to_owned(), later: later_side, item: None });
-            return vec![Out::Line(stamped(earlier)), Out::Line(Cow::Borrowed(later.bytes))];
+/// Whether two different lines of one id are two issues: their `created_at` are two instants.
+/// The first `"created_at"` of each line is compared as bytes first (the writers put the
+/// record's own before any nested one), so a record changed in place costs a search, not a parse.
+fn two_creations(x: &[u8], y: &[u8]) -> bool {
+    fn first(line: &[u8]) -> Option<&[u8]> {
+        let at = memchr::memmem::find(line, b"\"created_at\"")?;
+        let rest = &line[at..];
+        Some(&rest[..rest.len().min(64)])
+    }
+    match (first(x), first(y)) {
+        (Some(a), Some(b)) if a == b => false,
+        (None, None) => false,
+        _ => {
+            let created = |line: &[u8]| super::collisions::Facts::of(line).map(|f| f.created);
+            matches!((created(x), created(y)), (Some(a), Some(b)) if a != b)
         }
-        if self.options.policy == ConflictPolicy::Markers {
-            self.conflicts += 1;
-            return vec![Out::Conflict(Box::new(Conflict {
-                ours: Some(Cow::Borrowed(ours.bytes)),
-                base: None,
-                theirs: Some(Cow::Borrowed(theirs.bytes)),
-            }))];
-        }
-        let (winner, reason) = match self.options.policy {
-            ConflictPolicy::Ours => (Side::Ours, "--conflict ours"),
-            ConflictPolicy::Theirs => (Side::Theirs, "--conflict theirs"),
-            _ => newest(ours, theirs),
-        };
-        let (kept, dropped) = if winner == Side::Ours { (ours, theirs) } else { (theirs, ours) };
-        let loser = if winner == Side::Ours { Side::Theirs } else { Side::Ours };
-        self.warnings.push(Warning::Note(format!(
-            "{}: two different issues were created under this id (ours created {}, theirs {}); it has no child number to move one to, so the one from {winner} \"{}\" was kept ({reason}) and the one from {loser} was dropped: {}",
-            key_label(id),
-            created(ours),
-            created(theirs),
-            title(kept),
-            crate::record::printable(&String::from_utf8_lossy(dropped.bytes), 2000)
-        )));
-        vec![Out::Line(stamped(kept))]
     }
 }
 

@@ -10,9 +10,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::decide::Merger;
 use super::inputs::{At, Indexed};
-use super::types::{ConflictPolicy, Merged, Out, Rename, Side, Warning};
-use super::{comments, derived, rename};
-use crate::record::{key_label, key_order, RawObject};
+use super::types::{ConflictPolicy, Merged, Out, Side, Warning};
+use super::{comments, derived};
+use crate::record::{key_order, RawObject};
 
 /// The order of the merged lines.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,6 @@ impl<'a> Merger<'_, 'a> {
         if mentions.comments == [true, true] {
             self.renumber_comments(&mut items);
         }
-        self.apply_renames(&mut items);
         if mentions.comments.contains(&true) {
             self.renumber_shared_comments(&mut items);
         }
@@ -112,8 +111,9 @@ impl<'a> Merger<'_, 'a> {
             needs_review,
             reports: self.reports,
             warnings: self.warnings,
-            renames: self.renames,
+            renames: Vec::new(),
             written_twice,
+            collided: self.collided,
         }
     }
 
@@ -146,127 +146,6 @@ impl<'a> Merger<'_, 'a> {
         let mut twice: Vec<String> = lines.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k.to_owned()).collect();
         twice.sort();
         twice
-    }
-
-    /// Gives each later issue of a collision a free child number under its parent (1 + the
-    /// highest in any input, handed out in id order so the answer does not depend on the sides'
-    /// order; checked, never wrapped: [`rename::ChildNumbers`]), rewrites its own id fields, makes
-    /// the references its side wrote to it follow it, and reports each rename. One pass over the
-    /// inputs' ids and one over what is written, however many collisions there are.
-    pub(super) fn apply_renames(&mut self, items: &mut [(Cow<'a, str>, Out<'a>)]) {
-        if self.collisions.is_empty() {
-            return;
-        }
-        let mut collisions = std::mem::take(&mut self.collisions);
-        collisions.sort_by(|a, b| a.id.cmp(&b.id));
-        let go_style = self.go_style();
-        let mut numbers = rename::ChildNumbers::new(collisions.iter().filter_map(|c| rename::child_number(&c.id).map(|(p, _)| p)));
-        for file in [self.b, self.o, self.t] {
-            for key in file.keys() {
-                numbers.note(&key);
-            }
-        }
-        // The two issues of each collision are written whole from one side each: item -> side.
-        let mut whole_from: FxHashMap<usize, Side> = FxHashMap::default();
-        // Per side (ours, theirs): the ids that moved on that side, and where to.
-        let mut moved: [FxHashMap<String, String>; 2] = [FxHashMap::default(), FxHashMap::default()];
-        for c in &collisions {
-            let Some((parent, _)) = rename::child_number(&c.id) else { continue };
-            let Some(index) = c.item else { continue };
-            let Some(n) = numbers.next_free(parent) else {
-                self.warnings.push(Warning::Note(format!(
-                    "{}: two different issues were created under this id and no child number under {} is free to move one to",
-                    key_label(&c.id),
-                    key_label(parent)
-                )));
-                continue;
-            };
-            let to = format!("{parent}.{n}");
-            let (key, Out::Line(line)) = &mut items[index] else { continue };
-            let Some(renamed) = rename::rename_record(line, &c.id, &to, go_style) else { continue };
-            *line = Cow::Owned(renamed.into_bytes());
-            *key = Cow::Owned(to.clone());
-            whole_from.insert(index, c.later);
-            if let Some(kept) = index.checked_sub(1) {
-                whole_from.insert(kept, c.later.other());
-            }
-            moved[c.later.index()].insert(c.id.clone(), to.clone());
-            let rename = Rename { from: c.id.clone(), to, side: c.later };
-            self.warnings.push(rename.warning(&c.later.to_string(), &c.later.other().to_string()));
-            self.renames.push(rename);
-        }
-        if !moved.iter().all(FxHashMap::is_empty) {
-            self.follow_moved_issues(items, &whole_from, &moved, go_style);
-        }
-    }
-
-    /// Makes the references each side wrote to an issue that moved on that side (`moved`, per
-    /// side: old id -> new id) follow it, in every written record; `whole_from` names the items
-    /// that are a collision's two issues, written whole from one side each.
-    fn follow_moved_issues(
-        &self,
-        items: &mut [(Cow<'a, str>, Out<'a>)],
-        whole_from: &FxHashMap<usize, Side>,
-        moved: &[FxHashMap<String, String>; 2],
-        go_style: bool,
-    ) {
-        for (i, (id, out)) in items.iter_mut().enumerate() {
-            let Out::Line(line) = out else { continue };
-            let mut deps: FxHashMap<rename::Reference, String> = FxHashMap::default();
-            let mut parent: Option<(String, String)> = None;
-            let mut follow = |side: Side, refs: Vec<rename::Reference>, own_parent: Option<String>, other: Option<&[u8]>| {
-                let moves = &moved[side.index()];
-                // A reference the other side's version of this record holds too points at the
-                // issue that kept the id (the other line is the same issue, never a moving one).
-                let (other_refs, other_parent) = other.map(rename::references).unwrap_or_default();
-                let other_refs: FxHashSet<&rename::Reference> = other_refs.iter().collect();
-                for r in refs {
-                    if let Some(to) = moves.get(&r.0) {
-                        if !other_refs.contains(&r) {
-                            deps.insert(r, to.clone());
-                        }
-                    }
-                }
-                if let Some(p) = own_parent {
-                    if let Some(to) = moves.get(&p).filter(|_| other_parent.as_deref() != Some(p.as_str())) {
-                        parent = Some((p, to.clone()));
-                    }
-                }
-            };
-            match whole_from.get(&i) {
-                // One of a collision's two issues: everything in it is what its side wrote.
-                Some(&side) => {
-                    if moved[side.index()].is_empty() || !rename::mentions_references(line) {
-                        continue;
-                    }
-                    let (refs, own_parent) = rename::references(line);
-                    follow(side, refs, own_parent, None);
-                }
-                // Any other record: the references a side added or changed.
-                None => {
-                    for side in [Side::Ours, Side::Theirs] {
-                        if moved[side.index()].is_empty() {
-                            continue;
-                        }
-                        let (file, other) = if side == Side::Ours { (self.o, self.t) } else { (self.t, self.o) };
-                        let Some(side_line) = file.single(id).map(|l| l.bytes) else { continue };
-                        if !rename::mentions_references(side_line) || self.b.single(id).is_some_and(|l| l.bytes == side_line) {
-                            continue;
-                        }
-                        let (refs, own_parent) = rename::references(side_line);
-                        follow(side, refs, own_parent, other.single(id).map(|l| l.bytes));
-                    }
-                }
-            }
-            if deps.is_empty() && parent.is_none() {
-                continue;
-            }
-            let updated_at = self.updated_at_before(id, line);
-            let parent = parent.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-            if let Some(text) = rename::follow_references(line, &deps, parent, go_style, &updated_at, self.options.now) {
-                *line = Cow::Owned(text.into_bytes());
-            }
-        }
     }
 
     /// The `updated_at` values a change to the written record `id` is stamped past: both sides' `updated_at`,

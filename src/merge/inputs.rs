@@ -92,14 +92,6 @@ impl<'a> Indexed<'a> {
             Some(At::Many(v)) => v.iter().map(|n| self.line(*n)).collect(),
         }
     }
-
-    /// The distinct keys, in no particular order.
-    pub(super) fn keys(&self) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
-        match &self.index {
-            Index::Hashed(i) => Box::new(i.ids.keys().map(|k| Cow::Borrowed(k.as_ref()))),
-            Index::Sorted(s) => Box::new(s.keys()),
-        }
-    }
 }
 
 /// A record line, parsed.

@@ -5,13 +5,15 @@
 
 use std::borrow::Cow;
 
+use super::collisions::{self, Planned};
 use super::decide::Merger;
 use super::finish::{Mentions, Order};
 use super::inputs::{check_bad_lines, collapse_repeats, only_moved, worth_threads, At, Index, Indexed};
 use super::sorted::{self, SortedIndex};
-use super::types::{Input, Markers, MergeOptions, Merged, Out, Unmergeable};
+use super::types::{Input, Markers, MergeOptions, Merged, Out, Rename, Unmergeable, Warning};
 use crate::index::IdIndex;
 use crate::jsonl::{self, Jsonl, Layout};
+use crate::record::key_label;
 
 /// Merges three versions of an issues file.
 ///
@@ -49,6 +51,7 @@ pub(super) fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> O
         warnings: Vec::new(),
         renames: Vec::new(),
         written_twice: Vec::new(),
+        collided: Vec::new(),
     })
 }
 
@@ -56,6 +59,61 @@ pub(super) fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> O
 /// hold the two paths to the same result.
 #[doc(hidden)]
 pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
+    let first = indexed_once(base, ours, theirs, options)?;
+    settle_collisions(first, [base, ours, theirs], options)
+}
+
+/// The merge of re-keyed inputs: sorted when they still are, else through the index.
+fn merge_once<'b>(base: &'b [u8], ours: &'b [u8], theirs: &'b [u8], options: &MergeOptions) -> Result<Merged<'b>, Unmergeable> {
+    match sorted_once(base, ours, theirs, options) {
+        Some(result) => result,
+        None => indexed_once(base, ours, theirs, options),
+    }
+}
+
+/// Settles the ids ours and theirs hold for two issues, as br 0.7.6 settles them
+/// ([`collisions`]): when the first pass found any, the inputs are re-keyed by the plan and
+/// merged again, and each move is reported. When no free id can be minted the first pass stands:
+/// both issues between conflict markers, nothing dropped.
+fn settle_collisions<'a>(mut first: Merged<'a>, inputs: [&'a [u8]; 3], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
+    if first.collided.is_empty() {
+        return Ok(first);
+    }
+    let [base, ours, theirs] = inputs;
+    let plan = match collisions::plan(base, ours, theirs) {
+        Planned::Plan(plan) => plan,
+        Planned::Nothing => return Ok(first),
+        Planned::Unresolved(ids) => {
+            first.warnings.push(Warning::Note(format!(
+                "{}: two different issues under one id, and no free id can be minted for the later one (an id the tracker cannot parse, or every candidate taken); both are left between conflict markers",
+                ids.iter().map(|id| key_label(id).into_owned()).collect::<Vec<_>>().join(", ")
+            )));
+            return Ok(first);
+        }
+    };
+    let go_style = crate::record::uses_go_escapes(ours);
+    let none = rustc_hash::FxHashSet::default();
+    let rekeyed = [
+        collisions::rekey(base, &plan.renames[0], &plan.base_drops, go_style),
+        collisions::rekey(ours, &plan.renames[1], &none, go_style),
+        collisions::rekey(theirs, &plan.renames[2], &none, go_style),
+    ];
+    let mut second = merge_once(&rekeyed[0], &rekeyed[1], &rekeyed[2], options)?.into_owned();
+    if !second.collided.is_empty() {
+        // Cannot happen (the plan gives each issue an id of its own); the first pass loses nothing.
+        return Ok(first);
+    }
+    for c in plan.collisions {
+        let moved = c.kept.other();
+        let rename = Rename { from: c.id, to: c.moved_to, side: moved };
+        second.warnings.push(rename.warning(&moved.to_string(), &c.kept.to_string()));
+        second.renames.push(rename);
+    }
+    Ok(second)
+}
+
+/// One pass of [`merge_indexed`].
+fn indexed_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Result<Merged<'a>, Unmergeable> {
     if let Some(merged) = ours_as_it_is(base, ours, theirs) {
         return Ok(merged);
     }
@@ -94,7 +152,6 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
                 for out in m.merge_id(id)? {
                     items.push((id.clone(), out));
                 }
-                m.note_renamed_item(items.len());
             }
         }
     }
@@ -105,7 +162,6 @@ pub fn merge_indexed<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], optio
         for out in m.merge_id(id)? {
             items.push((id.clone(), out));
         }
-        m.note_renamed_item(items.len());
     }
     let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
     let gone = [gone(oi), gone(ti)];
@@ -131,6 +187,11 @@ pub fn merge_sorted<'a>(
     theirs: &'a [u8],
     options: &MergeOptions,
 ) -> Option<Result<Merged<'a>, Unmergeable>> {
+    Some(sorted_once(base, ours, theirs, options)?.and_then(|first| settle_collisions(first, [base, ours, theirs], options)))
+}
+
+/// One pass of [`merge_sorted`].
+fn sorted_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &MergeOptions) -> Option<Result<Merged<'a>, Unmergeable>> {
     if let Some(merged) = ours_as_it_is(base, ours, theirs) {
         return Some(Ok(merged));
     }
@@ -179,15 +240,14 @@ pub fn merge_sorted<'a>(
     let mut gone = first.gone;
     let mut later = (first.later_reports, first.later_warnings);
     let mut errors = (first.error, first.later_error);
-    m.absorb(first.merger, 0);
+    m.absorb(first.merger);
     if let Some(second) = second {
-        let offset = items.len();
         items.extend(second.items);
         gone = [gone[0] + second.gone[0], gone[1] + second.gone[1]];
         later.0.extend(second.later_reports);
         later.1.extend(second.later_warnings);
         errors = (errors.0.or(second.error), errors.1.or(second.later_error));
-        m.absorb(second.merger, offset);
+        m.absorb(second.merger);
     }
     // An error at a key ours has ends the walk at once; one at a key only theirs has, after it.
     if let Some(e) = errors.0.or(errors.1) {
@@ -276,7 +336,6 @@ fn walk<'m, 'a>(
         for out in outs {
             w.items.push((key.clone(), out));
         }
-        m.note_renamed_item(w.items.len());
         if in_ours.is_none() {
             w.later_reports.extend(m.reports.drain(reports..));
             w.later_warnings.extend(m.warnings.drain(warnings..));

@@ -11,6 +11,7 @@
 //! (indexing and checking the three files), `join` (visiting every key once), `decide` (what to
 //! write for one key) and `finish` (the passes over the whole result).
 
+pub mod collisions;
 pub(crate) mod comments;
 mod decide;
 pub mod derived;
@@ -20,7 +21,6 @@ mod finish;
 mod inputs;
 mod join;
 pub mod producing;
-pub mod rename;
 pub mod repair;
 pub mod sides;
 mod sorted;

@@ -148,11 +148,6 @@ impl<'a> SortedIndex<'a> {
         }
         low
     }
-
-    /// Every key, in order.
-    pub fn keys(&self) -> impl Iterator<Item = Cow<'a, str>> + '_ {
-        (0..self.spans.len()).map(|i| self.key(i as u32))
-    }
 }
 
 /// Below this many lines in all, a merge walks its inputs on one thread.

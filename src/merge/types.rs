@@ -44,14 +44,6 @@ impl Side {
             Side::Theirs => Side::Ours,
         }
     }
-
-    /// 0 for ours, 1 for theirs.
-    pub(super) fn index(self) -> usize {
-        match self {
-            Side::Ours => 0,
-            Side::Theirs => 1,
-        }
-    }
 }
 
 impl fmt::Display for Side {
@@ -290,6 +282,8 @@ pub struct Merged<'a> {
     /// Ids the result holds on more than one line though no input did: the result must not be
     /// written (README "Renames"). Empty for every sound merge.
     pub written_twice: Vec<String>,
+    /// Ids ours and theirs hold for two issues, still between markers (settled by the join).
+    pub(super) collided: Vec<String>,
 }
 
 impl Merged<'_> {
@@ -326,6 +320,45 @@ impl Merged<'_> {
         out
     }
 
+    /// The same result, holding its own bytes (a merge of re-keyed inputs outlives them).
+    pub(super) fn into_owned(self) -> Merged<'static> {
+        let owned = |c: Cow<'_, [u8]>| Cow::Owned(c.into_owned());
+        let (layout, lines) = match self.verbatim {
+            Some(bytes) => {
+                let file = jsonl::Jsonl::split(bytes);
+                (file.layout, file.lines.iter().map(|l| Out::Line(Cow::Owned(l.bytes.to_vec()))).collect())
+            }
+            None => (
+                self.layout,
+                self.lines
+                    .into_iter()
+                    .map(|out| match out {
+                        Out::Line(l) => Out::Line(owned(l)),
+                        Out::Conflict(c) => Out::Conflict(Box::new(Conflict {
+                            ours: c.ours.map(owned),
+                            base: c.base.map(owned),
+                            theirs: c.theirs.map(owned),
+                        })),
+                    })
+                    .collect(),
+            ),
+        };
+        Merged {
+            layout,
+            lines,
+            markers: self.markers,
+            verbatim: None,
+            source: &[],
+            conflicts: self.conflicts,
+            needs_review: self.needs_review,
+            reports: self.reports,
+            warnings: self.warnings,
+            renames: self.renames,
+            written_twice: self.written_twice,
+            collided: self.collided,
+        }
+    }
+
     /// True when the result is exactly the ours input (nothing to write over it).
     pub fn is_ours_unchanged(&self) -> bool {
         self.verbatim.is_some()
@@ -353,7 +386,7 @@ pub(super) fn pieces<'s>(out: &'s Out<'_>, marks: &'s [Vec<u8>; 4], diff3: bool)
             Some(&marks[0][..]),
             c.ours.as_deref(),
             diff3.then_some(&marks[1][..]),
-            c.base.filter(|_| diff3),
+            c.base.as_deref().filter(|_| diff3),
             Some(&marks[2][..]),
             c.theirs.as_deref(),
             Some(&marks[3][..]),
@@ -373,7 +406,7 @@ pub(super) enum Out<'a> {
 #[derive(Debug, Clone)]
 pub(super) struct Conflict<'a> {
     pub(super) ours: Option<Cow<'a, [u8]>>,
-    pub(super) base: Option<&'a [u8]>,
+    pub(super) base: Option<Cow<'a, [u8]>>,
     pub(super) theirs: Option<Cow<'a, [u8]>>,
 }
 

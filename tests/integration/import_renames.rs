@@ -50,3 +50,44 @@ fn regression_import_merged_a_subtask_made_in_the_cache_with_another_clones_unde
     let (records, said) = scenario("2025-11-02T11:00:00Z", "2025-11-02T12:00:00Z");
     assert_eq!(records, want(&[("bd-ep", "Epic"), ("bd-ep.1", "Made in this cache"), ("bd-ep.2", "Made in another clone")]), "{said}");
 }
+
+/// A root id (no child number) made in this cache and by another clone: before, import kept the
+/// newer of the two and reported the other; now both stay, the later under the id br 0.7.6 gives
+/// it (a fresh hash id of the same prefix).
+#[test]
+fn regression_import_kept_one_of_two_issues_under_one_root_id() {
+    let record = |title: &str, created: &str| {
+        format!(
+            r#"{{"id":"bd-zz1","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+        )
+    };
+    for (cache_created, file_created) in
+        [("2025-11-02T12:00:00Z", "2025-11-02T11:00:00Z"), ("2025-11-02T11:00:00Z", "2025-11-02T12:00:00Z")]
+    {
+        let ws = Workspace::new(format!("{EPIC}\n").as_bytes());
+        ws.ok(&["import"]);
+        ws.sql(&format!(
+            "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-zz1', 'Made in this cache', 'open', 2, '{cache_created}', '{cache_created}');"
+        ));
+        std::fs::write(ws.file(), format!("{EPIC}\n{}\n", record("Made in another clone", file_created))).expect("write");
+        let out = ws.sync(&["import"]);
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        ws.ok(&["export"]);
+        let records = exported(&ws);
+        let (earlier, later) = if cache_created < file_created {
+            ("Made in this cache", "Made in another clone")
+        } else {
+            ("Made in another clone", "Made in this cache")
+        };
+        let later_created = cache_created.max(file_created);
+        let facts = beads_git::merge::collisions::Facts::of(record(later, later_created).as_bytes()).expect("facts");
+        let taken = beads_git::merge::collisions::Taken::new(["bd-ep".to_owned(), "bd-zz1".to_owned()]);
+        let minted = beads_git::merge::collisions::mint("bd-zz1", &facts, &taken).expect("an id");
+        let mut want = vec![("bd-ep".to_owned(), "Epic".to_owned()), ("bd-zz1".to_owned(), earlier.to_owned()), (minted, later.to_owned())];
+        want.sort();
+        let mut got = records.clone();
+        got.sort();
+        assert_eq!(got, want, "{said}");
+    }
+}

@@ -4,6 +4,7 @@
 mod support;
 
 mod advice;
+mod br_collisions;
 mod br_roundtrip;
 mod bridge_context;
 mod bridge_hooks;

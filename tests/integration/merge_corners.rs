@@ -71,28 +71,28 @@ fn regression_a_record_equal_to_ours_beside_a_collapsed_repeat_was_written_in_th
 }
 
 /// With `BD_MERGE_NOW` fixed, every stamp the merge writes comes from it (never from the wall
-/// clock), on every path that stamps: a field merge, a child created on both sides (kept and
-/// moved), a reference rewritten to the moved child, comment ids renumbered. Two runs give the
+/// clock), on every path that stamps: a field merge, a child created on both sides (moved as br
+/// moves it, with the references its side wrote), comment ids renumbered. Two runs give the
 /// same bytes.
 #[test]
 fn regression_a_stamp_ignored_the_fixed_clock() {
     let dir = tempfile::tempdir().expect("tempdir");
     let at = |s: u32| format!("2001-01-01T00:00:{s:02}Z");
-    let epic = json!({"id": "P", "title": "Epic", "created_at": at(0), "updated_at": at(0)}).to_string();
+    let epic = json!({"id": "bd-p", "title": "Epic", "created_at": at(0), "updated_at": at(0)}).to_string();
     let other = |title: &str, s: u32, dep: bool, comment: &str| {
-        let mut v = json!({"id": "Q", "title": title, "created_at": at(0), "updated_at": at(s),
-            "comments": [{"id": 7, "issue_id": "Q", "author": "x", "text": comment, "created_at": at(s)}]});
+        let mut v = json!({"id": "bd-q", "title": title, "created_at": at(0), "updated_at": at(s),
+            "comments": [{"id": 7, "issue_id": "bd-q", "author": "x", "text": comment, "created_at": at(s)}]});
         if dep {
-            v["dependencies"] = json!([{"issue_id": "Q", "depends_on_id": "P.1", "type": "blocks"}]);
+            v["dependencies"] = json!([{"issue_id": "bd-q", "depends_on_id": "bd-p.1", "type": "blocks"}]);
         }
         v.to_string()
     };
     let child = |tag: &str, s: u32| {
-        json!({"id": "P.1", "title": format!("{tag} child"), "created_at": at(s), "updated_at": at(s),
-            "comments": [{"id": 7, "issue_id": "P.1", "author": tag, "text": tag, "created_at": at(s)}]})
+        json!({"id": "bd-p.1", "title": format!("{tag} child"), "created_at": at(s), "updated_at": at(s),
+            "comments": [{"id": 7, "issue_id": "bd-p.1", "author": tag, "text": tag, "created_at": at(s)}]})
         .to_string()
     };
-    let q_base = json!({"id": "Q", "title": "q", "created_at": at(0), "updated_at": at(0)}).to_string();
+    let q_base = json!({"id": "bd-q", "title": "q", "created_at": at(0), "updated_at": at(0)}).to_string();
     write(dir.path(), "base.jsonl", &[epic.clone(), q_base]);
     write(dir.path(), "ours.jsonl", &[epic.clone(), child("ours", 1), other("ours title", 3, false, "o")]);
     write(dir.path(), "theirs.jsonl", &[epic, child("theirs", 2), other("q", 4, true, "t")]);

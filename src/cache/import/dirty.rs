@@ -1,7 +1,7 @@
 //! Issues edited both in the cache (through SQL, still dirty) and in the file: merged three-way
 //! with the merge engine (base: the line as last synced; ours: the cache; theirs: the file), or,
-//! when the two are different issues created under one id, both kept (one moved to a new child
-//! id) or one kept whole and the other reported.
+//! when the two are different issues created under one id, both kept (the later one under the id
+//! br gives it) or, when no id can be minted, one kept whole and the other reported.
 
 use std::collections::HashMap;
 
@@ -25,7 +25,7 @@ pub(super) fn merge_dirty(
     options: &MergeOptions,
     dirty: &HashMap<String, Option<String>>,
     report: &mut ImportReport,
-    file_children: &dyn Fn(&str) -> u64,
+    file_ids: &dyn Fn() -> Vec<String>,
 ) -> Result<()> {
     let base: Option<String> =
         match tx.query_row("SELECT raw FROM issues WHERE id = ?1", [id], |r| r.get::<_, Option<String>>(0)).optional()? {
@@ -56,9 +56,9 @@ pub(super) fn merge_dirty(
     if base.is_none() {
         let parsed = (serde_json::from_str::<serde_json::Value>(&ours), serde_json::from_str::<serde_json::Value>(theirs));
         if let (Ok(ov), Ok(tv)) = parsed {
-            if let Some(order) = merge::rename::concurrent_creation(&ov, &tv) {
+            if let Some(order) = merge::collisions::concurrent_creation(&ov, &tv) {
                 let sides = Sides { ours: (&ours, &ov), theirs: (theirs, &tv) };
-                return two_issues(tx, id, sides, order, go_style, options, report, file_children);
+                return two_issues(tx, id, sides, order, go_style, options, report, file_ids);
             }
         }
     }
@@ -98,31 +98,23 @@ fn two_issues(
     go_style: bool,
     options: &MergeOptions,
     report: &mut ImportReport,
-    file_children: &dyn Fn(&str) -> u64,
+    file_ids: &dyn Fn() -> Vec<String>,
 ) -> Result<()> {
     let (ours, theirs) = (sides.ours.0, sides.theirs.0);
-    let Some((parent, _)) = merge::rename::child_number(id) else {
-        return keep_one_of_two(tx, id, &sides, options, report);
-    };
+    // The one that moves: a new issue of the cache, to be exported, under the id br would give
+    // it over every id of the cache and the file.
+    let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
     let in_cache: Vec<String> = {
-        let mut st = tx.prepare("SELECT id FROM issues WHERE substr(id, 1, length(?1) + 1) = ?1 || '.'")?;
-        let rows = st.query_map([parent], |r| r.get(0))?;
+        let mut st = tx.prepare("SELECT id FROM issues")?;
+        let rows = st.query_map([], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let highest = file_children(parent).max(merge::rename::highest_child(parent, in_cache.iter().map(String::as_str)));
-    // Checked: a child number at the top of u64 is refused, never wrapped onto one in use.
-    let next = highest.checked_add(1).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: two issues under this id, and no child number above {highest} under {} is free",
-            crate::record::key_label(id),
-            crate::record::key_label(parent)
-        )
-    })?;
-    let to = format!("{parent}.{next}");
-    // The one that moves: a new issue of the cache, to be exported.
-    let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
+    let taken = merge::collisions::Taken::new(in_cache.into_iter().chain(file_ids()));
+    let Some(to) = merge::collisions::Facts::of(moving.as_bytes()).and_then(|facts| merge::collisions::mint(id, &facts, &taken)) else {
+        return keep_one_of_two(tx, id, &sides, options, report);
+    };
     let renamed =
-        merge::rename::rename_record(moving.as_bytes(), id, &to, go_style).ok_or_else(|| anyhow::anyhow!("{id}: not a record"))?;
+        merge::collisions::rename_record(moving.as_bytes(), id, &to, go_style).ok_or_else(|| anyhow::anyhow!("{id}: not a record"))?;
     let obj = RawObject::parse_str(&renamed).with_context(|| to.clone())?;
     store_issue(tx, &to, &renamed, line_hash(renamed.as_bytes()), &IssueRows::from_record(&obj), true)?;
     tx.execute("UPDATE issues SET raw = NULL, line_hash = NULL WHERE id = ?1", [&to])?;
@@ -150,7 +142,7 @@ fn two_issues(
         kept_side,
         format!("its issue under {}", crate::record::key_label(id)),
         format!("{moved} issue, now {}", crate::record::key_label(&to)),
-        "two different issues were created under this id; the later one moved to the next free child number".to_owned(),
+        "two different issues were created under this id; the later one moved to the id br gives it".to_owned(),
         None,
     ));
     Ok(())
@@ -179,8 +171,9 @@ fn whole_record_report(
     }
 }
 
-/// Two different issues under an id with no child number to move one to: the policy (by
-/// default the newer) keeps one whole, and the other is reported with its line.
+/// Two different issues under an id for which no free id can be minted (an id br cannot parse,
+/// or every candidate taken): the policy (by default the newer) keeps one whole, and the other is
+/// reported with its whole line, so nothing is lost from the report.
 fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &MergeOptions, report: &mut ImportReport) -> Result<()> {
     let (ours, theirs) = (sides.ours.0, sides.theirs.0);
     let cache_wins = match options.policy {
@@ -191,7 +184,7 @@ fn keep_one_of_two(tx: &Transaction<'_>, id: &str, sides: &Sides<'_>, options: &
             (a, b) => a.is_some() >= b.is_some(),
         },
     };
-    let reason = "two different issues were created under this id, which has no child number to move one to".to_owned();
+    let reason = "two different issues were created under this id, and no free id can be minted for the later one".to_owned();
     if cache_wins {
         // The file's line becomes the base, so the export writes the cache's issue over it.
         tx.execute("UPDATE issues SET raw = ?2, line_hash = ?3 WHERE id = ?1", params![id, theirs, line_hash(theirs.as_bytes())])?;

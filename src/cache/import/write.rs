@@ -234,7 +234,7 @@ impl Write<'_> {
                 }
             }
             Action::Merge => {
-                let file_ids = |parent: &str| merge::rename::highest_child(parent, self.scan.ids.iter());
+                let file_ids = || self.scan.ids.iter().map(ToString::to_string).collect::<Vec<String>>();
                 let dirty = &self.state.dirty;
                 merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?;
             }

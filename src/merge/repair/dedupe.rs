@@ -1,11 +1,11 @@
 //! `dedupe`: every id that stands on several lines merged into one record, by redoing the merge
 //! that produced the copies when the repository still holds it, else field by field against an
-//! empty base; copies that are different issues under one child id split to free child numbers.
+//! empty base; copies that are different issues under one id split to the ids br gives them.
 
 use std::path::Path;
 
 use super::super::producing::{self, Made, NoHistory};
-use super::super::{comments, merge, rename, stamp, MergeOptions, Rename, Report, Side, Warning};
+use super::super::{collisions, comments, merge, MergeOptions, Rename, Report, Side, Warning};
 use super::shared::{in_repository, log_every_difference, updated_at_in};
 use super::types::{DedupeRun, Deduped, History};
 use crate::jsonl::{self, Jsonl};
@@ -14,9 +14,10 @@ use crate::record::{record_key, Key};
 
 /// Merges every id that stands on several lines into one record, field by field (against an
 /// empty base, so what the copies disagree on goes to the policy, `newest` by default); identical
-/// repeats collapse. The record stays where its first copy was. Copies of a child id `P.N` with
-/// different `created_at` are different issues (created under one id in two clones): the earliest
-/// creation keeps the id and each later one moves to the next free child number under `P`. The
+/// repeats collapse. The record stays where its first copy was. Copies of one id with different
+/// `created_at` are different issues (created under one id in two clones): the earliest creation
+/// keeps the id and each later one gets the id br 0.7.6 would give it ([`collisions::mint`]: the
+/// next free child number for `P.N`, a fresh hash id of the same prefix for a root id). The
 /// result gives no two comments one id and keeps derived counts true. Returns the new content and
 /// what was done; a copy that is not a valid record leaves that id's lines as they are.
 pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>, Vec<Warning>) {
@@ -37,22 +38,27 @@ pub fn dedupe(content: &[u8], options: &MergeOptions) -> (Vec<u8>, Vec<Deduped>,
             groups.entry(k.as_str()).or_default().push(i);
         }
     }
-    let mut next_child = rename::ChildNumbers::default();
     let ctx = DedupeCtx { file: &file, keys: &keys, options: &options, go_style: crate::record::uses_go_escapes(content) };
     let mut replace: std::collections::HashMap<usize, Vec<Vec<u8>>> = std::collections::HashMap::new();
     let mut done = Vec::new();
+    let mut movers = Vec::new();
     let mut ids: Vec<(&str, &Vec<usize>)> = groups.iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (*k, v)).collect();
     ids.sort_by_key(|(_, v)| v[0]);
     for (id, indexes) in ids {
-        let Some((merged_lines, deduped)) = ctx.one_id(id, indexes, &mut next_child, &mut warnings) else {
+        let Some((merged_lines, deduped, mut moving)) = ctx.one_id(id, indexes, &mut warnings) else {
             continue;
         };
+        for m in &mut moving {
+            (m.line, m.done) = (indexes[0], done.len());
+        }
+        movers.append(&mut moving);
         replace.insert(indexes[0], merged_lines);
         for &i in &indexes[1..] {
             replace.insert(i, Vec::new());
         }
         done.push(deduped);
     }
+    ctx.move_later_issues(movers, &mut replace, &mut done, &mut warnings);
     let mut lines: Vec<Vec<u8>> = file
         .lines
         .iter()
@@ -153,13 +159,7 @@ struct DedupeCtx<'c> {
 impl DedupeCtx<'_> {
     /// Merges the copies of one id (on lines `indexes`) into the lines that replace them, or
     /// `None` (with a warning) when a copy is not a record that can be merged.
-    fn one_id(
-        &self,
-        id: &str,
-        indexes: &[usize],
-        next_child: &mut rename::ChildNumbers,
-        warnings: &mut Vec<Warning>,
-    ) -> Option<(Vec<Vec<u8>>, Deduped)> {
+    fn one_id(&self, id: &str, indexes: &[usize], warnings: &mut Vec<Warning>) -> Option<(Vec<Vec<u8>>, Deduped, Vec<Mover>)> {
         let file = self.file;
         // Each distinct copy once, with the line it first stands on.
         let mut first_line: rustc_hash::FxHashMap<&[u8], usize> = rustc_hash::FxHashMap::default();
@@ -173,7 +173,7 @@ impl DedupeCtx<'_> {
         let label = crate::record::key_label(id).into_owned();
         let numbers: Vec<usize> = indexes.iter().map(|&i| file.lines[i].number).collect();
         let unmergeable = || format!("{label} (lines {numbers:?}): a copy is not a record that can be merged; left as it is");
-        let Some(issues) = issues_among(id, &distinct) else {
+        let Some(issues) = issues_among(&distinct) else {
             warnings.push(Warning::Note(unmergeable()));
             return None;
         };
@@ -190,66 +190,72 @@ impl DedupeCtx<'_> {
                 }
             }
         }
-        let mut renamed = Vec::new();
-        if merged_lines.len() > 1 {
-            let first_lines: Vec<usize> = issues.iter().map(|copies| copies.first().map(|c| line_of(c)).unwrap_or(0)).collect();
-            renamed = self.split_issues(id, &label, &distinct, &mut merged_lines, &first_lines, next_child, warnings);
-        }
-        Some((merged_lines, Deduped { id: label, lines: numbers, copies: distinct.len(), overridden, renamed }))
+        let first_lines: Vec<usize> = issues.iter().map(|copies| copies.first().map(|c| line_of(c)).unwrap_or(0)).collect();
+        let movers = (1..merged_lines.len())
+            .map(|k| Mover {
+                id: id.to_owned(),
+                created: collisions::Facts::of(&merged_lines[k]).map(|f| f.created),
+                at: k,
+                line: 0,
+                done: 0,
+                labels: Labels {
+                    ours: format!("the copy on line {}", first_lines[0]),
+                    theirs: format!("the copy on line {}", first_lines[k]),
+                },
+            })
+            .collect();
+        Some((merged_lines, Deduped { id: label, lines: numbers, copies: distinct.len(), overridden, renamed: Vec::new() }, movers))
     }
 
-    /// Two issues under one child id: the first keeps the id, stamped past every copy; each
-    /// other one moves to the next free child number under the same parent.
-    #[allow(clippy::too_many_arguments)]
-    fn split_issues(
+    /// Gives each later issue under a repeated id the id br would mint for it: earliest-created
+    /// first over the whole file (br's order), over every id of the file and those handed out
+    /// before; the first (earliest created) copy of each id keeps it.
+    fn move_later_issues(
         &self,
-        id: &str,
-        label: &str,
-        distinct: &[&[u8]],
-        merged_lines: &mut [Vec<u8>],
-        first_lines: &[usize],
-        next_child: &mut rename::ChildNumbers,
+        mut movers: Vec<Mover>,
+        replace: &mut std::collections::HashMap<usize, Vec<Vec<u8>>>,
+        done: &mut [Deduped],
         warnings: &mut Vec<Warning>,
-    ) -> Vec<(Rename, Labels)> {
-        let stamps: Vec<Option<String>> = distinct.iter().map(|l| updated_at_in(l)).collect();
-        if let Ok(obj) = crate::record::RawObject::parse(&merged_lines[0]) {
-            let mut entries = obj.entries.clone();
-            if stamp::bump_updated_at(&mut entries, &stamps, self.options.now) {
-                merged_lines[0] = crate::record::render_entries(&entries, obj.colon, obj.comma).into_bytes();
-            }
+    ) {
+        if movers.is_empty() {
+            return;
         }
-        let (parent, _) = rename::child_number(id).expect("only child ids are split");
-        let mut renamed = Vec::new();
-        if !next_child.tracks(parent) {
-            // One pass over the file's ids per parent (the first split under it), checked numbers.
-            next_child.track(parent);
-            for key in self.keys.iter().flatten() {
-                next_child.note(key);
-            }
-        }
-        for (k, line) in merged_lines.iter_mut().enumerate().skip(1) {
-            let Some(n) = next_child.next_free(parent) else {
+        movers.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+        let mut taken = collisions::Taken::new(self.keys.iter().flatten().cloned());
+        for m in movers {
+            let Some(line) = replace.get_mut(&m.line).and_then(|lines| lines.get_mut(m.at)) else { continue };
+            let label = crate::record::key_label(&m.id).into_owned();
+            let Some(to) = collisions::Facts::of(line).and_then(|facts| collisions::mint(&m.id, &facts, &taken)) else {
                 warnings.push(Warning::Note(format!(
-                    "{label}: its copies are different issues, but no child number under {} is free; left as they are",
-                    crate::record::key_label(parent)
+                    "{label}: its copies are different issues, but no free id can be minted for the later one (an id the tracker cannot parse, or every candidate taken); left as they are"
                 )));
                 continue;
             };
-            let to = format!("{parent}.{n}");
-            if let Some(text) = rename::rename_record(line, id, &to, self.go_style) {
+            taken.insert(to.clone());
+            if let Some(text) = collisions::rename_record(line, &m.id, &to, self.go_style) {
                 *line = text.into_bytes();
             }
             warnings.push(Warning::Note(format!(
                 "{label}: its copies are different issues (created at different times); the later one is now {}",
                 crate::record::key_label(&to)
             )));
-            renamed.push((
-                Rename { from: id.to_owned(), to, side: Side::Theirs },
-                Labels { ours: format!("the copy on line {}", first_lines[0]), theirs: format!("the copy on line {}", first_lines[k]) },
-            ));
+            if let Some(d) = done.get_mut(m.done) {
+                d.renamed.push((Rename { from: m.id, to, side: Side::Theirs }, m.labels));
+            }
         }
-        renamed
     }
+}
+
+/// A later issue under a repeated id, waiting for its new id.
+struct Mover {
+    id: String,
+    /// Its creation (br's order).
+    created: Option<crate::timestamp::Instant>,
+    /// Where its line is: `replace[line][at]`, and its id's entry in `done`.
+    at: usize,
+    line: usize,
+    done: usize,
+    labels: Labels,
 }
 
 /// Gives comments that share an id with another comment, file-wide, new ids (as the merge driver
@@ -274,13 +280,10 @@ fn give_comments_distinct_ids(lines: &mut [Vec<u8>], now: Option<crate::timestam
     changes.len()
 }
 
-/// The distinct copies of one id grouped by issue: one group, unless the id is a child id `P.N`
-/// and the copies were created at different times (then one group per creation, earliest first).
-/// `None` when a copy is not a record.
-fn issues_among<'c>(id: &str, copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>> {
-    if rename::child_number(id).is_none() {
-        return Some(vec![copies.to_vec()]);
-    }
+/// The distinct copies of one id grouped by issue: one group, unless the copies were created at
+/// different times (then one group per creation, earliest first). `None` when a copy is not a
+/// record.
+fn issues_among<'c>(copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>> {
     let values: Vec<serde_json::Value> = copies.iter().map(|c| serde_json::from_slice(c).ok()).collect::<Option<_>>()?;
     // Two copies are one issue when their creation is the same instant (the same text, when one
     // does not parse); a copy without `created_at` belongs to the first issue. Grouped through a
@@ -323,7 +326,7 @@ fn issues_among<'c>(id: &str, copies: &[&'c [u8]]) -> Option<Vec<Vec<&'c [u8]>>>
             None => groups.push(vec![i]),
         }
     }
-    groups.sort_by(|a, b| rename::concurrent_creation(&values[a[0]], &values[b[0]]).unwrap_or(std::cmp::Ordering::Equal));
+    groups.sort_by(|a, b| collisions::concurrent_creation(&values[a[0]], &values[b[0]]).unwrap_or(std::cmp::Ordering::Equal));
     Some(groups.into_iter().map(|g| g.into_iter().map(|i| copies[i]).collect()).collect())
 }
 
