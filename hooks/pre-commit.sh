@@ -9,7 +9,9 @@
 # is newer than the cache, its journal, .beads/ and what is in it, and older than a probe file
 # written now (a clock stepped back starts the check). Never fails the commit; skipped when
 # BD_HOOKS=0, without .beads/, or without bd-sync. Managed block: `bd-sync install` / `uninstall`.
-if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
+if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ] && [ -e .beads/MIGRATION-FREEZE ]; then
+  echo "beads-git: .beads/MIGRATION-FREEZE: bd is migrating its database; the issues file is not exported, flushed or staged" >&2
+elif [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   beads_git_db="${GIT_DIR:-.git}/beads/cache.db"
   beads_git_mark="${GIT_DIR:-.git}/beads/cache.in-step"
   beads_git_todo=1

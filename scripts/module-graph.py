@@ -39,7 +39,7 @@ MODULE_LAYER = {
     "paths": "plumbing", "command": "plumbing", "fix": "plumbing",
     # engines: one job each, built on plumbing
     "merge": "engine", "cache": "engine", "diff": "engine", "issue_diff": "engine",
-    "notify": "engine", "merge_log": "engine", "merge_trailers": "engine",
+    "notify": "engine", "merge_log": "engine", "merge_trailers": "engine", "replay": "engine",
     "tracker": "engine", "bridge": "engine",
     # porcelain: what a command does, built on engines
     "install": "porcelain", "check": "porcelain", "history": "porcelain",

@@ -65,6 +65,22 @@ fn bridge_off(dir: &std::path::Path) -> Option<Finding> {
     ))
 }
 
+/// A note while bd 1.3 migrates its database (`.beads/MIGRATION-FREEZE` beside the file): bd
+/// refuses its own writes then (exit 14), and our hooks import, export and flush nothing.
+fn migration_freeze(path: &std::path::Path) -> Option<Finding> {
+    let freeze = path.parent()?.join(crate::paths::MIGRATION_FREEZE);
+    std::fs::symlink_metadata(&freeze).ok()?;
+    Some(Finding::new(
+        FindingKind::MigrationFreeze,
+        None,
+        Vec::new(),
+        format!(
+            "{} exists: bd is migrating its database and refuses writes; the hooks import, export and flush nothing until bd removes it",
+            crate::record::printable(&freeze.display().to_string(), 400)
+        ),
+    ))
+}
+
 /// A warning when a tracker's database beside the file holds edits the file lacks (asking br for
 /// at most 10 s when file times say it may); nothing when that cannot be told.
 fn export_stale(path: &std::path::Path) -> Option<Finding> {
@@ -112,6 +128,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
             );
         }
     }
+    findings.extend(migration_freeze(path));
     if let Some(bin_dir) = &options.bin_dir {
         if crate::git::git_dir(dir).is_some() {
             findings.extend(crate::install::health(dir, bin_dir)?);

@@ -55,6 +55,7 @@ pub mod merge_trailers;
 pub mod notify;
 pub mod paths;
 pub mod record;
+pub mod replay;
 pub mod safe_fs;
 pub mod schema;
 pub mod timestamp;

@@ -6,6 +6,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// bd 1.3's marker, beside the issues file, for a database migration under way: bd refuses its
+/// own writes while it exists, and our hooks import, export and flush nothing.
+pub const MIGRATION_FREEZE: &str = "MIGRATION-FREEZE";
+
 /// Why no issues file was found.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use super::links::{is_id, trailer_ids, TRAILER_KEY};
-use super::settings::Settings;
+use super::settings::{CommitLink, Settings};
 
 /// Which hook is asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,9 +262,51 @@ pub fn link_message(
     };
     let decision = choose(&text, &found);
     if let Decision::Add(id) = &decision {
-        add_trailer(dir, &message_file, id)?;
+        // A value not understood falls back to the trailer.
+        let link = CommitLink::parse(settings.commit_link.as_deref()).unwrap_or(CommitLink::Trailer);
+        if link.subject() {
+            add_to_subject(&message_file, id, comment)?;
+        }
+        if link.trailer() {
+            add_trailer(dir, &message_file, id)?;
+        }
     }
     Ok(decision)
+}
+
+/// Appends ` (<id>)` to the message's subject (its first line that is not blank and not a comment
+/// line) unless the subject already names the issue; the file is rewritten in place, every other
+/// byte kept.
+pub fn add_to_subject(message_file: &Path, id: &str, comment: Option<char>) -> Result<()> {
+    if !is_id(id) {
+        bail!("{} is not an issue id", crate::record::printable(id, 80));
+    }
+    let message = std::fs::read(message_file).with_context(|| format!("reading {}", message_file.display()))?;
+    let Some(with_link) = with_subject_link(&String::from_utf8_lossy(&message), id, comment) else { return Ok(()) };
+    if String::from_utf8_lossy(&message).as_bytes() != message.as_slice() {
+        // Not UTF-8: left alone rather than rewritten lossily.
+        return Ok(());
+    }
+    std::fs::write(message_file, with_link).with_context(|| format!("writing {}", message_file.display()))
+}
+
+/// `message` with ` (<id>)` at the end of its subject; `None` when it has no subject or the
+/// subject names the issue already.
+pub fn with_subject_link(message: &str, id: &str, comment: Option<char>) -> Option<String> {
+    let mut at = 0;
+    for line in message.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if body.trim().is_empty() || comment.is_some_and(|c| body.starts_with(c)) {
+            at += line.len();
+            continue;
+        }
+        if names(body, id) {
+            return None;
+        }
+        let end = at + body.trim_end().len();
+        return Some(format!("{} ({id}){}", &message[..end], &message[end..]));
+    }
+    None
 }
 
 /// Takes the marker prepare-commit-msg left (removing it): the comment character and the text
@@ -455,6 +497,20 @@ mod tests {
         }
         assert_eq!(auto_comment_char("x\n; Please enter\n;\n"), Some(';'));
         assert_eq!(auto_comment_char("x\ny\n"), None);
+    }
+
+    #[test]
+    fn the_subject_link_goes_at_the_end_of_the_first_line_of_text_once() {
+        assert_eq!(with_subject_link("Fix it\n\nBody\n", "bd-a1", Some('#')).as_deref(), Some("Fix it (bd-a1)\n\nBody\n"));
+        assert_eq!(with_subject_link("# help\n\nFix it  \r\n", "bd-a1", Some('#')).as_deref(), Some("# help\n\nFix it (bd-a1)  \r\n"));
+        assert_eq!(with_subject_link("Fix bd-a1 at last\n", "bd-a1", Some('#')), None, "already named");
+        assert_eq!(with_subject_link("Fix it", "bd-a1", None).as_deref(), Some("Fix it (bd-a1)"));
+        assert_eq!(with_subject_link("\n# only comments\n", "bd-a1", Some('#')), None);
+        assert_eq!(
+            with_subject_link("Fix bd-a1.2\n", "bd-a1", Some('#')).as_deref(),
+            Some("Fix bd-a1.2 (bd-a1)\n"),
+            "a child is another issue"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! What the bridge reads of git's configuration (`beads.bridge`, `beads.commitComments`, the
-//! comment character, `user.name` and `user.email`) in one `git config` call, and who the actor
+//! What the bridge reads of git's configuration (`beads.bridge`, `beads.commitComments`,
+//! `beads.commitLink`, the comment character, `user.name` and `user.email`) in one `git config` call, and who the actor
 //! is. The commit hooks run on every commit, so one git process stands for five.
 
 use std::path::Path;
@@ -21,6 +21,45 @@ pub struct Settings {
     pub email: Option<String>,
     /// `beads.commitComments`.
     pub commit_comments: Option<String>,
+    /// `beads.commitLink`: where a commit names its issue ([`CommitLink`]).
+    pub commit_link: Option<String>,
+}
+
+/// Where a commit the bridge links names its issue (`git config beads.commitLink`): the
+/// `Beads-Issue:` trailer (the default, read by `bd-sync`), ` (id)` at the end of the subject (what
+/// br's and bd's `orphans` read: they look at subjects only), or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitLink {
+    /// `Beads-Issue: <id>` (the default).
+    Trailer,
+    /// ` (<id>)` appended to a subject that does not name the issue yet.
+    Subject,
+    /// Both.
+    Both,
+}
+
+impl CommitLink {
+    /// The link `beads.commitLink` asks for: `trailer`, `subject` or `both` (any case); unset or
+    /// anything else is `trailer` (`Err` carries the value not understood, for a warning).
+    pub fn parse(value: Option<&str>) -> Result<CommitLink, String> {
+        match value.map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(CommitLink::Trailer),
+            Some(v) if v == "trailer" => Ok(CommitLink::Trailer),
+            Some(v) if v == "subject" => Ok(CommitLink::Subject),
+            Some(v) if v == "both" => Ok(CommitLink::Both),
+            Some(_) => Err(value.unwrap_or_default().to_owned()),
+        }
+    }
+
+    /// Whether the trailer is written.
+    pub fn trailer(self) -> bool {
+        matches!(self, CommitLink::Trailer | CommitLink::Both)
+    }
+
+    /// Whether the subject gets ` (id)`.
+    pub fn subject(self) -> bool {
+        matches!(self, CommitLink::Subject | CommitLink::Both)
+    }
 }
 
 impl Settings {
@@ -48,7 +87,7 @@ impl Settings {
                 "config",
                 "-z",
                 "--get-regexp",
-                r"^(beads\.bridge|beads\.commitcomments|core\.commentchar|core\.commentstring|user\.name|user\.email)$",
+                r"^(beads\.bridge|beads\.commitcomments|beads\.commitlink|core\.commentchar|core\.commentstring|user\.name|user\.email)$",
             ])
             .output();
         let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
@@ -64,6 +103,7 @@ impl Settings {
             match key {
                 "beads.bridge" => s.bridge = value,
                 "beads.commitcomments" => s.commit_comments = value,
+                "beads.commitlink" => s.commit_link = value,
                 "core.commentchar" | "core.commentstring" => {
                     s.comment_auto = value.as_deref() == Some("auto");
                     s.comment = value.as_deref().filter(|v| *v != "auto").and_then(|v| v.chars().next()).unwrap_or('#');

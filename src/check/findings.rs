@@ -87,6 +87,9 @@ pub enum FindingKind {
     NotifySettings,
     /// The git–issue bridge is turned off (`BEADS_BRIDGE`, `git config beads.bridge`): a note.
     BridgeOff,
+    /// `.beads/MIGRATION-FREEZE` exists (bd 1.3 is migrating its database): the hooks import,
+    /// export and flush nothing until it is gone. A note.
+    MigrationFreeze,
 }
 
 impl FindingKind {
@@ -124,7 +127,7 @@ impl FindingKind {
             | HooksDirShared
             | ExportStale => Severity::Warning,
             // Nothing is wrong; something to look at.
-            UnreviewedOverrides | NotifySettings | BridgeOff => Severity::Note,
+            UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze => Severity::Note,
         }
     }
 
@@ -162,6 +165,7 @@ impl FindingKind {
             UnreviewedOverrides => "unreviewed-overrides",
             NotifySettings => "notify-settings",
             BridgeOff => "bridge-off",
+            MigrationFreeze => "migration-freeze",
             ExportStale => "export-stale",
             HooksPathWithoutBlocks => "hooks-path-without-blocks",
             ManagerSkipsBlock => "manager-skips-block",

@@ -584,3 +584,95 @@ fn a_clone_whose_clock_is_behind_edits_a_record_the_other_clone_also_edited_afte
         skewed_clock(br, Pull::Rebase);
     }
 }
+
+/// The chain a multi-clone soak with br found: clone A's `git pull` merges B's close of an issue
+/// into A's assignee edit (merge commit M, imported by A's br: closed), A's push is rejected, and
+/// meanwhile C undid the close (here with `git revert`, so upstream's record is the one A's edit
+/// started from). `git pull --rebase` drops M and replays A's commit: git takes A's record whole
+/// (upstream left the file as A's parent had it, so no driver runs), with A's own `updated_at`,
+/// older than the close br imported from M. br skipped it, and its next flush wrote `closed` back:
+/// the reopen was reverted in every clone. After the rebase the post-rewrite hook stamps such
+/// records, so br takes the rebased content.
+#[test]
+fn regression_a_rebase_dropped_a_merged_close_and_br_wrote_it_back_over_the_reopen() {
+    let Some(br) = real_br() else { return };
+    let mut w = World::new(br);
+    w.real_clock = true;
+    let a = w.clone("a");
+    w.br(&a, &["init", "--prefix", "rt"]);
+    let x = w.create(&a, "The issue that is closed and reopened", &["-p", "2"]);
+    w.create(&a, "Another issue", &[]);
+    w.commit_issues(&a, "seed");
+    w.git(&a, &["push", "-q", "origin", "main"]);
+    let (b, c) = (w.clone("b"), w.clone("c"));
+    for clone in [&a, &b, &c] {
+        w.install(clone);
+    }
+    w.br(&b, &["sync", "--import-only"]);
+    w.br(&c, &["sync", "--import-only"]);
+
+    w.br(&a, &["update", &x, "--assignee", "alice"]);
+    w.commit_issues(&a, "A: assignee");
+    w.br(&b, &["close", &x]);
+    w.commit_issues(&b, "B: close");
+    w.git(&b, &["push", "-q", "origin", "main"]);
+
+    // A merges the close in; its br imports the merge commit.
+    w.git(&a, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    w.br(&a, &["sync", "--import-only"]);
+    let merged = w.show(&a, &x);
+    assert_eq!((merged["status"].as_str(), merged["assignee"].as_str()), (Some("closed"), Some("alice")), "{merged}");
+
+    // C undoes the close and pushes first.
+    w.git(&c, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    w.git(&c, &["revert", "--no-edit", "HEAD"]);
+    w.git(&c, &["push", "-q", "origin", "main"]);
+
+    w.git(&a, &["pull", "-q", "--rebase", "origin", "main"]);
+    w.br(&a, &["sync", "--import-only"]);
+    let shown = w.show(&a, &x);
+    assert_eq!(
+        (shown["status"].as_str(), shown["assignee"].as_str()),
+        (Some("open"), Some("alice")),
+        "after the rebase A's br must hold upstream's reopen with A's assignee (merged close stamped {}, now {}):\n{shown}",
+        merged["updated_at"],
+        shown["updated_at"]
+    );
+    w.br(&a, &["sync", "--flush-only"]);
+    let file = String::from_utf8_lossy(&w.issues(&a)).into_owned();
+    let line = file.lines().find(|l| l.contains(&format!("\"id\":\"{x}\""))).unwrap_or_default();
+    assert!(line.contains("\"status\":\"open\"") && line.contains("\"assignee\":\"alice\""), "A's next flush writes:\n{line}");
+}
+
+/// br's `orphans` (issues still open that a commit names) reads commit subjects only, as `(id)`
+/// or a bare id: with `git config beads.commitLink subject` (or `both`) the bridge appends
+/// ` (id)` to the subject, and br finds the commit; with the default trailer it does not.
+#[test]
+fn br_orphans_finds_the_commits_the_bridge_links_by_subject() {
+    let Some(br) = real_br() else { return };
+    let w = World::new(br);
+    let a = w.clone("a");
+    w.br(&a, &["init", "--prefix", "rt"]);
+    let ids: Vec<String> = ["trailer", "subject", "both"].iter().map(|k| w.create(&a, &format!("Linked by {k}"), &[])).collect();
+    w.commit_issues(&a, "seed");
+    w.install(&a);
+    for (link, id) in ["trailer", "subject", "both"].iter().zip(&ids) {
+        w.git(&a, &["config", "beads.commitLink", link]);
+        std::fs::write(a.join(format!("{link}.txt")), link).expect("write");
+        w.git(&a, &["add", &format!("{link}.txt")]);
+        let out = run(w.command(Path::new("git"), &a).env("BEADS_ISSUE", id).args(["commit", "-q", "-m", &format!("Work by {link}")]));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let message = w.git(&a, &["log", "-1", "--format=%B"]);
+        assert_eq!(message.lines().next() == Some(&format!("Work by {link} ({id})")[..]), *link != "trailer", "{link}: {message}");
+        assert_eq!(message.contains(&format!("Beads-Issue: {id}")), *link != "subject", "{link}: {message}");
+    }
+    let orphans: Value = serde_json::from_str(&w.br(&a, &["orphans", "--json"])).expect("br orphans --json");
+    let found: Vec<&str> = orphans.as_array().into_iter().flatten().filter_map(|o| o["issue_id"].as_str()).collect();
+    assert!(!found.contains(&ids[0].as_str()) && found.contains(&ids[1].as_str()) && found.contains(&ids[2].as_str()), "{orphans}");
+    // Our own index reads both forms.
+    for id in &ids {
+        let out = run(w.command(&crate::support::bin("bd-sync"), &a).args(["show", id, "--json"]));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Work by"), "bd-sync show {id} lists its commit: {text}");
+    }
+}

@@ -157,3 +157,32 @@ fn the_pre_commit_hook_resolves_conflict_markers_and_a_pathspec_commit_leaves_th
     assert!(std::fs::read_to_string(repo.path().join(FILE)).expect("read").contains("<<<<<<<"), "left for the next commit");
     assert!(String::from_utf8_lossy(&out.stderr).contains("next commit"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// bd 1.3 freezes its database for a migration with `.beads/MIGRATION-FREEZE` (and refuses its
+/// own writes, exit 14): while it exists no hook exports, flushes, stages or imports, each says
+/// so in one line, and `bd-sync check` reports the freeze once. Once it is gone, the next commit
+/// exports as usual.
+#[test]
+fn a_migration_freeze_stops_every_hook_from_importing_or_exporting() {
+    let repo = repo_with_a_pending_edit();
+    let dir = repo.path();
+    std::fs::write(dir.join(".beads/MIGRATION-FREEZE"), b"migrating to 0061\n").expect("freeze");
+    std::fs::write(dir.join("a.txt"), b"a during the freeze\n").expect("write");
+    let out = commit(dir, &["-q", "-am", "during the freeze"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(files_of_head(dir), ["a.txt"], "nothing exported or staged: {said}");
+    assert!(said.contains("MIGRATION-FREEZE") && said.lines().filter(|l| l.contains("MIGRATION-FREEZE")).count() == 1, "{said}");
+    assert!(!std::fs::read_to_string(dir.join(FILE)).expect("read").contains("edited in the cache"), "the file is untouched");
+    // A checkout of another branch imports nothing either.
+    run(&mut git_in(dir, &["branch", "other"]));
+    let out = run(&mut git_in(dir, &["checkout", "-q", "other"]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MIGRATION-FREEZE"), "{}", String::from_utf8_lossy(&out.stderr));
+    let check = run(hermetic(crate::support::bin("bd-sync")).current_dir(dir).args(["check", "--json"]));
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).expect("check --json");
+    let freezes = report["findings"].as_array().into_iter().flatten().filter(|f| f["kind"] == "migration-freeze").count();
+    assert_eq!(freezes, 1, "{report}");
+    std::fs::remove_file(dir.join(".beads/MIGRATION-FREEZE")).expect("thaw");
+    std::fs::write(dir.join("a.txt"), b"a after\n").expect("write");
+    commit(dir, &["-q", "-am", "after the freeze"]);
+    assert!(committed(dir).contains("edited in the cache"), "exported once the freeze is gone");
+}

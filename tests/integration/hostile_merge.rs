@@ -105,6 +105,23 @@ fn many_root_collisions_are_settled_in_linear_time() {
     });
 }
 
+/// After a rebase every record of the file is compared with the pre-rebase tip's: one pass over
+/// each, however many records changed backward in time.
+#[test]
+fn restamping_after_a_rebase_is_linear() {
+    assert_linear("restamp after a rebase", 20_000, |n| {
+        let file = |tag: &str, second: usize| -> String {
+            (0..n).map(|k| line(&json!({"id": format!("bd-{k}"), "title": format!("{tag} {k}"), "updated_at": stamp(second)}))).collect()
+        };
+        let (old, new) = (file("old", 100), file("new", 50));
+        let start = Instant::now();
+        let (_, ids) = beads_git::replay::restamp(old.as_bytes(), new.as_bytes(), None);
+        let took = start.elapsed();
+        assert_eq!(ids.len(), n);
+        took
+    });
+}
+
 #[test]
 fn regression_comment_id_renumbering_was_quadratic() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -36,6 +36,12 @@ pub(crate) struct Args {
     /// Make FILE the cache's issues file (import refuses another file than the one it syncs with).
     #[arg(long)]
     rebind: bool,
+    /// Run by the post-rewrite hook after a rebase: first give the merge stamp to every record
+    /// the rebase left no newer than the pre-rebase tip's (ORIG_HEAD) record of it, so the
+    /// tracker takes the rebased content over what it imported before (the file is then changed:
+    /// the next commit takes it).
+    #[arg(long)]
+    after_rebase: bool,
 }
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
@@ -54,6 +60,20 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         cache.rebind(other);
     }
     let paths = cache.paths.clone();
+    if args.after_rebase {
+        let now = beads_git::timestamp::merge_now()?;
+        let ids = beads_git::replay::restamp_after_rebase(&paths.file, Some(now))?;
+        if !ids.is_empty() {
+            let shown: Vec<String> = ids.iter().take(5).map(|id| escaped(id).into_owned()).collect();
+            eprintln!(
+                "bd-sync: the rebase left {} record(s) older than the tracker's copy from before it ({}{}); they now carry a new updated_at so the tracker takes them, and {} is changed: commit it",
+                ids.len(),
+                shown.join(", "),
+                if ids.len() > 5 { ", ..." } else { "" },
+                escaped_path(&paths.file)
+            );
+        }
+    }
     let progress = crate::progress_capable() && crate::larger_than(&paths.file, 16 << 20);
     let policy: import::SyncPolicy = args.conflict.into();
     let options = import::ImportOptions { skip_invalid: args.skip_invalid, policy, force: args.force, progress };

@@ -1,0 +1,146 @@
+//! After a rebase: records the replay left older than what the tracker already imported.
+//!
+//! br imports by last-write-wins on `updated_at`. `git pull` can merge a teammate's change into
+//! your edit (a merge commit whose records br imports at once), and a later `git pull --rebase`
+//! drops that merge commit and replays your own commit, with its own older `updated_at`, onto an
+//! upstream where the teammate's change was undone. When git replays without our driver (upstream
+//! left the issues file as your commit's parent had it) the replayed record is your commit's,
+//! byte for byte, older than what br holds: br skips it, and its next flush writes the dropped
+//! merge's state back over the upstream's, in every clone. So after a rebase, every record whose
+//! content differs from the one the pre-rebase tip (`ORIG_HEAD`) held, with an `updated_at` no
+//! later than that one's, gets the merge stamp (docs/merge-rules.md, "Timestamps of merged
+//! records"), whether git replayed it alone or through the driver.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+use rustc_hash::FxHashMap;
+
+use crate::jsonl::{self, Jsonl};
+use crate::record::{parse_json_str, record_key, render_entries, Key, RawObject};
+use crate::timestamp::{self, Instant};
+
+/// The `updated_at` text of a record line.
+fn updated_at(line: &[u8]) -> Option<(Instant, String)> {
+    let obj = RawObject::parse(line).ok()?;
+    let text = parse_json_str(obj.get("updated_at")?)?.into_owned();
+    Some((timestamp::parse(&text)?, text))
+}
+
+/// The issues file as the commit `rev` holds it (`None` when it has no such file or no such
+/// commit), read at `dir` through the path `name` relative to it.
+fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
+    let out = Command::new("git")
+        .args(["cat-file", "blob", &format!("{rev}:./{name}")])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .context("running git cat-file (is git installed?)")?;
+    Ok(out.status.success().then_some(out.stdout))
+}
+
+/// The lines of `new` whose record differs from `old`'s record of the same id and whose
+/// `updated_at` is not later than `old`'s, given the merge stamp (past both, never before `now`).
+/// Returns the new content and the ids stamped (empty, and `new` untouched, when none).
+pub fn restamp(old: &[u8], new: &[u8], now: Option<Instant>) -> (Vec<u8>, Vec<String>) {
+    let old_file = Jsonl::split(old);
+    let mut before: FxHashMap<Cow<'_, str>, &[u8]> = FxHashMap::default();
+    for line in &old_file.lines {
+        if let Ok(Key::Issue(id)) = record_key(line.bytes) {
+            before.entry(id).or_insert(line.bytes);
+        }
+    }
+    let new_file = Jsonl::split(new);
+    let mut ids = Vec::new();
+    let mut lines: Vec<Cow<'_, [u8]>> = Vec::with_capacity(new_file.lines.len());
+    for line in &new_file.lines {
+        let stamped = (|| {
+            let Ok(Key::Issue(id)) = record_key(line.bytes) else { return None };
+            let old_line = *before.get(id.as_ref())?;
+            if old_line == line.bytes {
+                return None;
+            }
+            let ((was, was_text), (is, is_text)) = (updated_at(old_line)?, updated_at(line.bytes)?);
+            if is > was {
+                return None;
+            }
+            let obj = RawObject::parse(line.bytes).ok()?;
+            let mut entries = obj.entries.clone();
+            if !crate::merge::stamp::bump_updated_at(&mut entries, &[Some(was_text), Some(is_text)], now) {
+                return None;
+            }
+            ids.push(id.into_owned());
+            Some(render_entries(&entries, obj.colon, obj.comma).into_bytes())
+        })();
+        lines.push(stamped.map_or(Cow::Borrowed(line.bytes), Cow::Owned));
+    }
+    if ids.is_empty() {
+        return (new.to_vec(), ids);
+    }
+    let mut out = Vec::with_capacity(new.len() + 64 * ids.len());
+    // Writing to a Vec cannot fail.
+    let _ = jsonl::write_lines(&mut out, new_file.layout, lines.iter().map(AsRef::as_ref));
+    (out, ids)
+}
+
+/// After a rebase in the repository holding `file`: [`restamp`] the file against the one the
+/// pre-rebase tip (`ORIG_HEAD`) held, and write it back (atomically) when a record changed.
+/// Returns the ids stamped; none when there is no `ORIG_HEAD` or it held no such file.
+pub fn restamp_after_rebase(file: &Path, now: Option<Instant>) -> Result<Vec<String>> {
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = file.file_name().context("the issues file has no name")?.to_string_lossy().into_owned();
+    let Some(old) = file_at(dir, "ORIG_HEAD", &name)? else { return Ok(Vec::new()) };
+    let new = jsonl::read(file)?;
+    let (content, ids) = restamp(&old, &new, now);
+    if !ids.is_empty() {
+        jsonl::write_atomic(file, &content)?;
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_records_that_changed_backward_in_time_are_stamped() {
+        let old = concat!(
+            r#"{"id":"a","status":"closed","updated_at":"2026-01-01T10:00:05Z"}"#,
+            "\n",
+            r#"{"id":"b","status":"open","updated_at":"2026-01-01T10:00:00Z"}"#,
+            "\n",
+            r#"{"id":"c","status":"open","updated_at":"2026-01-01T10:00:00Z"}"#,
+            "\n"
+        );
+        let new = concat!(
+            r#"{"id":"a","status":"open","assignee":"me","updated_at":"2026-01-01T10:00:03Z"}"#,
+            "\n",
+            r#"{"id":"b","status":"closed","updated_at":"2026-01-01T10:00:09Z"}"#,
+            "\n",
+            r#"{"id":"c","status":"open","updated_at":"2026-01-01T10:00:00Z"}"#,
+            "\n",
+            r#"{"id":"d","status":"open","updated_at":"2026-01-01T09:00:00Z"}"#,
+            "\n"
+        );
+        let (out, ids) = restamp(old.as_bytes(), new.as_bytes(), timestamp::parse("2026-01-01T11:00:00Z"));
+        assert_eq!(ids, ["a"]);
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(text.starts_with(r#"{"id":"a","status":"open","assignee":"me","updated_at":"2026-01-01T11:00:00Z"}"#), "{text}");
+        assert!(text.ends_with(&new[new.find(r#"{"id":"b""#).unwrap_or(0)..]), "the others untouched:\n{text}");
+        let (same, none) = restamp(new.as_bytes(), new.as_bytes(), None);
+        assert!(none.is_empty() && same == new.as_bytes());
+    }
+
+    #[test]
+    fn hostile_lines_pass_through_byte_for_byte() {
+        let old = b"{\"id\":\"a\",\"updated_at\":\"2026-01-01T10:00:05Z\"}\n\xff\xfe not json\n<<<<<<< HEAD\n";
+        let new = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T10:00:01Z\"}\r\n\xff\xfe not json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
+        let (out, ids) = restamp(old, new, timestamp::parse("2026-01-01T11:00:00Z"));
+        assert_eq!(ids, ["a"]);
+        let expected = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T11:00:00Z\"}\r\n\xff\xfe not json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(expected));
+    }
+}
