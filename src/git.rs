@@ -99,6 +99,32 @@ pub fn common_dir(dir: &Path) -> Option<std::path::PathBuf> {
     run(dir, &["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok().filter(|s| !s.is_empty()).map(std::path::PathBuf::from)
 }
 
+/// Every checkout of the repository at `dir`, read from its common git directory without running
+/// git beyond [`common_dir`]: the common directory itself, the main work tree (its parent, for a
+/// `.git` directory), and each linked worktree `worktrees/*/gitdir` names (what `git worktree
+/// list` lists). With `dir` itself first. Paths as written; the caller canonicalizes.
+pub fn checkouts(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let Some(common) = common_dir(dir) else { return out };
+    if common.file_name().is_some_and(|n| n == ".git") {
+        if let Some(main) = common.parent() {
+            out.push(main.to_path_buf());
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
+        for entry in entries.flatten().take(10_000) {
+            // `gitdir` holds the path of the worktree's `.git` file: its directory is the checkout.
+            let Ok(text) = std::fs::read_to_string(entry.path().join("gitdir")) else { continue };
+            let dot_git = std::path::PathBuf::from(text.trim());
+            if let Some(top) = dot_git.parent().filter(|_| dot_git.is_absolute()) {
+                out.push(top.to_path_buf());
+            }
+        }
+    }
+    out.push(common);
+    out
+}
+
 /// Whether the file belongs to the user running us (git's "dubious ownership" test). Elsewhere
 /// than unix the answer is left to git.
 #[cfg(unix)]

@@ -426,15 +426,24 @@ pub fn add_comment(tracker: Tracker, program: &Path, top: &Path, id: &str, text:
     Ok(())
 }
 
-/// The program `name` in an absolute `PATH` directory outside the work tree at `top` (a program
-/// found inside the repository is never run).
+/// The program `name` in an absolute `PATH` directory outside every checkout of the repository
+/// at `top` (its work trees, linked worktrees and git directory: [`crate::git::checkouts`]); a
+/// program a repository can commit is never run.
 fn on_path(name: &str, top: &Path) -> Option<PathBuf> {
-    let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
-    std::env::split_paths(&std::env::var_os("PATH")?)
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let path = std::env::var_os("PATH")?;
+    let mut found = std::env::split_paths(&path)
         .filter(|d| d.is_absolute())
-        .filter(|d| !std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()).starts_with(&top))
         .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .peekable();
+    // The checkouts are read only when a candidate exists (most PATHs have no tracker).
+    found.peek()?;
+    let checkouts: Vec<PathBuf> = crate::git::checkouts(top).iter().map(|c| canonical(c)).collect();
+    found.find(|p| {
+        let dir = canonical(p.parent().unwrap_or(p));
+        !checkouts.iter().any(|c| dir.starts_with(c))
+    })
 }
 
 #[cfg(test)]

@@ -342,18 +342,85 @@ fn links_in(commit: &str, time: i64, message: &[u8], prefixes: &HashSet<&str>) -
     ids.into_iter().map(|(id, how)| Row { commit: commit.to_owned(), time, how, id, subject: subject.clone() }).collect()
 }
 
-/// The ids named by `Beads-Issue:` trailer lines of a message (any line of that form: git's own
-/// trailer block rules are not needed to find our key).
+/// The ids named by `Beads-Issue:` trailers of a message, read as `git interpret-trailers
+/// --parse` reads them ([`trailers`]): an indented example line in the body is not a trailer.
 pub fn trailer_ids(message: &str) -> Vec<String> {
-    message
-        .lines()
-        .filter_map(|l| {
-            let (key, value) = l.split_once(':')?;
-            key.trim().eq_ignore_ascii_case(TRAILER_KEY).then(|| value.trim())
-        })
+    trailers(message)
+        .into_iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case(TRAILER_KEY))
+        .map(|(_, value)| value)
         .filter(|v| is_id(v))
-        .map(str::to_owned)
         .collect()
+}
+
+/// The `(key, value)` trailers of a commit message as git's trailer parser finds them: only in
+/// the message's last paragraph (never its first, the subject), before a `---` patch divider and
+/// trailing blank lines; a paragraph is a trailer block when every line is a `Token: value` line
+/// (a token of letters, digits and `-`) or a continuation (an indented line after one), or when at
+/// least a quarter are and one is git's own (`Signed-off-by: `, `(cherry picked from commit `).
+/// A continuation line is part of the value before it (joined with a space), as git joins it.
+pub fn trailers(message: &str) -> Vec<(&str, String)> {
+    let lines: Vec<&str> = message.lines().collect();
+    // The patch divider ends the message (after the subject).
+    let end = lines
+        .iter()
+        .skip(1)
+        .position(|l| l.starts_with("---") && l[3..].chars().next().is_none_or(char::is_whitespace))
+        .map_or(lines.len(), |p| p + 1);
+    let mut end = end;
+    while end > 0 && lines[end - 1].trim().is_empty() {
+        end -= 1;
+    }
+    // The subject paragraph, then at least one blank line, is never trailers.
+    let Some(first_blank) = lines[..end].iter().position(|l| l.trim().is_empty()) else { return Vec::new() };
+    let start = lines[..end].iter().rposition(|l| l.trim().is_empty()).map_or(0, |p| p + 1).max(first_blank + 1);
+    let block = &lines[start..end];
+    fn token(line: &str) -> Option<(&str, &str)> {
+        let (key, value) = line.split_once(':')?;
+        let key = key.trim_end();
+        (!key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')).then(|| (key, value.trim()))
+    }
+    let (mut trailers_n, mut others, mut git_made) = (0usize, 0usize, false);
+    let mut after_trailer = false;
+    for line in block {
+        if line.starts_with([' ', '\t']) {
+            if !after_trailer {
+                others += 1;
+            }
+            continue;
+        }
+        if token(line).is_some() {
+            trailers_n += 1;
+            after_trailer = true;
+            git_made |= line.starts_with("Signed-off-by: ") || line.starts_with("(cherry picked from commit ");
+        } else {
+            git_made |= line.starts_with("(cherry picked from commit ");
+            others += 1;
+            after_trailer = false;
+        }
+    }
+    if trailers_n == 0 || !(others == 0 || (git_made && trailers_n * 3 >= others)) {
+        return Vec::new();
+    }
+    let mut out: Vec<(&str, String)> = Vec::new();
+    let mut last_is_trailer = false;
+    for line in block {
+        if line.starts_with([' ', '\t']) {
+            if let Some((_, value)) = out.last_mut().filter(|_| last_is_trailer) {
+                value.push(' ');
+                value.push_str(line.trim());
+            }
+            continue;
+        }
+        last_is_trailer = match token(line) {
+            Some((key, value)) => {
+                out.push((key, value.to_owned()));
+                true
+            }
+            None => false,
+        };
+    }
+    out
 }
 
 /// Every word of `message` shaped like an id with one of `prefixes` (`bd-a1b2`, `bd-a1b2.1`,
@@ -404,6 +471,19 @@ mod tests {
         let p = prefixes(&["bd", "hq"]);
         let got = mentioned_ids("fixes bd-a1b2. See (bd-a1b2.1), hq-cv-5vczc; not xx-1, bd-, pre-commit or bd-a1b2 again", Some(&p));
         assert_eq!(got, ["bd-a1b2", "bd-a1b2.1", "hq-cv-5vczc"]);
+    }
+
+    #[test]
+    fn trailers_are_read_where_git_reads_them() {
+        // An indented example in the body, a trailer-looking subject, a last paragraph of prose.
+        assert!(trailer_ids("Beads-Issue: bd-1\n\nExample:\n    Beads-Issue: bd-2\n\nThanks\n").is_empty());
+        assert!(trailer_ids("Beads-Issue: bd-1\n").is_empty(), "the subject is never a trailer");
+        assert!(trailer_ids("Fix\n\nBeads-Issue: bd-1\nand some prose\n").is_empty(), "a mixed paragraph is not a block");
+        // The last paragraph, blank lines after it, a continuation line, git's own trailer.
+        assert_eq!(trailer_ids("Fix\n\nBody\n\nBeads-Issue: bd-3\nReviewed-by: x\n  continued\n\n\n"), ["bd-3"]);
+        assert_eq!(trailer_ids("Fix\n\nSigned-off-by: a <a@b>\nsome note\nBeads-Issue: bd-4\n"), ["bd-4"]);
+        assert_eq!(trailer_ids("Fix\n\nBeads-Issue: bd-5\n---\n diff --git a/x b/x\n"), ["bd-5"], "before a patch divider");
+        assert!(trailer_ids("Fix\n\nNot A Token: bd-6\n").is_empty(), "a key with spaces is no token");
     }
 
     #[test]

@@ -442,3 +442,37 @@ fn a_linked_marker_and_a_fifo_message_are_neither_followed_nor_waited_on() {
     assert!(start.elapsed() < Duration::from_secs(10), "waited on the FIFO");
     assert!(String::from_utf8_lossy(&out.stderr).contains("FIFO_MSG"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A `br` committed in the primary checkout, with PATH naming its directory, must not run on a
+/// commit made in a linked worktree of the same repository (before, only the worktree's own top
+/// was skipped): no checkout of the repository, nor its git directory, is a place programs are
+/// taken from.
+#[test]
+fn regression_a_tracker_committed_in_another_checkout_ran_on_a_commit_in_a_worktree() {
+    let repo = Repo::new(&[]);
+    let ran = repo.path().join("ran");
+    repo.write("bin/br", &format!("#!/bin/sh\necho \"$*\" >> '{}'\n", ran.display()));
+    std::fs::set_permissions(repo.path().join("bin/br"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    repo.write(FILE, &format!("{}\n", mine("bd-a1", "Alice")));
+    repo.ok("git", &["add", "bin/br", FILE]);
+    repo.ok("git", &["commit", "-q", "-m", "a tracker in the tree"]);
+    assert!(repo.sync(&["install"]).status.success());
+    repo.ok("git", &["config", "beads.commitComments", "true"]);
+    let worktree = repo.path().join("wt");
+    repo.ok("git", &["worktree", "add", "-q", worktree.to_str().expect("utf8"), "-b", "side"]);
+    let path = std::env::join_paths(
+        std::iter::once(repo.path().join("bin")).chain(std::env::split_paths(&crate::support::path_with_our_binaries(&[]))),
+    )
+    .expect("PATH");
+    let out = run(repo.cmd("git").current_dir(&worktree).env("PATH", &path).env("BD_ACTOR", "Alice").args([
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "Work",
+        "-m",
+        "Beads-Issue: bd-a1",
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!ran.exists(), "the primary checkout's bin/br ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
+}

@@ -194,3 +194,55 @@ fn concurrent_refreshes_leave_a_whole_index() {
         w.join().expect("a worker");
     }
 }
+
+/// Our trailer reading against git's own (`git interpret-trailers --parse`) on messages built
+/// from the pieces that decide it: subjects that look like trailers, indented examples, prose
+/// beside trailers, git's own `Signed-off-by`, continuations, blank lines and a patch divider.
+#[test]
+fn trailers_are_read_as_git_interpret_trailers_parses_them() {
+    let pieces = [
+        "Beads-Issue: bd-1",
+        "    Beads-Issue: bd-2",
+        "Some prose here.",
+        "Signed-off-by: A U Thor <a@example.com>",
+        "Reviewed-by: someone",
+        "  a continuation line",
+        "",
+        "Beads-Issue: bd-3",
+        "Not A Token: bd-4",
+        "beads-issue: bd-5",
+        "(cherry picked from commit 0123456789abcdef0123456789abcdef01234567)",
+        "---",
+    ];
+    let mut state: u64 = 0x1234_5678;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut checked = 0;
+    for _ in 0..1000 {
+        let n = 1 + (next() % 8) as usize;
+        let mut message = String::from(if next() % 5 == 0 { "Beads-Issue: bd-9" } else { "Subject line" });
+        for _ in 0..n {
+            message.push('\n');
+            message.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+        }
+        message.push('\n');
+        let file = dir.path().join("msg");
+        std::fs::write(&file, &message).expect("write");
+        let out = crate::support::run(crate::support::hermetic("git").args(["interpret-trailers", "--parse"]).arg(&file));
+        let git: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(": "))
+            .filter(|(k, _)| k.eq_ignore_ascii_case("Beads-Issue"))
+            .map(|(_, v)| v.trim().to_owned())
+            .filter(|v| beads_git::bridge::links::is_id(v))
+            .collect();
+        assert_eq!(beads_git::bridge::links::trailer_ids(&message), git, "message:\n{message}");
+        checked += usize::from(!git.is_empty());
+    }
+    assert!(checked > 20, "enough messages with trailers ({checked})");
+}
