@@ -343,6 +343,85 @@ pub fn stage(file: &Path) -> Result<()> {
     run(dir, &[OsStr::new("add"), OsStr::new("--"), file.as_os_str()]).map(drop)
 }
 
+/// Hands each object `specs` names (a blob id, or `<rev>:<path>`) to `each` with its index,
+/// `None` when git says it is missing, read by one `git cat-file --batch` in the repository at
+/// `dir` (the names written on a thread of their own, so neither pipe fills while the other
+/// waits). One blob is held at a time.
+pub fn for_each_blob<S: AsRef<str>>(dir: &Path, specs: &[S], mut each: impl FnMut(usize, Option<&[u8]>) -> Result<()>) -> Result<()> {
+    use std::io::{BufRead, Read, Write};
+    // A name holding a newline would be read by git as two.
+    if let Some(bad) = specs.iter().find(|s| s.as_ref().contains(['\n', '\r'])) {
+        bail!("{} is not an object name", crate::record::printable(bad.as_ref(), 200));
+    }
+    let mut child = Command::new("git")
+        .args(["cat-file", "--batch"])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("running git cat-file --batch (is git installed?)")?;
+    let mut stdin = child.stdin.take().context("git cat-file has no input")?;
+    let names: Vec<String> = specs.iter().map(|s| s.as_ref().to_owned()).collect();
+    let writer = std::thread::spawn(move || {
+        for name in names {
+            if writeln!(stdin, "{name}").is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, child.stdout.take().context("git cat-file has no output")?);
+    let mut header = String::new();
+    let mut content = Vec::new();
+    let mut result = Ok(());
+    for (i, spec) in specs.iter().enumerate() {
+        header.clear();
+        if let Err(e) = reader.read_line(&mut header) {
+            result = Err(anyhow::Error::from(e).context("reading git cat-file --batch"));
+            break;
+        }
+        // `<id> blob <size>`, `<name> missing` (or `ambiguous`), or another type.
+        let size: Option<usize> = match header.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "blob", size] => match size.parse() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    result = Err(anyhow::anyhow!("git cat-file --batch gave no size for {}", crate::record::printable(spec.as_ref(), 200)));
+                    break;
+                }
+            },
+            [_, _, size] => {
+                // Another object type: skip its content.
+                let n: u64 = size.parse().unwrap_or(0);
+                if std::io::copy(&mut (&mut reader).take(n + 1), &mut std::io::sink()).is_err() {
+                    break;
+                }
+                None
+            }
+            _ => None,
+        };
+        let step = match size {
+            Some(size) => {
+                content.clear();
+                if let Err(e) = (&mut reader).take(size as u64 + 1).read_to_end(&mut content) {
+                    result = Err(anyhow::Error::from(e).context("reading git cat-file --batch"));
+                    break;
+                }
+                content.truncate(size);
+                each(i, Some(&content))
+            }
+            None => each(i, None),
+        };
+        if let Err(e) = step {
+            result = Err(e);
+            break;
+        }
+    }
+    drop(reader);
+    let _ = writer.join();
+    let _ = child.wait();
+    result
+}
+
 /// A blob's bytes as `git cat-file blob` writes them, read as a stream; [`BlobStream::finish`]
 /// says whether git succeeded. Dropped unfinished, git is stopped.
 pub struct BlobStream {

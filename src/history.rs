@@ -169,52 +169,20 @@ impl Touch {
 }
 
 /// The line in each blob (`None`: not there), the blobs read by one `git cat-file
-/// --batch` (ids written on a thread of their own, so neither pipe fills while the other waits).
+/// --batch` ([`crate::git::for_each_blob`]).
 fn lines_in_blobs(dir: &Path, blobs: &[&str], id: &str) -> Result<std::collections::HashMap<String, Option<Vec<u8>>>> {
-    use std::io::{BufRead, Read, Write};
-    let mut child = std::process::Command::new("git")
-        .args(["cat-file", "--batch"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("running git cat-file --batch (is git installed?)")?;
-    let mut stdin = child.stdin.take().context("git cat-file has no input")?;
-    let ids: Vec<String> = blobs.iter().map(|b| (*b).to_owned()).collect();
-    let writer = std::thread::spawn(move || {
-        for hex in ids {
-            if writeln!(stdin, "{hex}").is_err() {
-                break;
-            }
-        }
-    });
     let mut out = std::collections::HashMap::with_capacity(blobs.len());
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, child.stdout.take().context("git cat-file has no output")?);
-    let mut header = String::new();
-    let mut content = Vec::new();
-    for hex in blobs {
-        header.clear();
-        reader.read_line(&mut header).context("reading git cat-file --batch")?;
-        // `<id> blob <size>`, or `<id> missing`.
-        let size: usize = match header.split_whitespace().collect::<Vec<_>>()[..] {
-            [_, "blob", size] => size.parse().context("git cat-file --batch gave no size")?,
-            _ => anyhow::bail!("reading blob {hex}: git cat-file said {}", crate::record::printable(header.trim(), 200)),
-        };
-        content.clear();
-        (&mut reader).take(size as u64 + 1).read_to_end(&mut content).context("reading git cat-file --batch")?;
-        content.truncate(size);
-        out.insert((*hex).to_owned(), line_of(&content, id).map(<[u8]>::to_vec));
-    }
-    drop(reader);
-    let _ = writer.join();
-    let _ = child.wait();
+    crate::git::for_each_blob(dir, blobs, |i, content| {
+        let Some(content) = content else { anyhow::bail!("reading blob {}: git cat-file says it is missing", blobs[i]) };
+        out.insert(blobs[i].to_owned(), line_of(content, id).map(<[u8]>::to_vec));
+        Ok(())
+    })?;
     Ok(out)
 }
 
 /// The first line of `content` whose record id is `id`, found by its `"id":"..."` text (then
 /// confirmed, so a mention elsewhere never counts).
-fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
+pub(crate) fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
     let needle = serde_json::to_string(id).ok()?;
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     for at in finder.find_iter(content) {

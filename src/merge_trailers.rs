@@ -159,6 +159,7 @@ impl Commit<'_> {
             cut: Vec::new(),
             omitted: 0,
             commit: Some(self.hash.to_owned()),
+            unverified: false,
         }
     }
 }
@@ -251,11 +252,81 @@ pub fn from_history(repo: &Path) -> Result<Vec<Entry>> {
             seq += 1;
             entries.push(e);
         }
+        if !entries.is_empty() {
+            verify(repo, [hash, first_parent, second_parent], &mut entries)?;
+        }
         per_commit.push(entries);
     }
     // git log lists newest first; the list is oldest first (one pass, not an insert at the
     // front per commit).
     Ok(per_commit.into_iter().rev().flatten().collect())
+}
+
+/// Holds each of one merge commit's trailer entries against the commit's own files (`commits`:
+/// the merge, its first parent `ours`, its second parent `theirs`): an entry is believed only
+/// when the merge's issues file holds, for its field, the value of the side the trailer says was
+/// kept, and the other side's parent the value it says was dropped (a rename: the merge holds
+/// the new id, the moved side's parent the old one and not the new). A believed entry gets its
+/// kept value from the merge's file (so a value that existed on both sides is shown as it was);
+/// any other is marked [`Entry::unverified`]. A hand-written merge commit that never touched the
+/// file, or whose trailer names a value of the author's choosing, is never restored.
+fn verify(repo: &Path, commits: [&str; 3], entries: &mut [Entry]) -> Result<()> {
+    let mut paths: Vec<String> = entries.iter().map(|e| e.path.clone()).collect();
+    paths.sort();
+    paths.dedup();
+    // Per path: the merge's, ours' and theirs' file, as the lines of the entries' ids.
+    let ids: std::collections::HashSet<String> = entries
+        .iter()
+        .flat_map(|e| [e.id.clone(), e.kept.as_deref().and_then(|k| serde_json::from_str::<String>(k.get()).ok()).unwrap_or_default()])
+        .collect();
+    let specs: Vec<String> = paths.iter().flat_map(|p| commits.iter().map(move |c| format!("{c}:{p}"))).collect();
+    let mut lines: Vec<Option<std::collections::HashMap<String, String>>> = Vec::with_capacity(specs.len());
+    crate::git::for_each_blob(repo, &specs, |_, blob| {
+        lines.push(blob.map(|content| {
+            ids.iter()
+                .filter(|id| !id.is_empty())
+                .filter_map(|id| Some((id.clone(), String::from_utf8_lossy(crate::history::line_of(content, id)?).into_owned())))
+                .collect()
+        }));
+        Ok(())
+    })?;
+    for e in entries.iter_mut() {
+        let Some(at) = paths.iter().position(|p| *p == e.path) else { continue };
+        let file = |k: usize| lines.get(at * 3 + k).and_then(Option::as_ref);
+        let line = |k: usize, id: &str| file(k).and_then(|f| f.get(id)).map(String::as_str);
+        let (kept_k, dropped_k) = if e.kept_from == "ours" { (1, 2) } else { (2, 1) };
+        let believed = if e.reason == Reason::Rename {
+            let to = e.kept.as_deref().and_then(|k| serde_json::from_str::<String>(k.get()).ok()).unwrap_or_default();
+            let moved_k = if e.kept_from == "ours" { 1 } else { 2 };
+            line(0, &to).is_some() && line(moved_k, &e.id).is_some() && line(moved_k, &to).is_none()
+        } else if e.field == "(record)" {
+            line(0, &e.id).is_some() && line(0, &e.id) == line(kept_k, &e.id) && line(dropped_k, &e.id).is_none()
+        } else {
+            let dropped = e.dropped.as_deref().map(RawValue::get);
+            let value = |k: usize| line(k, &e.id).map(|l| crate::merge_log::value_in_record(l, &e.field, dropped));
+            let same = |a: &Option<String>, b: Option<&str>| match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    serde_json::from_str::<serde_json::Value>(a).ok() == serde_json::from_str::<serde_json::Value>(b).ok()
+                }
+                _ => false,
+            };
+            match (value(0), value(kept_k), value(dropped_k)) {
+                (Some(merged), Some(kept), Some(other)) => {
+                    // A value logged cut is checked by its kept side alone.
+                    let dropped_ok = !e.cut.is_empty() || same(&other, dropped);
+                    let ok = merged == kept && dropped_ok && !same(&merged, other.as_deref());
+                    if ok {
+                        e.kept = merged.and_then(|m| RawValue::from_string(m).ok());
+                    }
+                    ok
+                }
+                _ => false,
+            }
+        };
+        e.unverified = !believed;
+    }
+    Ok(())
 }
 
 /// The entry `address` (`HASH:N`, the N-th trailer of a merge commit whose hash starts with

@@ -192,6 +192,7 @@ impl Entry {
             cut: Vec::new(),
             omitted: 0,
             commit: None,
+            unverified: false,
         }
     }
 }
@@ -252,6 +253,7 @@ pub(super) fn bounded(e: &Entry, value_bytes: usize) -> Entry {
         cut,
         omitted: e.omitted,
         commit: e.commit.clone(),
+        unverified: e.unverified,
     }
 }
 

@@ -113,6 +113,7 @@ pub fn entries(ctx: &Context, reports: &[Report], renames: &[Rename], policy: Op
         cut: Vec::new(),
         omitted: 0,
         commit: None,
+        unverified: false,
     };
     let mut out = Vec::with_capacity(reports.len() + renames.len());
     for report in reports {

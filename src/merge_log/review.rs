@@ -108,7 +108,7 @@ pub fn render(entries: &[Entry], word: Word<'_>) -> String {
             ));
             match not_restorable(e) {
                 None => out.push_str(&format!("  put it back: {}\n", word(&Fix::RestoreEntry { address: address(e) }))),
-                Some(why) if !e.cut.is_empty() => out.push_str(&format!("  not restorable: {}\n", why.text(word))),
+                Some(why) if !e.cut.is_empty() || e.unverified => out.push_str(&format!("  not restorable: {}\n", why.text(word))),
                 Some(_) => {}
             }
         }
@@ -119,6 +119,9 @@ pub fn render(entries: &[Entry], word: Word<'_>) -> String {
 /// Why an entry cannot be restored (`None`: it can).
 pub(super) fn not_restorable(e: &Entry) -> Option<NotRestorable> {
     let address = printable_address(e);
+    if e.unverified {
+        return Some(NotRestorable::Unverified { address });
+    }
     if e.reason == Reason::Rename || e.field == "id" {
         return Some(NotRestorable::Rename { address });
     }
@@ -145,6 +148,9 @@ impl NotRestorable {
     pub fn text(&self, word: Word<'_>) -> String {
         match self {
             NotRestorable::Rename { address } => format!("{address} is a rename, not a dropped value: both issues are in the file"),
+            NotRestorable::Unverified { address } => format!(
+                "{address} is a trailer its merge commit does not bear out (the commit's issues file, or its parents', do not hold the values it names): it is not restored"
+            ),
             NotRestorable::Omitted { address, count } => {
                 format!("{address} counts {count} decision(s) the merge log had no room for; it holds no value to restore")
             }

@@ -63,6 +63,7 @@ fn blank() -> Entry {
         cut: Vec::new(),
         omitted: 0,
         commit: None,
+        unverified: false,
     }
 }
 

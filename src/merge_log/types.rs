@@ -103,6 +103,11 @@ pub struct Entry {
     /// number within the commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// Read from a trailer its own merge commit does not bear out (the commit's issues file does
+    /// not hold the kept value where the trailer says, or its parents not the values it names):
+    /// listed as unverified and never restored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unverified: bool,
 }
 
 // serde's `skip_serializing_if` hands a reference.
@@ -229,6 +234,11 @@ pub enum NotRestorable {
         address: String,
         /// The merge's words for why, escaped.
         detail: String,
+    },
+    /// A trailer its merge commit does not bear out (forged, or rewritten since).
+    Unverified {
+        /// The entry, as `review` shows it.
+        address: String,
     },
     /// A merge commit's trailer holds the value cut; the whole value is in the merge's parent.
     CutInTrailer {

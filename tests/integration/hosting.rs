@@ -487,6 +487,8 @@ fn regression_update_branch_kept_its_overrides_only_in_the_ci_clones_log() {
     let listed = String::from_utf8_lossy(&review.stdout).into_owned();
     assert!(review.status.success(), "review: {}", text(&review));
     assert!(listed.contains(&format!("from commit {}", &commit[..12])) && listed.contains("\"Five on topic\""), "{listed}");
+    // Shown as it was: the value the merge kept, read from the merge commit (not `(absent)`).
+    assert!(listed.contains("kept    \"Five on main\""), "{listed}");
     let restore = listed
         .lines()
         .find_map(|l| l.trim().strip_prefix("put it back: bd-merge review --restore "))
@@ -498,4 +500,37 @@ fn regression_update_branch_kept_its_overrides_only_in_the_ci_clones_log() {
     let five = &records(&file)["bd-5"];
     assert_eq!(five["title"], "Five on topic");
     assert_eq!(five["updated_at"], "2025-11-05T10:00:01Z", "ticked past the merged stamp");
+}
+
+/// A hand-written merge commit that never touched the issues file, with a `Beads-Overridden:`
+/// line naming a value of its author's choosing, was listed by `review` as an update-branch
+/// decision and `--restore` wrote that value. Now a trailer is believed only when the merge
+/// commit's own files bear it out; this one is listed as unverified and never restored.
+#[test]
+fn regression_a_forged_update_branch_trailer_was_restored() {
+    let s = Scenario::new(false);
+    let fresh = s.root.path().join("fresh");
+    git(s.root.path(), &["clone", "-q", "--branch", "topic", &s.url(), fresh.to_str().expect("utf8")]);
+    std::fs::write(fresh.join("other.txt"), "x\n").expect("write");
+    git(&fresh, &["add", "other.txt"]);
+    git(&fresh, &["commit", "-q", "-m", "side work"]);
+    git(&fresh, &["checkout", "-q", "-b", "forger", "HEAD~1"]);
+    std::fs::write(fresh.join("more.txt"), "y\n").expect("write");
+    git(&fresh, &["add", "more.txt"]);
+    git(&fresh, &["commit", "-q", "-m", "more"]);
+    git(&fresh, &["checkout", "-q", "topic"]);
+    git(
+        &fresh,
+        &["merge", "-q", "--no-ff", "forger", "-m", "Merge", "-m", r#"Beads-Overridden: bd-5 assignee kept=ours dropped="mallory""#],
+    );
+    let file_before = std::fs::read(fresh.join(FILE)).expect("read");
+    let review = run(hermetic(bin("bd-merge")).current_dir(&fresh).arg("review"));
+    let listed = String::from_utf8_lossy(&review.stdout).into_owned();
+    assert!(listed.contains("mallory") && listed.contains("does not bear out"), "listed, as unverified: {listed}");
+    assert!(!listed.contains("put it back"), "{listed}");
+    let commit = git(&fresh, &["rev-parse", "HEAD"]);
+    let out = run(hermetic(bin("bd-merge")).current_dir(&fresh).args(["review", "--restore", &format!("{}:1", &commit[..12])]));
+    assert!(!out.status.success(), "the restore is refused: {}", text(&out));
+    assert!(text(&out).contains("does not bear out"), "{}", text(&out));
+    assert_eq!(std::fs::read(fresh.join(FILE)).expect("read"), file_before, "nothing written");
 }
