@@ -108,6 +108,12 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
     let content = crate::jsonl::read(path)?;
     let (mut findings, external) = check_file(&content);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    // Where br keeps this clone's issues, a line it refuses stops every br command: an error.
+    if crate::tracker::is_br_directory(dir) {
+        for f in findings.iter_mut().filter(|f| f.kind == FindingKind::BrRefuses) {
+            f.severity = crate::check::Severity::Error;
+        }
+    }
     let typed = crate::paths::as_typed(path);
     for f in findings.iter_mut().filter(|f| f.kind == FindingKind::ConflictMarker) {
         f.fix = Some(Fix::ResolveThenAdd { file: Some(typed.clone()) });

@@ -15,7 +15,6 @@ use serde::Serialize;
 use crate::diff::Snapshot;
 use crate::git::{Repo, ISSUES_PATHS};
 use crate::issue_diff::{self, FileDiff, IssueChange};
-use crate::record::record_id;
 
 /// What `bd-sync diff` compares.
 #[derive(Debug, Clone)]
@@ -174,26 +173,10 @@ fn lines_in_blobs(dir: &Path, blobs: &[&str], id: &str) -> Result<std::collectio
     let mut out = std::collections::HashMap::with_capacity(blobs.len());
     crate::git::for_each_blob(dir, blobs, |i, content| {
         let Some(content) = content else { anyhow::bail!("reading blob {}: git cat-file says it is missing", blobs[i]) };
-        out.insert(blobs[i].to_owned(), line_of(content, id).map(<[u8]>::to_vec));
+        out.insert(blobs[i].to_owned(), crate::record::line_of(content, id).map(<[u8]>::to_vec));
         Ok(())
     })?;
     Ok(out)
-}
-
-/// The first line of `content` whose record id is `id`, found by its `"id":"..."` text (then
-/// confirmed, so a mention elsewhere never counts).
-pub(crate) fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
-    let needle = serde_json::to_string(id).ok()?;
-    let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    for at in finder.find_iter(content) {
-        let start = content[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let end = content[at..].iter().position(|&b| b == b'\n').map_or(content.len(), |i| at + i);
-        let line = &content[start..end];
-        if record_id(line).is_ok_and(|found| found == id) {
-            return Some(line);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -212,7 +195,7 @@ mod tests {
     #[test]
     fn the_issue_line_is_found_by_its_own_id_only() {
         let content = b"{\"id\":\"a\",\"dependencies\":[{\"issue_id\":\"a\",\"depends_on_id\":\"b\"}]}\n{\"id\":\"b\",\"title\":\"B\"}\n";
-        assert_eq!(line_of(content, "b"), Some(&b"{\"id\":\"b\",\"title\":\"B\"}"[..]));
-        assert_eq!(line_of(content, "c"), None);
+        assert_eq!(crate::record::line_of(content, "b"), Some(&b"{\"id\":\"b\",\"title\":\"B\"}"[..]));
+        assert_eq!(crate::record::line_of(content, "c"), None);
     }
 }

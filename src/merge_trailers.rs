@@ -285,7 +285,7 @@ fn verify(repo: &Path, commits: [&str; 3], entries: &mut [Entry]) -> Result<()> 
         lines.push(blob.map(|content| {
             ids.iter()
                 .filter(|id| !id.is_empty())
-                .filter_map(|id| Some((id.clone(), String::from_utf8_lossy(crate::history::line_of(content, id)?).into_owned())))
+                .filter_map(|id| Some((id.clone(), String::from_utf8_lossy(crate::record::line_of(content, id)?).into_owned())))
                 .collect()
         }));
         Ok(())

@@ -527,6 +527,22 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The first line of `content` whose record id is `id`, found by its `"id":"..."` text (then
+/// confirmed, so a mention elsewhere never counts).
+pub fn line_of<'a>(content: &'a [u8], id: &str) -> Option<&'a [u8]> {
+    let needle = serde_json::to_string(id).ok()?;
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    for at in finder.find_iter(content) {
+        let start = content[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let end = content[at..].iter().position(|&b| b == b'\n').map_or(content.len(), |i| at + i);
+        let line = &content[start..end];
+        if record_id(line).is_ok_and(|found| found == id) {
+            return Some(line);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -308,6 +308,11 @@ fn remaining(deadline: Instant) -> Duration {
 
 /// br's database files in `dir`: regular `*.db` / `*.db-wal` files (links, FIFOs and devices are
 /// never followed), without our own cache (`cache.db`, which lives there outside a repository).
+/// Whether the `.beads/` directory `dir` holds br's database (br keeps this clone's issues).
+pub fn is_br_directory(dir: &Path) -> bool {
+    !br_database_files(dir).is_empty()
+}
+
 fn br_database_files(dir: &Path) -> Vec<(SystemTime, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut out = Vec::new();

@@ -87,6 +87,11 @@ pub enum FindingKind {
     NotifySettings,
     /// The git–issue bridge is turned off (`BEADS_BRIDGE`, `git config beads.bridge`): a note.
     BridgeOff,
+    /// A line br 0.7.6's import refuses (and with it the whole file): a value past br's bounds,
+    /// a label br rejects, a `closed_at` before `created_at`, ... in br's own words. An error
+    /// where br keeps the clone's issues (its database beside the file), else a warning (a bd
+    /// project's file may hold such lines and bd takes them).
+    BrRefuses,
     /// `.beads/MIGRATION-FREEZE` exists (bd 1.3 is migrating its database): the hooks import,
     /// export and flush nothing until it is gone. A note.
     MigrationFreeze,
@@ -125,7 +130,9 @@ impl FindingKind {
             | DuplicateKey
             | StaleDerivedField
             | HooksDirShared
-            | ExportStale => Severity::Warning,
+            | ExportStale
+            // An error where br keeps this clone's issues (`check` raises it then).
+            | BrRefuses => Severity::Warning,
             // Nothing is wrong; something to look at.
             UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze => Severity::Note,
         }
@@ -166,6 +173,7 @@ impl FindingKind {
             NotifySettings => "notify-settings",
             BridgeOff => "bridge-off",
             MigrationFreeze => "migration-freeze",
+            BrRefuses => "br-refuses",
             ExportStale => "export-stale",
             HooksPathWithoutBlocks => "hooks-path-without-blocks",
             ManagerSkipsBlock => "manager-skips-block",

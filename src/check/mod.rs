@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod br_rules;
 mod findings;
 
 pub use findings::{CheckReport, Finding, FindingKind, Severity};
@@ -59,6 +60,7 @@ pub fn check_file(content: &[u8]) -> (Vec<Finding>, usize) {
         ));
     }
     findings.extend(comment_id_findings(&comment_ids, highest_comment_id));
+    findings.extend(br_rules::refused_lines(content));
     if crate::merge::derived::mentions_counts(content) {
         findings.extend(stale_derived_fields(&index));
     }

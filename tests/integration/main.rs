@@ -4,6 +4,7 @@
 mod support;
 
 mod advice;
+mod br_check;
 mod br_collisions;
 mod br_roundtrip;
 mod bridge_context;
