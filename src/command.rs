@@ -7,7 +7,9 @@
 //! holds its lock for as long, and every later run finds it busy. So the command runs in its own
 //! process group, its output is read here without blocking, and at the timeout the whole group is
 //! stopped (SIGTERM, then SIGKILL a moment later for whatever ignored it) and reading stops: the
-//! caller gets its error at the deadline, never later, and drops its locks.
+//! caller gets its error at the deadline, never later, and drops its locks. Once the command
+//! itself has exited, its output is read for [`AFTER_EXIT`] more at most: then the group it left
+//! is stopped and the caller has the output and a word that something lingered.
 
 use std::io::Read as _;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -59,7 +61,14 @@ pub struct Captured {
     pub status: ExitStatus,
     /// All it wrote to stdout.
     pub stdout: Vec<u8>,
+    /// The command exited, but something it started in the background still held its stdout
+    /// [`AFTER_EXIT`] later: that process group was stopped, and `stdout` is what came before.
+    pub lingering: bool,
 }
+
+/// How long the output is read after the command itself exited (a process it left in the
+/// background may hold the pipe open; its group is then stopped).
+pub const AFTER_EXIT: Duration = Duration::from_secs(2);
 
 /// Runs `command` (its stdin and stderr as the caller set them) in a new process group, and
 /// returns its stdout once the command has exited and its stdout has closed. At `timeout`, or
@@ -78,19 +87,32 @@ pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Res
     let mut out = Vec::new();
     let mut open = true;
     let mut status = None;
+    let mut exited_at: Option<Instant> = None;
+    let mut lingering = false;
     let mut chunk = vec![0u8; 64 << 10];
     loop {
         if status.is_none() {
             status = group.child.try_wait().map_err(|e| group.fail(CommandError::Io(e)))?;
+            if status.is_some() {
+                exited_at = Some(Instant::now());
+            }
         }
         if !open && status.is_some() {
             break;
         }
         let now = Instant::now();
+        if let Some(at) = exited_at.filter(|at| now >= *at + AFTER_EXIT) {
+            // The command is done; what holds the pipe is something it left behind.
+            let _ = at;
+            group.stop();
+            lingering = true;
+            break;
+        }
         if now >= deadline {
             return Err(group.fail(CommandError::TimedOut { after: timeout, exited: status }));
         }
-        let wait = (deadline - now).min(Duration::from_millis(20));
+        let until = exited_at.map_or(deadline, |at| deadline.min(at + AFTER_EXIT));
+        let wait = until.saturating_duration_since(now).min(Duration::from_millis(20));
         if !open {
             std::thread::sleep(wait);
             continue;
@@ -118,7 +140,7 @@ pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Res
         }
     }
     let status = status.expect("the loop ends only once the command exited");
-    Ok(Captured { status, stdout: out })
+    Ok(Captured { status, stdout: out, lingering })
 }
 
 /// The command's process group, stopped (and the command reaped) when a run fails.

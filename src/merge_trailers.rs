@@ -43,26 +43,48 @@ pub const HISTORY_COMMITS: usize = 200;
 pub const COMMAND: &str = "bd-merge update-branch";
 const DEFAULT_PATH: &str = ".beads/issues.jsonl";
 
-/// `text` as one trailer token: itself when plain, else a JSON string.
+/// `text` as one trailer token: itself when plain, else a JSON string (control and
+/// bidirectional-override characters as `\uXXXX`, so a commit message never carries them raw).
 fn token(text: &str) -> String {
-    let plain = !text.is_empty() && !text.starts_with('"') && !text.chars().any(|c| c.is_whitespace() || c.is_control());
+    let plain = !text.is_empty() && !text.starts_with('"') && !text.chars().any(|c| c.is_whitespace() || crate::record::is_unprintable(c));
     if plain {
         text.to_owned()
     } else {
-        crate::record::json_string(text, false)
+        escape_unprintable(&crate::record::json_string(text, false))
     }
 }
 
-/// A JSON value's text on one line: as written when it has no control character (no JSON
-/// whitespace but the space), else re-serialised compactly.
-fn one_line(json: &str) -> String {
-    if !json.chars().any(char::is_control) {
+/// JSON text with every control or bidirectional-override character written `\uXXXX` (in JSON
+/// such characters can only stand inside strings, where the escape means the same character).
+fn escape_unprintable(json: &str) -> String {
+    if !json.chars().any(crate::record::is_unprintable) {
         return json.to_owned();
     }
-    serde_json::from_str::<serde_json::Value>(json).ok().and_then(|v| serde_json::to_string(&v).ok()).unwrap_or_else(|| {
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if crate::record::is_unprintable(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A JSON value's text on one line, with no raw control or bidirectional-override character: as
+/// written when it has none, else re-serialised compactly with those characters escaped.
+fn one_line(json: &str) -> String {
+    if !json.chars().any(crate::record::is_unprintable) {
+        return json.to_owned();
+    }
+    let compact = serde_json::from_str::<serde_json::Value>(json).ok().and_then(|v| serde_json::to_string(&v).ok()).unwrap_or_else(|| {
         // Not JSON (it came from a log entry, which is): keep it a string, escaped.
         crate::record::json_string(json, false)
-    })
+    });
+    escape_unprintable(&compact)
 }
 
 /// The trailer lines (`Key: value`) for the decisions of one `update-branch` merge, at most
@@ -391,6 +413,22 @@ mod tests {
         let back = parse(&c, 1, key, value).expect("parsed");
         assert_eq!((back.id.as_str(), back.field.as_str(), back.kept_from.as_str()), ("bd 1\nx", "title", "theirs"));
         assert_eq!(back.dropped.as_deref().map(RawValue::get), e.dropped.as_deref().map(RawValue::get));
+    }
+
+    #[test]
+    fn control_and_bidi_characters_never_reach_the_message_raw() {
+        let c = commit();
+        let mut e = c.entry(1, "bd-\u{202e}1".to_owned(), "title".to_owned(), DEFAULT_PATH.to_owned());
+        e.kept_from = "theirs".to_owned();
+        e.dropped_from = "ours".to_owned();
+        e.dropped = RawValue::from_string("\"evil \u{2066}\u{1b}[31m title\"".to_owned()).ok();
+        let lines = trailers(std::slice::from_ref(&e));
+        assert!(!lines[0].chars().any(crate::record::is_unprintable), "{:?}", lines[0]);
+        let (key, value) = lines[0].split_once(": ").expect("a trailer");
+        let back = parse(&c, 1, key, value).expect("parsed");
+        assert_eq!(back.id, e.id);
+        let as_value = |r: Option<&RawValue>| r.and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok());
+        assert_eq!(as_value(back.dropped.as_deref()), as_value(e.dropped.as_deref()));
     }
 
     #[test]

@@ -380,7 +380,12 @@ fn merge(repo: &Path, options: &UpdateOptions, base: &str) -> Result<(bool, Vec<
 }
 
 fn commit_message(options: &UpdateOptions, branch: &str, issues: &[String], overridden: &[String]) -> String {
-    let mut message = options.message.clone().unwrap_or_else(|| format!("Merge {} into {branch}", options.base));
+    // Names and text from the branches go into git with their control and bidirectional-override
+    // characters escaped, as every terminal line is.
+    let mut message = match &options.message {
+        Some(m) => crate::record::printable_lines(m).into_owned(),
+        None => format!("Merge {} into {}", crate::record::escaped(&options.base), crate::record::escaped(branch)),
+    };
     message.push_str("\n\nMerged by `bd-merge update-branch` with the field-level beads driver.\n");
     if issues.is_empty() {
         message.push_str("\nNo issue was changed on both sides.\n");
@@ -393,7 +398,7 @@ fn commit_message(options: &UpdateOptions, branch: &str, issues: &[String], over
     if !overridden.is_empty() {
         message.push_str(&format!("\nValues the merge overrode ({}):\n", overridden.len()));
         for r in overridden {
-            message.push_str(&format!("  {r}\n"));
+            message.push_str(&format!("  {}\n", crate::record::escaped(r)));
         }
     }
     message
@@ -419,4 +424,29 @@ fn push(repo: &Path, remote: &str, branch: &str) -> Result<()> {
     let upstream = git(repo, &["config", "--get", &format!("branch.{branch}.merge")]).unwrap_or_else(|_| format!("refs/heads/{branch}"));
     git(repo, &["push", "--quiet", remote, &format!("HEAD:{upstream}")]).with_context(|| format!("pushing to {remote} {upstream}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commit_message_carries_no_raw_control_or_bidi_character() {
+        let mut options = UpdateOptions {
+            repo: PathBuf::from("."),
+            base: "main\u{202e}txt.exe".to_owned(),
+            branch: None,
+            push: false,
+            message: None,
+            bd_merge: PathBuf::from("bd-merge"),
+            notice: |_| {},
+        };
+        let ids = ["bd-1\u{2066}x".to_owned()];
+        let message = commit_message(&options, "topic\u{1b}[31m", &ids, &["bd-1: title \u{202e}kept".to_owned()]);
+        assert!(!message.chars().any(|c| c != '\n' && crate::record::is_unprintable(c)), "{message:?}");
+        assert!(message.starts_with("Merge main\\u{202e}txt.exe into topic\\u{1b}[31m"), "{message}");
+        options.message = Some("Update\u{202e}\nbody line".to_owned());
+        let given = commit_message(&options, "topic", &[], &[]);
+        assert!(given.starts_with("Update\\u{202e}\nbody line") && !given.contains('\u{202e}'), "{given}");
+    }
 }

@@ -99,6 +99,9 @@ pub struct Options {
     pub source: Source,
     /// How long a [`Source::Command`] may run ([`SOURCE_CMD_TIMEOUT`] by default).
     pub command_timeout: Duration,
+    /// Told, in one line, what the run did that did not stop it (a process the command left
+    /// holding its output was stopped).
+    pub notice: fn(&str),
 }
 
 /// Checks a state name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
@@ -214,13 +217,20 @@ fn ordered_hashes(snapshot: &Snapshot) -> Vec<(String, String)> {
 /// stderr goes to ours. At `timeout` the command and every process it started in its process
 /// group are stopped and this returns at once (see [`crate::command`]), so the caller's lock is
 /// never held past it.
-pub fn run_source_command(command: &str, dir: &Path, timeout: Duration) -> Result<Vec<u8>, Error> {
+pub fn run_source_command(command: &str, dir: &Path, timeout: Duration, notice: fn(&str)) -> Result<Vec<u8>, Error> {
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c").arg(command).current_dir(dir).stdin(std::process::Stdio::null());
     let done = crate::command::run_captured(&mut cmd, timeout, MAX_SNAPSHOT)
         .map_err(|cause| Error::SourceCommand { command: command.to_owned(), cause })?;
     if !done.status.success() {
         return Err(Error::SourceFailed { command: command.to_owned(), status: done.status });
+    }
+    if done.lingering {
+        notice(&format!(
+            "--source-cmd {}: it exited, but a process it started in the background still held its output {} s later; that process group was stopped and the output read until then was used (redirect a background process's output, e.g. `>/dev/null`)",
+            crate::record::printable(command, 200),
+            crate::command::AFTER_EXIT.as_secs()
+        ));
     }
     Ok(done.stdout)
 }
@@ -254,9 +264,11 @@ pub fn prepare(options: &Options) -> Result<Option<Run>, Error> {
             };
             (format!("file:{rel}"), file.display().to_string(), content)
         }
-        Source::Command(cmd) => {
-            (format!("cmd:{cmd}"), format!("the output of {cmd:?}"), run_source_command(cmd, &top, options.command_timeout)?)
-        }
+        Source::Command(cmd) => (
+            format!("cmd:{cmd}"),
+            format!("the output of {cmd:?}"),
+            run_source_command(cmd, &top, options.command_timeout, options.notice)?,
+        ),
     };
     let now = record_hashes(content, &source_name)?;
 

@@ -279,6 +279,29 @@ fn a_source_cmd_leaving_a_process_on_its_stdout_is_stopped_with_its_group_at_the
     assert!(stderr.contains("baseline of 1 issue(s)") && !stderr.contains("under way"), "the next run takes the lock: {stderr}");
 }
 
+/// A command that exits at once but leaves a background process holding its stdout: before,
+/// bd-hook waited for the whole timeout (60 s by default). Now it reads for 2 s after the command
+/// exited, then stops the group it left, uses the output and says so in one line.
+#[test]
+fn regression_a_source_cmd_that_exited_kept_bd_hook_waiting_for_its_background_process() {
+    let repo = repo();
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let cmd = r#"printf '{"id":"a"}\n'; sleep 1000 & echo $! > sleep.pid"#;
+    let start = Instant::now();
+    let out = run(ours("bd-hook").current_dir(repo.path()).env("GEMBA_NOTIFY_URL", &server.url).args(["--source-cmd", cmd, "--strict"]));
+    let took = start.elapsed();
+    let stderr = text(&out.stderr);
+    assert!(took < Duration::from_secs(8), "bd-hook took {took:?} (the default timeout is 60 s)");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("baseline of 1 issue(s)") && stderr.contains("in the background still held its output"), "{stderr}");
+    let sleep = read_pid(&repo.path().join("sleep.pid")).expect("the command wrote its background pid");
+    let waited = Instant::now();
+    while !gone(sleep) && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone(sleep), "the background sleep ({sleep}) was stopped with its group");
+}
+
 #[test]
 fn symlinked_lock_files_are_refused_naming_the_link() {
     let repo = repo();

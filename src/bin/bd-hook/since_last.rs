@@ -21,7 +21,7 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
     let dir = std::env::current_dir().context("finding the current directory")?;
     let dry = outlet.dry();
     let command_timeout = Duration::try_from_secs_f64(cli.source_cmd_timeout).unwrap_or(since_last::SOURCE_CMD_TIMEOUT);
-    let options = since_last::Options { dir, state: name.clone(), source, command_timeout };
+    let options = since_last::Options { dir, state: name.clone(), source, command_timeout, notice: |m| eprintln!("bd-hook: {m}") };
     // A dry run prints and sends nothing, so the state stays where it is.
     let outcome = since_last::notify(&options, dry, |ids| {
         if dry {
