@@ -59,9 +59,12 @@ pub enum Fix {
     /// The hooks directory is shared by every repository on the machine: install into it on
     /// purpose, or give this repository a hooks directory of its own.
     InstallSharedHooksDir,
-    /// br's plain import refuses a moved issue that has comments: import with br's merging sync,
-    /// and commit its re-serialised file only if nothing else changed.
+    /// br's database holds unexported edits and its base snapshot is the file from before the
+    /// merge: `br sync --merge` takes the merged file and keeps the edits.
     BrImportMerge,
+    /// br's database holds no unexported edit, and its plain import refuses the moved issue (it
+    /// has comments, br's #549): `br sync --import-only --force` takes the file as it is.
+    BrImportForce,
     /// Resolve the leftover conflict markers in `file` (`None`: the file the finding is about,
     /// unnamed), then `git add` it and commit.
     ResolveThenAdd {

@@ -343,6 +343,19 @@ pub fn stage(file: &Path) -> Result<()> {
     run(dir, &[OsStr::new("add"), OsStr::new("--"), file.as_os_str()]).map(drop)
 }
 
+/// The file `name` (relative to `dir`) as the commit `rev` holds it; `None` when it has no such
+/// file or there is no such commit.
+pub fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
+    let out = Command::new("git")
+        .args(["cat-file", "blob", &format!("{rev}:./{name}")])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .context("running git cat-file (is git installed?)")?;
+    Ok(out.status.success().then_some(out.stdout))
+}
+
 /// Hands each object `specs` names (a blob id, or `<rev>:<path>`) to `each` with its index,
 /// `None` when git says it is missing, read by one `git cat-file --batch` in the repository at
 /// `dir` (the names written on a thread of their own, so neither pipe fills while the other

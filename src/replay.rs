@@ -13,7 +13,6 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap;
@@ -27,19 +26,6 @@ fn updated_at(line: &[u8]) -> Option<(Instant, String)> {
     let obj = RawObject::parse(line).ok()?;
     let text = parse_json_str(obj.get("updated_at")?)?.into_owned();
     Some((timestamp::parse(&text)?, text))
-}
-
-/// The issues file as the commit `rev` holds it (`None` when it has no such file or no such
-/// commit), read at `dir` through the path `name` relative to it.
-fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
-    let out = Command::new("git")
-        .args(["cat-file", "blob", &format!("{rev}:./{name}")])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .context("running git cat-file (is git installed?)")?;
-    Ok(out.status.success().then_some(out.stdout))
 }
 
 /// The lines of `new` whose record differs from `old`'s record of the same id and whose
@@ -67,6 +53,12 @@ pub fn restamp(old: &[u8], new: &[u8], now: Option<Instant>) -> (Vec<u8>, Vec<St
             if is > was {
                 return None;
             }
+            // Another issue under the id (two issues created under one id, one moved): not a
+            // replay of this one.
+            let created = |l: &[u8]| crate::merge::collisions::Facts::of(l).map(|f| f.created);
+            if created(old_line) != created(line.bytes) {
+                return None;
+            }
             let obj = RawObject::parse(line.bytes).ok()?;
             let mut entries = obj.entries.clone();
             if !crate::merge::stamp::bump_updated_at(&mut entries, &[Some(was_text), Some(is_text)], now) {
@@ -92,7 +84,7 @@ pub fn restamp(old: &[u8], new: &[u8], now: Option<Instant>) -> (Vec<u8>, Vec<St
 pub fn restamp_after_rebase(file: &Path, now: Option<Instant>) -> Result<Vec<String>> {
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = file.file_name().context("the issues file has no name")?.to_string_lossy().into_owned();
-    let Some(old) = file_at(dir, "ORIG_HEAD", &name)? else { return Ok(Vec::new()) };
+    let Some(old) = crate::git::file_at(dir, "ORIG_HEAD", &name)? else { return Ok(Vec::new()) };
     let new = jsonl::read(file)?;
     let (content, ids) = restamp(&old, &new, now);
     if !ids.is_empty() {

@@ -431,6 +431,33 @@ pub fn add_comment(tracker: Tracker, program: &Path, top: &Path, id: &str, text:
     Ok(())
 }
 
+/// What br's database holds that its files do not show: its count of unexported edits, from
+/// `br sync --status --json` (which imports and exports nothing), run at `top` with the program
+/// at `program` and stopped after `timeout`. `None` when br cannot tell (it failed, or printed
+/// no count).
+pub fn br_dirty_count(program: &Path, top: &Path, timeout: Duration) -> Option<u64> {
+    let mut cmd = Command::new(program);
+    cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null()).env("NO_COLOR", "1");
+    let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).ok()?.get("dirty_count")?.as_u64()
+}
+
+/// Runs br's command `args` at `top` (the program at `program`, stopped after `timeout`): the
+/// import a merge that moved an issue of this clone needs (`git config beads.brSyncMerge`).
+pub fn run_br(program: &Path, top: &Path, args: &[&str], timeout: Duration) -> Result<(), Error> {
+    let shown = format!("br {}", args.join(" "));
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
+    let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).map_err(|source| Error::Command { command: shown.clone(), source })?;
+    if !out.status.success() {
+        return Err(Error::Failed { command: shown, status: out.status });
+    }
+    Ok(())
+}
+
 /// The program `name` in an absolute `PATH` directory outside every checkout of the repository
 /// at `top` (its work trees, linked worktrees and git directory: [`crate::git::checkouts`]); a
 /// program a repository can commit is never run.

@@ -237,11 +237,10 @@ impl Warning {
                 command(&Fix::CorrectLines)
             ),
             Warning::Rename { rename, moved, kept } => format!(
-                "{}: two different issues were created under this id; the one from {moved} (created later) is now {}, with the references {moved} wrote to it, and {} stays the one from {kept} (in a clone that held the other one, br needs {})",
+                "{}: two different issues were created under this id; the one from {moved} is now {} (the id br gives it), with the references {moved} wrote to it, and {} stays the one from {kept} (created first); after the merge, the clone that held the moved issue is told the br command for its state",
                 key_label(&rename.from),
                 key_label(&rename.to),
                 key_label(&rename.from),
-                command(&Fix::BrImportMerge)
             ),
             Warning::LogUnwritten { error, dedupe: false } => format!(
                 "could not write the merge log ({error}); the merge itself is done, but {} will not show it",

@@ -322,7 +322,15 @@ fn two_issues_under_one_id_get_the_ids_br_gives_them() {
                 ));
             }
         } else if code != 0 {
-            let kind = if said.contains("ID collision") { "ID collision (run `br sync --merge`)" } else { "other" };
+            // br's own words: its #549 (the moved issue has comments), or a moved issue whose
+            // database copy is not the file's.
+            let kind = if said.contains("has comments that cannot be assigned") {
+                "#549: local issue has comments that cannot be assigned to a different replacement issue"
+            } else if said.contains("does not contain the local one") {
+                "ID collision: the JSONL does not contain the local one (unchanged)"
+            } else {
+                "other"
+            };
             *refused_other.entry(format!("exit {code}: {kind}")).or_default() += 1;
         } else {
             imported += 1;

@@ -33,7 +33,8 @@ impl World {
     }
 
     fn command(&self, program: &Path, cwd: &Path) -> Command {
-        let path = path_with_our_binaries(&[]);
+        // br where the hooks look for it, as an installed br is.
+        let path = path_with_our_binaries(&[self.br.parent().unwrap_or(Path::new("/"))]);
         let mut cmd = hermetic(program);
         cmd.current_dir(cwd).env("HOME", self.dir.path().join("home")).env("PATH", path).env("NO_COLOR", "1").env_remove("BEADS_DB");
         if self.real_clock {
@@ -408,14 +409,18 @@ fn concurrent_children(br: PathBuf, pull: Pull) {
         String::from_utf8_lossy(&merged)
     );
     // B's subtask was created later, so it moved; B's br holds it under the old id with a
-    // comment, which a plain import refuses (br's known issue): the hook names the remedy.
+    // comment, which a plain import refuses (br's known issue): the hook names the command right
+    // for B's state (br flushed every edit, so its database holds none unexported: the forced
+    // import; never `br sync --merge` without a base snapshot, which br refuses).
     assert_eq!(in_file_b[0], format!("{epic}.2"), "{pull:?}");
     let notice: Vec<&str> = hook_said.lines().filter(|l| l.starts_with("bd-sync: a merge kept two issues")).collect();
     assert!(
-        notice.len() == 1 && notice[0].contains(&format!("{epic}.1 is now {epic}.2")) && notice[0].contains("br sync --merge"),
-        "{pull:?}: the hook's one line names the move and `br sync --merge`; git said:\n{hook_said}"
+        notice.len() == 1
+            && notice[0].contains(&format!("{epic}.1 is now {epic}.2"))
+            && notice[0].contains("`br sync --import-only --force`"),
+        "{pull:?}: the hook's one line names the move and the forced import; git said:\n{hook_said}"
     );
-    w.br(&b, &["sync", "--merge"]);
+    w.br(&b, &["sync", "--import-only", "--force"]);
 
     let expect = |clone: &Path, name: &str| {
         let a_view = child_view(&w, clone, &in_file_a[0]);
@@ -439,12 +444,12 @@ fn concurrent_children(br: PathBuf, pull: Pull) {
 
     // A pulls the result: a plain import (A's own subtask kept its id).
     if b_file != merged {
-        w.git(&b, &["commit", "-q", "-am", "br sync --merge"]);
+        w.git(&b, &["commit", "-q", "-am", "br's import"]);
     }
     w.git(&b, &["push", "-q", "origin", "HEAD:main"]);
     let pulled = w.git_output(&a, &["pull", "--no-rebase", "origin", "main"]);
     let a_said = String::from_utf8_lossy(&pulled.stderr);
-    assert!(!a_said.contains("br sync --merge"), "{pull:?}: nothing of A's moved, yet A's hook says:\n{a_said}");
+    assert!(!a_said.contains("a merge kept two issues"), "{pull:?}: nothing of A's moved, yet A's hook says:\n{a_said}");
     w.br(&a, &["sync", "--import-only"]);
     expect(&a, "A");
     w.assert_flush_is_a_no_op(&a, "clone A");
@@ -674,5 +679,67 @@ fn br_orphans_finds_the_commits_the_bridge_links_by_subject() {
         let out = run(w.command(&crate::support::bin("bd-sync"), &a).args(["show", id, "--json"]));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Work by"), "bd-sync show {id} lists its commit: {text}");
+    }
+}
+
+/// The advice after a merge moved an issue of this clone fits the clone's state (br 0.7.6,
+/// tried in each): no unexported edit in br's database: `br sync --import-only --force` (with
+/// `git config beads.brSyncMerge true` the hook runs it); unexported edits and a base snapshot
+/// that is the file from before the merge: `br sync --merge`, which keeps them; unexported edits
+/// and no such base: no command at all (each would lose one side), and the line says why.
+#[test]
+fn the_advice_after_a_merge_moved_an_issue_fits_the_clones_state() {
+    let Some(br) = real_br() else { return };
+    for state in ["run by the hook", "unexported edit, base", "unexported edit, no base"] {
+        let w = World::new(br.clone());
+        let a = w.clone("a");
+        w.br(&a, &["init", "--prefix", "rt"]);
+        let epic = w.create(&a, "Epic", &["-t", "epic"]);
+        w.commit_issues(&a, "epic");
+        w.git(&a, &["push", "-q", "origin", "main"]);
+        let b = w.clone("b");
+        w.br(&b, &["sync", "--import-only"]);
+        w.install(&a);
+        w.install(&b);
+        let child = |clone: &Path, who: &str| -> String {
+            let id = w.br(clone, &["create", &format!("Subtask from {who}"), "--parent", &epic, "--silent"]).trim().to_owned();
+            w.br(clone, &["comments", "add", &id, &format!("{who}'s note")]);
+            id
+        };
+        child(&a, "A");
+        w.commit_issues(&a, "A: a subtask");
+        w.git(&a, &["push", "-q", "origin", "main"]);
+        child(&b, "B");
+        w.commit_issues(&b, "B: a subtask");
+        match state {
+            "run by the hook" => {
+                w.git(&b, &["config", "beads.brSyncMerge", "true"]);
+            }
+            _ => {
+                w.br(&b, &["--no-auto-flush", "update", &epic, "--title", "Epic, retitled in B"]);
+                if state.ends_with("no base") {
+                    std::fs::remove_file(b.join(".beads/beads.base.jsonl")).expect("a base snapshot after the flush");
+                }
+            }
+        }
+        let out = w.git_output(&b, &["pull", "--no-rebase", "origin", "main"]);
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let notice = said.lines().find(|l| l.starts_with("bd-sync: a merge kept two issues")).unwrap_or_else(|| panic!("{state}: {said}"));
+        match state {
+            "run by the hook" => assert!(notice.contains("ran `br sync --import-only --force`"), "{state}: {notice}"),
+            "unexported edit, base" => {
+                assert!(notice.contains("`br sync --merge`"), "{state}: {notice}");
+                w.br(&b, &["sync", "--merge"]);
+            }
+            _ => {
+                assert!(!notice.contains("`br sync") && notice.contains("no br command takes the merged file"), "{state}: {notice}");
+                continue;
+            }
+        }
+        let listed = w.br(&b, &["list", "--all", "--json"]);
+        assert!(listed.contains("Subtask from A") && listed.contains("Subtask from B"), "{state}: B's br holds both:\n{listed}");
+        if state == "unexported edit, base" {
+            assert!(listed.contains("Epic, retitled in B"), "{state}: the unexported edit is kept:\n{listed}");
+        }
     }
 }

@@ -30,6 +30,7 @@ pub fn word(fix: &Fix) -> String {
         Fix::InstallOrUnsetHooksPath | Fix::MoveStrayBlock | Fix::RemoveAttributeLine => "bd-sync install".to_owned(),
         Fix::InstallSharedHooksDir => "bd-sync install --shared-hooks-dir".to_owned(),
         Fix::BrImportMerge => "br sync --merge".to_owned(),
+        Fix::BrImportForce => "br sync --import-only --force".to_owned(),
         Fix::ResolveThenAdd { file: Some(file) } | Fix::ResolveFromIndex { file } => {
             format!("bd-merge resolve {}", beads_git::record::escaped_path(file))
         }
@@ -287,14 +288,26 @@ pub fn install_refusal(refusal: &beads_git::install::InstallRefusal) -> String {
 /// The line after an import that moved issues of this clone to a new id, with br's way to import
 /// the file when br would refuse it.
 pub fn rename_notice(notice: &beads_git::cache::import::RenameNotice) -> String {
+    let ran = |fix: &Fix| match &notice.ran {
+        Some(Ok(())) => format!("; ran `{}` (git config beads.brSyncMerge)", word(fix)),
+        Some(Err(e)) => format!("; `{}` (git config beads.brSyncMerge) failed: {e}", word(fix)),
+        None => String::new(),
+    };
     match &notice.fix {
+        Some(fix @ Fix::BrImportForce) if notice.ran.is_some() => format!("{notice}{}", ran(fix)),
+        Some(fix @ Fix::BrImportMerge) if notice.ran.is_some() => format!("{notice}{}", ran(fix)),
+        Some(Fix::BrImportForce) => format!(
+            "{notice}; br's plain import refuses a moved issue that has comments, and br's database holds no unexported edit, so take the file with `{}`",
+            word(&Fix::BrImportForce)
+        ),
         Some(Fix::BrImportMerge) => format!(
-            "{notice}; br's plain import refuses a moved issue that has comments, so import it with `{}`. br then writes the \
-             whole issues file again in its own format (`git diff` shows every line): commit that only if `git diff --stat` \
-             shows nothing but re-serialised lines, else `git checkout` the file and import again",
+            "{notice}; br's database holds unexported edits and its base snapshot is the file from before this merge, so take the merged file with `{}`, which keeps them",
             word(&Fix::BrImportMerge)
         ),
         Some(other) => format!("{notice}; run `{}`", word(other)),
+        None if notice.unsettled => format!(
+            "{notice}; br's database holds unexported edits and no base snapshot of the file from before this merge, so no br command takes the merged file without losing one side: export your edits first (br sync --flush-only), then merge again"
+        ),
         None => notice.to_string(),
     }
 }

@@ -18,9 +18,17 @@ use crate::timestamp;
 pub struct RenameNotice {
     /// Where each moved issue went.
     pub moved: Vec<RenamedIssue>,
-    /// br is the tracker next to the file and a moved issue has comments: br's plain import
-    /// refuses the file (a comment whose issue id changed), and [`Fix::BrImportMerge`] is the way.
+    /// The br command that takes the merged file into br's database in this clone's state
+    /// (docs/trackers.md, "After a merge moved an issue of this clone"): [`Fix::BrImportForce`]
+    /// when br's database holds no unexported edit, [`Fix::BrImportMerge`] when it does and its
+    /// base snapshot is the file from before the merge; `None` where br has no database yet (its
+    /// first command imports the file) or cannot be asked.
     pub fix: Option<Fix>,
+    /// br's database holds unexported edits and no usable base snapshot: no br command takes the
+    /// merged file without losing one side, and the notice says so instead of naming one.
+    pub unsettled: bool,
+    /// With `git config beads.brSyncMerge true`, the fix was run: how it went.
+    pub ran: Option<std::result::Result<(), String>>,
 }
 
 impl std::fmt::Display for RenameNotice {
@@ -41,29 +49,41 @@ pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<Re
     if report.renamed.is_empty() {
         return None;
     }
-    let br_here = file
-        .parent()
-        .and_then(|dir| std::fs::read_dir(dir).ok())
-        .is_some_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".br-")));
-    let br_refuses = br_here && moved_with_comments(report, file);
-    Some(RenameNotice { moved: report.renamed.clone(), fix: br_refuses.then_some(Fix::BrImportMerge) })
+    let mut notice = RenameNotice { moved: report.renamed.clone(), fix: None, unsettled: false, ran: None };
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !crate::tracker::is_br_directory(dir) {
+        return Some(notice);
+    }
+    let top = crate::git::run(dir, &["rev-parse", "--show-toplevel"]).map(std::path::PathBuf::from).unwrap_or_else(|_| dir.to_path_buf());
+    let Some((crate::tracker::Tracker::Br, program)) = crate::tracker::of_directory(dir, &top) else { return Some(notice) };
+    let Some(dirty) = crate::tracker::br_dirty_count(&program, &top, std::time::Duration::from_secs(10)) else { return Some(notice) };
+    if dirty == 0 {
+        notice.fix = Some(Fix::BrImportForce);
+    } else if base_is_the_file_before_the_merge(dir, file) {
+        notice.fix = Some(Fix::BrImportMerge);
+    } else {
+        notice.unsettled = true;
+    }
+    let args: &[&str] = match notice.fix {
+        Some(Fix::BrImportForce) => &["sync", "--import-only", "--force"],
+        Some(Fix::BrImportMerge) => &["sync", "--merge"],
+        _ => &[],
+    };
+    if !args.is_empty()
+        && crate::bridge::settings::git_true(crate::git::run(dir, &["config", "--get", "beads.brsyncmerge"]).ok().as_deref())
+    {
+        notice.ran = Some(crate::tracker::run_br(&program, &top, args, std::time::Duration::from_secs(60)).map_err(|e| e.to_string()));
+    }
+    Some(notice)
 }
 
-/// Whether one of the moved issues (by its new id) has a non-empty `comments` array in `file`:
-/// one pass over the file's lines against a set of the moved ids.
-fn moved_with_comments(report: &ImportReport, file: &std::path::Path) -> bool {
-    let moved: std::collections::HashSet<&str> = report.renamed.iter().map(|r| r.to.as_str()).collect();
-    let Ok(content) = crate::jsonl::read(file) else { return false };
-    content.split(|&b| b == b'\n').any(|line| {
-        let Ok(id) = crate::record::record_id(line) else { return false };
-        if !moved.contains(id.as_ref()) {
-            return false;
-        }
-        serde_json::from_slice::<serde_json::Value>(line)
-            .ok()
-            .and_then(|v| v.get("comments").and_then(|c| c.as_array().map(|a| !a.is_empty())))
-            .unwrap_or(false)
-    })
+/// Whether br's base snapshot (`beads.base.jsonl` beside the file) is, byte for byte, the issues
+/// file of the commit before the merge (`ORIG_HEAD`): only then does `br sync --merge` merge
+/// the file with the database as one three-way merge.
+fn base_is_the_file_before_the_merge(dir: &std::path::Path, file: &std::path::Path) -> bool {
+    let Ok(base) = std::fs::read(dir.join("beads.base.jsonl")) else { return false };
+    let Some(name) = file.file_name().map(|n| n.to_string_lossy().into_owned()) else { return false };
+    crate::git::file_at(dir, "ORIG_HEAD", &name).ok().flatten().is_some_and(|before| before == base)
 }
 
 /// Notes an id whose new record has another `created_at` than the cache's: another issue now
