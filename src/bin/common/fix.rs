@@ -306,7 +306,7 @@ pub fn rename_notice(notice: &beads_git::cache::import::RenameNotice) -> String 
         ),
         Some(other) => format!("{notice}; run `{}`", word(other)),
         None if notice.unsettled => format!(
-            "{notice}; br's database holds unexported edits and no base snapshot of the file from before this merge, so no br command takes the merged file without losing one side: export your edits first (br sync --flush-only), then merge again"
+            "{notice}; br's database holds unexported edits and no base snapshot of the file from before this merge, so no br command takes the merged file without losing one side, and none is named here (docs/trackers.md, \"After a merge moved an issue of this clone\")"
         ),
         None => notice.to_string(),
     }
