@@ -772,30 +772,30 @@ pub mod temp_files {
     }
 
     /// The `info/exclude` of the repository holding `dir` (the common git dir for linked
-    /// worktrees and submodules), found by looking for `.git` upwards; `None` outside one.
+    /// worktrees and submodules), as git finds the repository ([`crate::git::common_dir`]: a
+    /// plain `.git` directory, else `git rev-parse`): a `.git` file or link that git does not
+    /// take for a repository is never followed. `None` outside one. Asked once per directory in a
+    /// process.
     fn exclude_file(dir: &Path) -> Option<PathBuf> {
-        let dir = std::fs::canonicalize(dir).ok()?;
-        for d in dir.ancestors() {
-            let dot_git = d.join(".git");
-            if dot_git.is_dir() {
-                return Some(dot_git.join("info").join("exclude"));
-            }
-            if dot_git.is_file() {
-                let text = std::fs::read_to_string(&dot_git).ok()?;
-                let git_dir = d.join(text.strip_prefix("gitdir:")?.trim());
-                let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-                    Ok(c) => git_dir.join(c.trim()),
-                    Err(_) => git_dir,
-                };
-                return Some(common.join("info").join("exclude"));
-            }
+        static LAST: std::sync::Mutex<Option<(PathBuf, Option<PathBuf>)>> = std::sync::Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((asked, found)) = last.as_ref().filter(|(asked, _)| asked == dir) {
+            let _ = asked;
+            return found.clone();
         }
-        None
+        let found = crate::git::common_dir(dir).map(|common| common.join("info").join("exclude"));
+        *last = Some((dir.to_path_buf(), found.clone()));
+        found
     }
 
     /// Makes sure git ignores our temporary files in the repository holding `dir`.
     pub fn ignore_in_git(dir: &Path) {
         let Some(exclude) = exclude_file(dir) else { return };
+        // Never through a link: `info` or `exclude` pointing elsewhere is left alone.
+        let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        if exclude.parent().is_some_and(linked) || linked(&exclude) {
+            return;
+        }
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
         if current.lines().any(|l| l.trim() == EXCLUDE_PATTERN) {
             return;

@@ -556,3 +556,40 @@ fn regression_check_printed_the_credentials_in_the_notify_url() {
         assert!(said.contains("***@gemba.example") && said.contains("token=***"), "{args:?}: {said}");
     }
 }
+
+/// Run outside a repository, `bd-merge dedupe` found a `.git` file (`gitdir: <anywhere>`) or a
+/// `.git` link in the project directory and created directories and appended to `info/exclude`
+/// where it pointed. Now the repository is found as git finds it (a `.git` git does not take for
+/// a repository is never followed), so nothing is written there.
+#[test]
+fn regression_a_foreign_dot_git_outside_a_repository_redirected_a_write() {
+    for form in ["gitdir file", "link"] {
+        let project = tempfile::tempdir().expect("tmp");
+        let victim = tempfile::tempdir().expect("tmp");
+        match form {
+            "gitdir file" => std::fs::write(project.path().join(".git"), format!("gitdir: {}\n", victim.path().display())).expect("write"),
+            _ => std::os::unix::fs::symlink(victim.path(), project.path().join(".git")).expect("link"),
+        }
+        let line = issue("bd-1").title("one").line();
+        let other = issue("bd-1").title("two").line();
+        std::fs::write(project.path().join("issues.jsonl"), format!("{line}\n{other}\n")).expect("write");
+        let out = run(hermetic(bin("bd-merge"))
+            .current_dir(project.path())
+            .env("GIT_CEILING_DIRECTORIES", project.path().parent().expect("parent"))
+            .args(["dedupe", "issues.jsonl"]));
+        assert!(out.status.code().is_some_and(|c| c <= 2), "{form}: {}", text(&out));
+        let written: Vec<_> = walk(victim.path());
+        assert!(written.is_empty(), "{form}: dedupe wrote into the .git's target: {written:?}\n{}", text(&out));
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
+}
