@@ -145,7 +145,7 @@ pub fn schema(command: &str) -> Option<Value> {
         // What every `--json` command writes on stdout when it fails (the exit code unchanged).
         "error" => json!({"type": "object", "required": ["error"], "properties": {
             "error": {"type": "object", "required": ["kind", "message", "fix"], "properties": {
-                "kind": {"enum": ["error", "not-found", "ambiguous"]}, "message": {"type": "string"},
+                "kind": {"enum": ["error", "not-found", "ambiguous", "usage"]}, "message": {"type": "string"},
                 "fix": {"type": ["string", "null"]}}}}}),
         _ => return None,
     };

@@ -376,3 +376,32 @@ fn regression_a_truncated_input_killed_bd_merge_with_sigbus() {
     }
     assert!(signals.is_empty(), "bd-merge died by a signal (round, signal): {signals:?}");
 }
+
+/// Under `--json` every failure prints `{"error": {"kind", "message", "fix"}}` on stdout, usage
+/// errors included (clap's own, and a command that has no JSON output): before, these exited 2
+/// with nothing on stdout for a program to read.
+#[test]
+fn regression_usage_errors_under_json_printed_nothing_on_stdout() {
+    let repo = TestRepo::new();
+    let cases: [(&str, &[&str]); 6] = [
+        ("bd-merge", &["dedupe", "--json", "missing.jsonl"]),
+        ("bd-merge", &["resolve", "--json", "missing.jsonl"]),
+        ("bd-sync", &["context", "--budget", "abc", "--json"]),
+        ("bd-sync", &["ready", "--limit=-1", "--json"]),
+        ("bd-sync", &["--json", "no-such-command"]),
+        ("bd-merge", &["review", "--json", "--no-such-flag"]),
+    ];
+    for (program, args) in cases {
+        let out = run(hermetic(bin(program)).current_dir(repo.path()).args(args));
+        assert_eq!(out.status.code(), Some(2), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{program} {args:?}: stdout is not JSON ({e}): {:?}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["error"]["kind"], "usage", "{program} {args:?}: {v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+        assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "clap still says it on stderr");
+    }
+    // Help is not an error: nothing on stdout but the help.
+    let help = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["ready", "--json", "--help"]));
+    assert_eq!(help.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("\"error\""));
+}

@@ -98,10 +98,10 @@ fn main() -> ExitCode {
     if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
-    let cli = parse();
+    let cli = parse(&args);
     if let Some(name) = Command::without_json(cli.command.as_ref()).filter(|_| cli.output.json) {
         let message = format!("{name} has no JSON output: leave out --json");
-        <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit();
+        common::exit_usage(<Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message), &args);
     }
     let global = Global { json: cli.output.json, quiet: cli.quiet.quiet };
     if let Err(e) = cli.directory.enter() {
@@ -127,11 +127,11 @@ fn main() -> ExitCode {
 /// subcommand: with one they are refused, never ignored. (clap's `args_conflicts_with_subcommands`
 /// would refuse them too, but also stop a global flag such as `-C DIR` from preceding the
 /// subcommand.)
-fn parse() -> Cli {
+fn parse(args: &[std::ffi::OsString]) -> Cli {
     use clap::{CommandFactory, FromArgMatches};
     let mut command = Cli::command();
-    let matches = command.get_matches_mut();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = command.try_get_matches_from_mut(args).unwrap_or_else(|e| common::exit_usage(e, args));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| common::exit_usage(e, args));
     if let Some((name, _)) = matches.subcommand() {
         let given = |id: &&&str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         if let Some(id) = driver::Args::IDS.iter().find(given) {
@@ -140,7 +140,7 @@ fn parse() -> Cli {
             let message = format!(
                 "{flag} before `{name}` is the merge driver's (`bd-merge BASE OURS THEIRS`): give {name}'s own options after its name"
             );
-            command.error(clap::error::ErrorKind::ArgumentConflict, message).exit();
+            common::exit_usage(command.error(clap::error::ErrorKind::ArgumentConflict, message), args);
         }
     }
     cli

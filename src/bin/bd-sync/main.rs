@@ -101,7 +101,7 @@ fn main() -> ExitCode {
     if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
         return code;
     }
-    let cli = Cli::parse();
+    let cli = <Cli as clap::Parser>::try_parse_from(&args).unwrap_or_else(|e| common::exit_usage(e, &args));
     beads_git::color::set(cli.output.color.into());
     let global = Global { db: cli.db, json: cli.output.json };
     let done = cli.directory.enter().map_err(anyhow::Error::msg).and_then(|()| run(&global, cli.command));

@@ -35,6 +35,23 @@ fn print_json_object(kind: &str, message: &str, fix: Option<&str>) {
     println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
 }
 
+/// Ends the process for a command line clap refused (or `--help`, `--version`): under `--json`
+/// (given anywhere before `--`) the error object goes to stdout first, with kind `usage`, so a
+/// program reading stdout has something to parse; then clap says it on stderr and exits 2 (0 for
+/// help and version).
+pub fn exit_usage(e: clap::Error, args: &[std::ffi::OsString]) -> ! {
+    use clap::error::ErrorKind;
+    let shown =
+        matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+    let json = args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--json");
+    if json && !shown {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_owned();
+        print_json_object("usage", &beads_git::record::printable(&first, 2000), Some("--help"));
+    }
+    e.exit()
+}
+
 /// The first command quoted in backticks after the word "run" in `message`.
 fn fix_in(message: &str) -> Option<&str> {
     let at = message.find("run `")? + "run `".len();
