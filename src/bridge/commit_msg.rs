@@ -47,20 +47,29 @@ pub struct InProgress {
 }
 
 impl InProgress {
-    /// Reads the state files of `git_dir`.
+    /// Reads the state files of `git_dir`. A commit git's cherry-pick makes sees
+    /// `CHERRY_PICK_HEAD` (a rebase's picks too), a clean revert only its `MERGE_MSG`: so a
+    /// `sequencer/` left by an abandoned cherry-pick (`reset --hard`) does not count, or every
+    /// later commit would be taken for a replay.
     pub fn of(git_dir: &Path) -> InProgress {
         let has = |name: &str| git_dir.join(name).exists();
+        // A rebase replays its picks; a commit made by an `exec` step, or while it stopped for
+        // `edit` or `break`, is new work (the last step done says which).
+        let rebase_replays = has("rebase-apply") || (has("rebase-merge") && !stopped_for_own_work(&git_dir.join("rebase-merge")));
         InProgress {
             merge: has("MERGE_HEAD"),
             squash: has("SQUASH_MSG"),
-            replay: has("CHERRY_PICK_HEAD")
-                || has("REVERT_HEAD")
-                || has("rebase-merge")
-                || has("rebase-apply")
-                || has("sequencer")
-                || (has("MERGE_MSG") && !has("MERGE_HEAD")),
+            replay: has("CHERRY_PICK_HEAD") || has("REVERT_HEAD") || rebase_replays || (has("MERGE_MSG") && !has("MERGE_HEAD")),
         }
     }
+}
+
+/// Whether the last step an interactive rebase did (`rebase-merge/done`) is one after which the
+/// user commits their own work: `exec`, `edit`, `break`.
+fn stopped_for_own_work(state: &Path) -> bool {
+    let Ok(done) = std::fs::read_to_string(state.join("done")) else { return false };
+    let last = done.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or("");
+    matches!(last.split_whitespace().next(), Some("exec" | "x" | "edit" | "e" | "break" | "b"))
 }
 
 /// Which issue the commit is for, as far as the tracker knows.
@@ -92,6 +101,9 @@ pub enum Skip {
     Several(Vec<String>),
     /// `BEADS_ISSUE`, or the one issue in progress, is not an id that fits a trailer.
     BadId(String),
+    /// `BEADS_ISSUE` names an id that is not in the issues file and whose prefix no issue has
+    /// (a typo, or another project's).
+    UnknownIssue(String),
     /// `commit-msg`, when `prepare-commit-msg` already decided (so nothing is said twice).
     DecidedBefore,
     /// The editor left the template as it was: git aborts the commit, and a trailer would stop
@@ -105,7 +117,7 @@ impl Skip {
     /// Whether the committer should hear about it: the cases where a trailer was expected and
     /// not added (no issue, several, a bad `BEADS_ISSUE`). Said once per commit.
     pub fn worth_saying(&self) -> bool {
-        matches!(self, Skip::NoIssue | Skip::Several(_) | Skip::BadId(_))
+        matches!(self, Skip::NoIssue | Skip::Several(_) | Skip::BadId(_) | Skip::UnknownIssue(_))
     }
 }
 
@@ -187,12 +199,14 @@ pub const MAX_MESSAGE: u64 = 16 << 20;
 
 /// Runs the message hook `hook` on git's message file `message_file` in the repository at `dir`:
 /// decides, asks `candidates` (given the actor) for the issues in progress only when the message
-/// could take a trailer, and adds it. `BEADS_ISSUE` in the environment names the issue.
+/// could take a trailer, and adds it. `BEADS_ISSUE` in the environment names the issue, when
+/// `known` says the id or its prefix is in the issues file (else the commit gets none, and why).
 pub fn link_message(
     dir: &Path,
     hook: &Hook,
     message_file: &Path,
     candidates: &dyn Fn(Option<&str>) -> Result<Vec<String>>,
+    known: &dyn Fn(&str) -> Result<bool>,
 ) -> Result<Decision> {
     let message_file = dir.join(message_file);
     // git's per-worktree directory holds both the message file and the state files.
@@ -253,6 +267,11 @@ pub fn link_message(
         }
     }
     let named = std::env::var("BEADS_ISSUE").ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    if let Some(id) = named.as_deref().filter(|id| is_id(id)) {
+        if !known(id)? {
+            return Ok(Decision::Skip(Skip::UnknownIssue(id.to_owned())));
+        }
+    }
     let found = match named {
         Some(id) => Candidates::Named(id),
         None => match settings.actor() {

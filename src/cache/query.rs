@@ -548,6 +548,19 @@ pub fn show(cache: &Cache, id: &str) -> Result<Option<Shown>> {
     }))
 }
 
+/// Whether `id` is an issue of the cache, or at least an id with its prefix (the part before its
+/// last `-`) is: a commit may name an issue created since the last import, never one of a prefix
+/// the project does not use.
+pub fn id_or_prefix_known(cache: &Cache, id: &str) -> Result<bool> {
+    let exists = |sql: &str, arg: &str| -> Result<bool> { Ok(cache.conn.query_row(sql, [arg], |_| Ok(())).optional()?.is_some()) };
+    if exists("SELECT 1 FROM issues WHERE id = ?1", id)? {
+        return Ok(true);
+    }
+    let Some((prefix, _)) = id.rsplit_once('-') else { return Ok(false) };
+    // `substr` rather than LIKE: `_` and `%` in a prefix are plain characters.
+    exists("SELECT 1 FROM issues WHERE substr(id, 1, length(?1) + 1) = ?1 || '-' LIMIT 1", prefix)
+}
+
 /// The issues in progress assigned to `actor` (status `in_progress`), by priority, then age.
 pub fn in_progress_of(cache: &Cache, actor: &str) -> Result<Vec<String>> {
     let mut st =

@@ -476,3 +476,45 @@ fn regression_a_tracker_committed_in_another_checkout_ran_on_a_commit_in_a_workt
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!ran.exists(), "the primary checkout's bin/br ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
 }
+
+/// A commit made by `git rebase --exec 'git commit …'` is new work and gets its trailer (the
+/// rebase's own picks do not); a `sequencer/` left by an abandoned cherry-pick (`reset --hard`)
+/// no longer makes every later commit a "replay".
+#[test]
+fn regression_rebase_exec_commits_and_commits_after_an_abandoned_cherry_pick_got_no_trailer() {
+    let repo = installed(&[mine("bd-a1", "Alice"), issue("bd-b2").line()]);
+    let named = [("BEADS_ISSUE", "bd-b2")];
+    committed(&commit(&repo, "Alice", &named, &["-m", "First"]));
+    committed(&commit(&repo, "Alice", &named, &["-m", "Second"]));
+    let out = run(repo.cmd("git").env("BD_ACTOR", "Alice").env("BEADS_ISSUE", "bd-a1").args([
+        "rebase",
+        "-q",
+        "--force-rebase",
+        "--exec",
+        "git commit -q --allow-empty -m 'Made by exec'",
+        "HEAD~2",
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = repo.ok("git", &["log", "-6", "--format=%s|%(trailers:key=Beads-Issue,valueonly,separator=%x2C)"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.iter().filter(|l| l.starts_with("Made by exec|bd-a1")).count(), 2, "each exec'd commit names its issue:\n{log}");
+    assert!(lines.iter().any(|l| *l == "First|bd-b2") && lines.iter().any(|l| *l == "Second|bd-b2"), "the picks keep theirs, once:\n{log}");
+    // An abandoned cherry-pick's sequencer/ stays after `reset --hard`.
+    std::fs::create_dir_all(repo.path().join(".git/sequencer")).expect("mkdir");
+    std::fs::write(repo.path().join(".git/sequencer/todo"), "pick 0000000 gone\n").expect("write");
+    committed(&commit(&repo, "Alice", &[], &["-m", "After the abandoned pick"]));
+    assert_eq!(trailers(&repo), ["bd-a1"], "{}", head_message(&repo));
+}
+
+/// `BEADS_ISSUE=zz-999`, neither an issue nor a prefix the project uses, was written as a
+/// trailer without a word. Now it is refused with one line; an id of a known prefix that the
+/// cache does not have yet (created since the last import) is still taken.
+#[test]
+fn regression_an_unknown_beads_issue_became_a_trailer_silently() {
+    let repo = installed(&[mine("bd-a1", "Alice"), issue("bd-b2").line()]);
+    let said = committed(&commit(&repo, "Alice", &[("BEADS_ISSUE", "zz-999")], &["-m", "Typo in the id"]));
+    assert!(trailers(&repo).is_empty(), "{}", head_message(&repo));
+    assert_eq!(said.lines().filter(|l| l.contains("zz-999") && l.contains("no issue here has")).count(), 1, "{said}");
+    committed(&commit(&repo, "Alice", &[("BEADS_ISSUE", "bd-new9")], &["-m", "A new issue"]));
+    assert_eq!(trailers(&repo), ["bd-new9"]);
+}

@@ -51,7 +51,8 @@ fn link(global: &Global, args: &Args) -> Result<()> {
         let Some(actor) = actor else { return Ok(Vec::new()) };
         query::in_progress_of(&open(global, &dir)?, actor)
     };
-    match commit_msg::link_message(&dir, &hook, file, &in_progress)? {
+    let known = |id: &str| -> Result<bool> { query::id_or_prefix_known(&open(global, &dir)?, id) };
+    match commit_msg::link_message(&dir, &hook, file, &in_progress, &known)? {
         Decision::Add(_) | Decision::Skip(Skip::LaterHook | Skip::DecidedBefore | Skip::Off | Skip::Unedited) => {}
         Decision::Skip(skip) if skip.worth_saying() => eprintln!("bd-sync: no Beads-Issue trailer: {}", said(&skip)),
         Decision::Skip(_) => {}
@@ -69,6 +70,9 @@ fn said(skip: &Skip) -> String {
             ids.iter().take(5).map(|i| escaped(i)).collect::<Vec<_>>().join(", ")
         ),
         Skip::BadId(id) => format!("{} is not an id a trailer can hold (letters, digits, `.`, `_` and `-`)", escaped(id)),
+        Skip::UnknownIssue(id) => {
+            format!("BEADS_ISSUE names {}, which no issue here has, nor any id with its prefix (a typo?)", escaped(id))
+        }
         _ => String::new(),
     }
 }
