@@ -498,7 +498,7 @@ fn regression_rebase_exec_commits_and_commits_after_an_abandoned_cherry_pick_got
     let log = repo.ok("git", &["log", "-6", "--format=%s|%(trailers:key=Beads-Issue,valueonly,separator=%x2C)"]);
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.iter().filter(|l| l.starts_with("Made by exec|bd-a1")).count(), 2, "each exec'd commit names its issue:\n{log}");
-    assert!(lines.iter().any(|l| *l == "First|bd-b2") && lines.iter().any(|l| *l == "Second|bd-b2"), "the picks keep theirs, once:\n{log}");
+    assert!(lines.contains(&"First|bd-b2") && lines.contains(&"Second|bd-b2"), "the picks keep theirs, once:\n{log}");
     // An abandoned cherry-pick's sequencer/ stays after `reset --hard`.
     std::fs::create_dir_all(repo.path().join(".git/sequencer")).expect("mkdir");
     std::fs::write(repo.path().join(".git/sequencer/todo"), "pick 0000000 gone\n").expect("write");

@@ -1,18 +1,20 @@
 //! The import's unit tests: block sizes, and a file rewritten between the two passes.
 
-/// br's plain import refuses a moved issue only when it has comments: only then is br named.
+/// The br command after a rename is named only where br's state could be read (its database
+/// beside the file, br answering `sync --status`): never a guess. The states themselves are
+/// tried with the real br in `br_roundtrip::the_advice_after_a_merge_moved_an_issue_fits_the_clones_state`.
 #[test]
-fn the_br_advice_after_a_rename_is_given_only_where_br_would_refuse() {
+fn the_br_advice_after_a_rename_is_never_a_guess() {
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("issues.jsonl");
-    std::fs::write(dir.path().join(".br-lock"), "").expect("br is the tracker here");
     let report = ImportReport { renamed: vec![RenamedIssue { from: "p.1".into(), to: "p.2".into() }], ..ImportReport::default() };
-    std::fs::write(&file, "{\"id\":\"p.1\"}\n{\"id\":\"p.2\",\"comments\":[]}\n").expect("write");
-    let said = rename_notice(&report, &file).expect("a notice");
-    assert!(said.to_string().contains("p.1 is now p.2") && said.fix.is_none(), "no comments, no br advice: {said:?}");
     std::fs::write(&file, "{\"id\":\"p.1\"}\n{\"id\":\"p.2\",\"comments\":[{\"id\":1,\"text\":\"x\"}]}\n").expect("write");
     let said = rename_notice(&report, &file).expect("a notice");
-    assert_eq!(said.fix, Some(crate::fix::Fix::BrImportMerge), "{said:?}");
+    assert!(said.to_string().contains("p.1 is now p.2") && said.fix.is_none() && !said.unsettled, "no br database: {said:?}");
+    // A database br cannot be asked about (not a br workspace): still no command.
+    std::fs::write(dir.path().join("beads.db"), b"not a database").expect("write");
+    let said = rename_notice(&report, &file).expect("a notice");
+    assert!(said.fix.is_none() && said.ran.is_none(), "{said:?}");
 }
 
 use super::scan::{plan, CacheState, Scan};
