@@ -85,7 +85,14 @@ fn migration_freeze(path: &std::path::Path) -> Option<Finding> {
 /// at most 10 s when file times say it may); nothing when that cannot be told.
 fn export_stale(path: &std::path::Path) -> Option<Finding> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let behind = crate::tracker::behind(path, deadline).ok()??;
+    let behind = match crate::tracker::behind(path, deadline) {
+        Ok(found) => found?,
+        // The tracker cannot be asked: say what could not be checked, and how to check it.
+        Err(e @ crate::tracker::Error::NotOnPath { .. }) => {
+            return Some(Finding::new(FindingKind::ExportStale, None, Vec::new(), format!("could not be checked: {e}")));
+        }
+        Err(_) => return None,
+    };
     let rel = crate::record::printable(&behind.file_rel, 400);
     Some(
         Finding::new(

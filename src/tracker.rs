@@ -107,6 +107,19 @@ pub enum Error {
         /// What was wrong with it.
         why: String,
     },
+    /// File times say the tracker's database may hold edits the file lacks, and no program of
+    /// the tracker's name is on `PATH` (outside the repository) to ask: an alias, an absolute
+    /// path or a wrapper is not found.
+    #[error(
+        "{} is newer than the issues file, and no `{program}` outside the repository is on PATH to ask whether it holds edits the file lacks; check with `{program} sync --status` (it says \"Dirty issues\" when the file is behind)",
+        .db.display()
+    )]
+    NotOnPath {
+        /// The tracker's program name.
+        program: &'static str,
+        /// Its database file that is newer.
+        db: PathBuf,
+    },
 }
 
 /// At most this many directory entries are looked at (a hostile `.beads/` may hold millions).
@@ -156,6 +169,8 @@ fn behind_by(file: &Path, deadline: &dyn Fn() -> Instant) -> Result<Option<Behin
             }
             // br may touch its files while answering: what is recorded is the state after.
             record_in_step(dir, file, &br_database_files(dir));
+        } else {
+            return Err(Error::NotOnPath { program: Tracker::Br.program(), db });
         }
     }
     // bd: file times against the file and bd's own export state decide.
@@ -306,13 +321,13 @@ fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
 }
 
-/// br's database files in `dir`: regular `*.db` / `*.db-wal` files (links, FIFOs and devices are
-/// never followed), without our own cache (`cache.db`, which lives there outside a repository).
 /// Whether the `.beads/` directory `dir` holds br's database (br keeps this clone's issues).
 pub fn is_br_directory(dir: &Path) -> bool {
     !br_database_files(dir).is_empty()
 }
 
+/// br's database files in `dir`: regular `*.db` / `*.db-wal` files (links, FIFOs and devices are
+/// never followed), without our own cache (`cache.db`, which lives there outside a repository).
 fn br_database_files(dir: &Path) -> Vec<(SystemTime, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut out = Vec::new();

@@ -186,3 +186,34 @@ fn a_migration_freeze_stops_every_hook_from_importing_or_exporting() {
     commit(dir, &["-q", "-am", "after the freeze"]);
     assert!(committed(dir).contains("edited in the cache"), "exported once the freeze is gone");
 }
+
+/// br's database newer than the issues file, and no `br` on PATH (an alias, an absolute path, a
+/// wrapper): before, the stale-file guard and `check` said nothing. Now each says, in one line,
+/// what could not be checked and how to check it.
+#[test]
+fn regression_a_tracker_database_newer_than_the_file_without_br_on_path_was_passed_in_silence() {
+    let repo = repo_with_a_pending_edit();
+    let dir = repo.path();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.join(".beads/beads.db"), b"br's database").expect("write");
+    std::fs::write(dir.join("a.txt"), b"a later\n").expect("write");
+    let out = commit(dir, &["-q", "-am", "with a newer tracker database"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        said.lines().filter(|l| l.contains("no `br` outside the repository is on PATH") && l.contains("br sync --status")).count(),
+        1,
+        "{said}"
+    );
+    // The commit exported the pending edit: the file is newer now; br writes again.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.join(".beads/beads.db"), b"br's database, written again").expect("write");
+    let check =
+        run(hermetic(crate::support::bin("bd-sync")).current_dir(dir).env("PATH", path_with_our_binaries(&[])).args(["check", "--json"]));
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).expect("check --json");
+    let found = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|f| f["kind"] == "export-stale" && f["message"].as_str().is_some_and(|m| m.contains("could not be checked")));
+    assert!(found, "{report}");
+}
