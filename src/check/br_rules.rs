@@ -4,9 +4,9 @@
 //! for one line it does not accept, and imports nothing: a value past its length, a label with a
 //! space, a `closed_at` before `created_at`, a dependency on the issue itself. A merge, a repair
 //! or a hand edit can write such a line, and `check` must say so, naming the line and br's own
-//! words. The rules are br 0.7.6's (beads_rust `src/validation/mod.rs`, `src/sync/mod.rs`
-//! `normalize_issue` and the import passes, `src/storage/sqlite.rs` relation checks), held to the
-//! real br by a differential test (`check_br_rules`). Lines git conflict markers, invalid JSON
+//! words. The rules are br 0.7.6's (its validator, its import's repairs and passes, its relation
+//! checks; docs/trackers.md, "Lines br refuses", says where), held to the real br by a
+//! differential test (`br_check::check_reports_exactly_the_lines_br_refuses_to_import`). Lines git conflict markers, invalid JSON
 //! and repeated ids are reported by `check`'s own findings; a file in bd 1.0's shape (header and
 //! `_type` lines) is bd's, not br's, and is left to bd.
 
