@@ -140,7 +140,8 @@ pub fn schema(command: &str) -> Option<Value> {
             "files": {"type": "object", "required": ["committed", "uncommitted"], "properties": {"committed": ids(), "uncommitted": ids()}},
             "dependencies": {"type": "object", "required": ["blocked_by", "blocks"], "properties": {
                 "parent": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["id"]}]}, "blocked_by": ids(), "blocks": ids()}},
-            "next": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text}}}}}})
+            "next": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text}}},
+            "suggested": {"type": "boolean", "description": "present (true) when nothing was asked for and nothing is in progress for the actor: the next ready issue, suggested"}}}})
         }
         // What every `--json` command writes on stdout when it fails (the exit code unchanged).
         "error" => json!({"type": "object", "required": ["error"], "properties": {

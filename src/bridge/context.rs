@@ -99,6 +99,10 @@ pub struct Context {
     pub dependencies: Dependencies,
     /// What closing it makes ready.
     pub next: Vec<Next>,
+    /// Nothing was asked for and nothing is in progress for the actor: this is the next ready
+    /// issue, a suggestion (nobody claimed it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub suggested: bool,
 }
 
 /// Gathers the context of `id` (which the cache holds) in the repository at `dir`; `links` are
@@ -148,7 +152,7 @@ pub fn gather(cache: &Cache, dir: &Path, id: &str, links: Vec<Link>) -> Result<O
     });
     let files = Files { committed: committed?, uncommitted: uncommitted? };
     let dependencies = Dependencies { parent: hood.parent, blocked_by, blocks: hood.blocks };
-    Ok(Some(Context { task, checkpoints, commits: links, files, dependencies, next }))
+    Ok(Some(Context { task, checkpoints, commits: links, files, dependencies, next, suggested: false }))
 }
 
 /// The paths the latest linked commits changed, in one `git log --no-walk` (sorted, unique).

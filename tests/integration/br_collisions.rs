@@ -98,7 +98,16 @@ fn generate(rng: &mut Rng, n: usize) -> Case {
     let prefix = rng.pick(&prefixes).to_owned();
     let hash_len = 2 + usize::try_from(rng.below(5)).unwrap_or(0);
     let alphabet = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let hash = |rng: &mut Rng| -> String { (0..hash_len).map(|_| alphabet[usize::try_from(rng.below(36)).unwrap_or(0)] as char).collect() };
+    // Fresh hash ids, never one handed out before in this case.
+    let used = std::cell::RefCell::new(BTreeSet::new());
+    let hash = |rng: &mut Rng| -> String {
+        loop {
+            let h: String = (0..hash_len).map(|_| alphabet[usize::try_from(rng.below(36)).unwrap_or(0)] as char).collect();
+            if used.borrow_mut().insert(h.clone()) {
+                return h;
+            }
+        }
+    };
     let creators = ["alice", "bob", "", "carol"];
     let mut base = Vec::new();
     let epic = format!("{prefix}-{}", hash(rng));
@@ -355,4 +364,16 @@ fn two_issues_under_one_id_get_the_ids_br_gives_them() {
         "br collisions: {cases} cases, {identical} identical to br's ids ({deduped_identical} of them also through dedupe of the union), br's plain import took our result {imported} times; refused in the clone whose issue moved: {refused_other:?}"
     );
     assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+#[test]
+#[ignore = "a debugging aid: prints generated case BR_COLLISION_DUMP"]
+fn dump_a_generated_case() {
+    let n: usize = std::env::var("BR_COLLISION_DUMP").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut rng = Rng(0x5eed_bead_0007_0006);
+    let mut case = generate(&mut rng, 0);
+    for k in 1..=n {
+        case = generate(&mut rng, k);
+    }
+    eprintln!("{}\nbase:\n{}ours:\n{}theirs:\n{}", case.name, lines(&case.base), lines(&case.ours), lines(&case.theirs));
 }

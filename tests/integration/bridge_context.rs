@@ -60,7 +60,14 @@ fn the_actors_issue_in_six_sections_under_the_budget() {
 fn without_work_in_progress_it_is_the_next_ready_issue() {
     let repo = world();
     let text = context(&repo, Some("Bob"), &[]);
-    assert!(text.starts_with("## Task\nbd-e1 [open P1] The epic"), "{text}");
+    assert!(
+        text.starts_with("## Task\nsuggested: nothing is in progress for you") && text.contains("\nbd-e1 [open P1] The epic"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&context(&repo, Some("Bob"), &["--json"])).expect("json");
+    assert_eq!(json[0]["suggested"], true, "{json}");
+    let claimed: serde_json::Value = serde_json::from_str(&context(&repo, Some("Ann"), &["--json"])).expect("json");
+    assert!(claimed[0].get("suggested").is_none(), "the actor's own issue is no suggestion: {claimed}");
     // Two issues in progress: both, within one budget.
     let two = ISSUES.replace(
         r#""id":"bd-c3","title":"Release","status":"open""#,

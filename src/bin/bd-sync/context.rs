@@ -38,10 +38,13 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         },
         None => default_ids(&cache, &dir)?,
     };
+    // Not asked for and not in progress for the actor: the next ready issue, suggested.
+    let suggested = args.id.is_none() && !in_progress_for_actor(&cache, &dir, &ids)?;
     let links = links_index(&dir, &cache)?;
     let mut contexts = Vec::with_capacity(ids.len());
     for id in &ids {
-        if let Some(c) = context::gather(&cache, &dir, id, linked(links.as_ref(), id))? {
+        if let Some(mut c) = context::gather(&cache, &dir, id, linked(links.as_ref(), id))? {
+            c.suggested = suggested;
             contexts.push(c);
         }
     }
@@ -62,6 +65,13 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         print!("{}", fit(&sections(c), share));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `ids` are the actor's issues in progress (else they are the suggestion).
+fn in_progress_for_actor(cache: &beads_git::cache::Cache, dir: &std::path::Path, ids: &[String]) -> Result<bool> {
+    let Some(actor) = context::actor(dir) else { return Ok(false) };
+    let mine = query::in_progress_of(cache, &actor)?;
+    Ok(!ids.is_empty() && ids.iter().all(|id| mine.contains(id)))
 }
 
 /// The actor's issues in progress, else the next ready issue.
@@ -87,6 +97,9 @@ fn line(text: &str, max: usize) -> String {
 fn sections(c: &Context) -> Vec<(String, Vec<String>)> {
     let t = &c.task;
     let mut task = Vec::new();
+    if c.suggested {
+        task.push("suggested: nothing is in progress for you, so this is the next ready issue (claim it to make it yours)".to_owned());
+    }
     task.push(format!(
         "{} [{} {}] {}",
         escaped(&t.id),
