@@ -38,6 +38,12 @@ pub fn run<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// Whether a git boolean is true as git reads it: a key without a value, `true`, `yes`, `on` or
+/// `1` (any case); unset is false.
+pub fn git_true(value: Option<&str>) -> bool {
+    value.is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "yes" | "on" | "1"))
+}
+
 /// Reads one git config value as git would in the current directory; `None` when unset or when
 /// git is not available.
 pub fn config_value(key: &str) -> Option<String> {

@@ -772,20 +772,41 @@ pub mod temp_files {
     }
 
     /// The `info/exclude` of the repository holding `dir` (the common git dir for linked
-    /// worktrees and submodules), as git finds the repository ([`crate::git::common_dir`]: a
-    /// plain `.git` directory, else `git rev-parse`): a `.git` file or link that git does not
-    /// take for a repository is never followed. `None` outside one. Asked once per directory in a
-    /// process.
+    /// worktrees and submodules), as git finds the repository: a plain `.git` directory above
+    /// `dir` is taken as it is (no process); a `.git` file or link is left to `git rev-parse`,
+    /// so one git does not take for a repository is never followed. `None` outside one. Asked
+    /// once per directory in a process.
     fn exclude_file(dir: &Path) -> Option<PathBuf> {
         static LAST: std::sync::Mutex<Option<(PathBuf, Option<PathBuf>)>> = std::sync::Mutex::new(None);
         let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((asked, found)) = last.as_ref().filter(|(asked, _)| asked == dir) {
-            let _ = asked;
+        if let Some((_, found)) = last.as_ref().filter(|(asked, _)| asked == dir) {
             return found.clone();
         }
-        let found = crate::git::common_dir(dir).map(|common| common.join("info").join("exclude"));
+        let found = common_git_dir(dir).map(|common| common.join("info").join("exclude"));
         *last = Some((dir.to_path_buf(), found.clone()));
         found
+    }
+
+    fn common_git_dir(dir: &Path) -> Option<PathBuf> {
+        let dir = std::fs::canonicalize(dir).ok()?;
+        for d in dir.ancestors() {
+            let dot_git = d.join(".git");
+            let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { continue };
+            if meta.is_dir() && dot_git.join("HEAD").is_file() && std::env::var_os("GIT_DIR").is_none() {
+                return Some(dot_git);
+            }
+            break;
+        }
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        let path = PathBuf::from(text.trim());
+        (out.status.success() && path.is_absolute()).then_some(path)
     }
 
     /// Makes sure git ignores our temporary files in the repository holding `dir`.

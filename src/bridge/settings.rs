@@ -133,11 +133,7 @@ impl Settings {
     }
 }
 
-/// Whether a git boolean is true as git reads it: a key without a value, `true`, `yes`, `on` or
-/// `1` (any case); unset is false.
-pub fn git_true(value: Option<&str>) -> bool {
-    value.is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "" | "true" | "yes" | "on" | "1"))
-}
+pub use crate::git::git_true;
 
 /// [`actor`] from the environment `env` and git's `user.name` and `user.email`.
 pub fn actor_from(env: &dyn Fn(&str) -> Option<String>, name: Option<&str>, email: Option<&str>) -> Option<String> {

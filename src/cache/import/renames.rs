@@ -69,9 +69,7 @@ pub fn rename_notice(report: &ImportReport, file: &std::path::Path) -> Option<Re
         Some(Fix::BrImportMerge) => &["sync", "--merge"],
         _ => &[],
     };
-    if !args.is_empty()
-        && crate::bridge::settings::git_true(crate::git::run(dir, &["config", "--get", "beads.brsyncmerge"]).ok().as_deref())
-    {
+    if !args.is_empty() && crate::git::git_true(crate::git::run(dir, &["config", "--get", "beads.brsyncmerge"]).ok().as_deref()) {
         notice.ran = Some(crate::tracker::run_br(&program, &top, args, std::time::Duration::from_secs(60)).map_err(|e| e.to_string()));
     }
     Some(notice)
