@@ -352,13 +352,15 @@ pub fn stage(file: &Path) -> Result<()> {
 /// The file `name` (relative to `dir`) as the commit `rev` holds it; `None` when it has no such
 /// file or there is no such commit.
 pub fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
-    let out = Command::new("git")
-        .args(["cat-file", "blob", &format!("{rev}:./{name}")])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .context("running git cat-file (is git installed?)")?;
+    let mut cmd = Command::new("git");
+    cmd.args(["cat-file", "blob", &format!("{rev}:./{name}")]).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null());
+    // A hook runs with `GIT_DIR` set and no `GIT_WORK_TREE` (a linked worktree's hooks among
+    // them): git then takes the current directory for the top of the work tree, and `./name`
+    // would name a file there. Let git find the repository from `dir` instead.
+    if std::env::var_os("GIT_WORK_TREE").is_none() {
+        cmd.env_remove("GIT_DIR");
+    }
+    let out = cmd.output().context("running git cat-file (is git installed?)")?;
     Ok(out.status.success().then_some(out.stdout))
 }
 

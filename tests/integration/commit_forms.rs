@@ -217,3 +217,38 @@ fn regression_a_tracker_database_newer_than_the_file_without_br_on_path_was_pass
         .any(|f| f["kind"] == "export-stale" && f["message"].as_str().is_some_and(|m| m.contains("could not be checked")));
     assert!(found, "{report}");
 }
+
+/// An interactive rebase in a linked worktree that drops one's own commit: the issue's record
+/// goes back to an older `updated_at` than the pre-rebase tip's, which a tracker that imported
+/// the dropped commit would skip. The post-rewrite hook (run in the worktree) gives that record
+/// a new stamp, says so in one line, and leaves every other record's bytes alone.
+#[test]
+fn after_a_rebase_in_a_linked_worktree_a_record_taken_back_in_time_is_stamped() {
+    let repo = TestRepo::new();
+    let old = issue("bd-1").title("one").updated("2025-01-01T00:00:00Z").line();
+    let other = issue("bd-2").title("two").updated("2025-01-01T00:00:00Z").line();
+    repo.write(FILE, &jsonl(&[old.clone(), other.clone()]));
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let install = run(hermetic(crate::support::bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(install.status.success(), "install: {}", String::from_utf8_lossy(&install.stderr));
+    let wt = repo.path().join("wt");
+    run(&mut git_in(repo.path(), &["worktree", "add", "-q", wt.to_str().expect("utf8"), "-b", "side"]));
+    let newer = issue("bd-1").title("one, retitled").updated("2025-06-01T00:00:00Z").line();
+    std::fs::write(wt.join(FILE), jsonl(&[newer, other.clone()])).expect("write");
+    commit(&wt, &["-q", "-am", "retitle bd-1"]);
+    std::fs::write(wt.join("a.txt"), "x\n").expect("write");
+    run(&mut git_in(&wt, &["add", "a.txt"]));
+    commit(&wt, &["-q", "-m", "unrelated"]);
+    // Drop the retitle: bd-1 goes back to its January record.
+    let out = run(git_in(&wt, &[]).env("GIT_SEQUENCE_EDITOR", "sed -i -e '1s/^pick/drop/'").args(["rebase", "-q", "-i", "HEAD~2"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.lines().filter(|l| l.contains("the rebase left 1 record(s) older")).count(), 1, "{said}");
+    let file = std::fs::read_to_string(wt.join(FILE)).expect("read");
+    let lines: Vec<&str> = file.lines().collect();
+    assert!(lines[0].contains("\"title\":\"one\"") && !lines[0].contains("2025-01-01T00:00:00Z"), "bd-1 stamped anew: {file}");
+    assert_eq!(lines[1], other, "bd-2 untouched");
+    // The primary checkout's file is not touched by the worktree's hook.
+    assert_eq!(std::fs::read(repo.path().join(FILE)).expect("read"), jsonl(&[old, other]));
+}
