@@ -371,26 +371,6 @@ pub fn find<'a>(entries: &'a [Entry], address: &str) -> std::result::Result<&'a 
     }
 }
 
-/// The value the merge commit of `entry` holds for its field (what the field must still hold to
-/// be restored), as JSON: the status group as an object for a grouped status entry.
-pub fn kept_at_commit(repo: &Path, entry: &Entry) -> Result<Option<String>> {
-    let commit = entry.commit.as_deref().context("the entry comes from this clone's log, not a commit")?;
-    let spec = format!("{commit}:{}", entry.path);
-    let out = std::process::Command::new("git")
-        .args(["cat-file", "blob", &spec])
-        .current_dir(repo)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .context("running git cat-file (is git installed?)")?;
-    if !out.status.success() {
-        anyhow::bail!("reading {} at commit {commit}: {}", entry.path, String::from_utf8_lossy(&out.stderr).trim());
-    }
-    let split = crate::jsonl::Jsonl::split(&out.stdout);
-    let line = split.lines.iter().find(|l| crate::record::record_id(l.bytes).ok().is_some_and(|id| id == entry.id));
-    let Some(line) = line.and_then(|l| std::str::from_utf8(l.bytes).ok()) else { return Ok(None) };
-    Ok(crate::merge_log::value_in_record(line, &entry.field, entry.dropped.as_deref().map(RawValue::get)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,11 +21,11 @@ use crate::jsonl::{self, Jsonl};
 use crate::record::{parse_json_str, record_key, render_entries, Key, RawObject};
 use crate::timestamp::{self, Instant};
 
-/// The `updated_at` text of a record line.
-fn updated_at(line: &[u8]) -> Option<(Instant, String)> {
-    let obj = RawObject::parse(line).ok()?;
+/// A record's `updated_at` (as an instant and as written) and its `created_at` instant.
+fn stamps(obj: &RawObject<'_>) -> Option<(Instant, String, Option<Instant>)> {
     let text = parse_json_str(obj.get("updated_at")?)?.into_owned();
-    Some((timestamp::parse(&text)?, text))
+    let created = obj.get("created_at").and_then(parse_json_str).and_then(|c| timestamp::parse(&c));
+    Some((timestamp::parse(&text)?, text, created))
 }
 
 /// The lines of `new` whose record differs from `old`'s record of the same id and whose
@@ -49,17 +49,14 @@ pub fn restamp(old: &[u8], new: &[u8], now: Option<Instant>) -> (Vec<u8>, Vec<St
             if old_line == line.bytes {
                 return None;
             }
-            let ((was, was_text), (is, is_text)) = (updated_at(old_line)?, updated_at(line.bytes)?);
-            if is > was {
-                return None;
-            }
-            // Another issue under the id (two issues created under one id, one moved): not a
-            // replay of this one.
-            let created = |l: &[u8]| crate::merge::collisions::Facts::of(l).map(|f| f.created);
-            if created(old_line) != created(line.bytes) {
-                return None;
-            }
+            // Each line parsed once: the new one is also the one rewritten.
             let obj = RawObject::parse(line.bytes).ok()?;
+            let ((was, was_text, was_created), (is, is_text, is_created)) = (stamps(&RawObject::parse(old_line).ok()?)?, stamps(&obj)?);
+            // Not older, or another issue under the id (two issues created under one id, one
+            // moved): not a replay of this one.
+            if is > was || was_created != is_created {
+                return None;
+            }
             let mut entries = obj.entries.clone();
             if !crate::merge::stamp::bump_updated_at(&mut entries, &[Some(was_text), Some(is_text)], now) {
                 return None;

@@ -149,16 +149,8 @@ fn behind_by(file: &Path, deadline: &dyn Fn() -> Instant) -> Result<Option<Behin
     // br: asked, when file times suspect its database and it is on PATH.
     if let Some(db) = suspects.br {
         if let Some(br) = on_path(Tracker::Br.program(), top) {
-            let mut cmd = Command::new(&br);
-            cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
             let shown = "br sync --status --json".to_owned();
-            let out = run_captured(&mut cmd, remaining(deadline()), STATUS_LIMIT)
-                .map_err(|source| Error::Command { command: shown.clone(), source })?;
-            if !out.status.success() {
-                return Err(Error::Failed { command: shown, status: out.status });
-            }
-            let status: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .map_err(|e| Error::Unexpected { command: shown.clone(), why: format!("not JSON ({e})") })?;
+            let status = br_status(&br, top, remaining(deadline()))?;
             let dirty = status.get("dirty_count").and_then(serde_json::Value::as_u64);
             let db_newer = status.get("db_newer").and_then(serde_json::Value::as_bool);
             if dirty.is_none() && db_newer.is_none() {
@@ -436,34 +428,30 @@ pub fn of_directory(dir: &Path, top: &Path) -> Option<(Tracker, PathBuf)> {
 /// Asks the tracker at `program` (run at `top`, stopped after `timeout`) to add the comment
 /// `text` to the issue `id`: the tracker writes its own database and file.
 pub fn add_comment(tracker: Tracker, program: &Path, top: &Path, id: &str, text: &str, timeout: Duration) -> Result<(), Error> {
-    let shown = format!("{} comments add {id} …", tracker.program());
+    run_tracker(program, top, &["comments", "add", id, text], format!("{} comments add {id} …", tracker.program()), timeout)
+}
+
+/// br's own account of its database and file (`br sync --status --json`, which imports and
+/// exports nothing), run at `top` with the program at `program`, stopped after `timeout`.
+fn br_status(program: &Path, top: &Path, timeout: Duration) -> Result<serde_json::Value, Error> {
+    let shown = "br sync --status --json".to_owned();
     let mut cmd = Command::new(program);
-    cmd.args(["comments", "add", id, text]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
+    cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null()).env("NO_COLOR", "1");
     let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).map_err(|source| Error::Command { command: shown.clone(), source })?;
     if !out.status.success() {
         return Err(Error::Failed { command: shown, status: out.status });
     }
-    Ok(())
+    serde_json::from_slice(&out.stdout).map_err(|e| Error::Unexpected { command: shown, why: format!("not JSON ({e})") })
 }
 
-/// What br's database holds that its files do not show: its count of unexported edits, from
-/// `br sync --status --json` (which imports and exports nothing), run at `top` with the program
-/// at `program` and stopped after `timeout`. `None` when br cannot tell (it failed, or printed
-/// no count).
+/// br's count of unexported edits ([`br_status`]'s `dirty_count`); `None` when br cannot tell.
 pub fn br_dirty_count(program: &Path, top: &Path, timeout: Duration) -> Option<u64> {
-    let mut cmd = Command::new(program);
-    cmd.args(["sync", "--status", "--json"]).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null()).env("NO_COLOR", "1");
-    let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).ok()?.get("dirty_count")?.as_u64()
+    br_status(program, top, timeout).ok()?.get("dirty_count")?.as_u64()
 }
 
-/// Runs br's command `args` at `top` (the program at `program`, stopped after `timeout`): the
-/// import a merge that moved an issue of this clone needs (`git config beads.brSyncMerge`).
-pub fn run_br(program: &Path, top: &Path, args: &[&str], timeout: Duration) -> Result<(), Error> {
-    let shown = format!("br {}", args.join(" "));
+/// Runs the tracker at `program` with `args` at `top`, stopped after `timeout`; `shown` names
+/// the command in errors.
+fn run_tracker(program: &Path, top: &Path, args: &[&str], shown: String, timeout: Duration) -> Result<(), Error> {
     let mut cmd = Command::new(program);
     cmd.args(args).current_dir(top).stdin(Stdio::null()).stderr(Stdio::null());
     let out = run_captured(&mut cmd, timeout, STATUS_LIMIT).map_err(|source| Error::Command { command: shown.clone(), source })?;
@@ -471,6 +459,12 @@ pub fn run_br(program: &Path, top: &Path, args: &[&str], timeout: Duration) -> R
         return Err(Error::Failed { command: shown, status: out.status });
     }
     Ok(())
+}
+
+/// Runs br's command `args` at `top` (the program at `program`, stopped after `timeout`): the
+/// import a merge that moved an issue of this clone needs (`git config beads.brSyncMerge`).
+pub fn run_br(program: &Path, top: &Path, args: &[&str], timeout: Duration) -> Result<(), Error> {
+    run_tracker(program, top, args, format!("br {}", args.join(" ")), timeout)
 }
 
 /// The program `name` in an absolute `PATH` directory outside every checkout of the repository

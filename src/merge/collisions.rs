@@ -114,8 +114,6 @@ pub struct Collision {
     pub kept: Side,
     /// The id the other side's issue has in the result.
     pub moved_to: String,
-    /// That issue already had that id on one side (a clone moved it before).
-    pub already_moved: bool,
 }
 
 /// How the three inputs are re-keyed before they are merged.
@@ -180,9 +178,6 @@ impl<'f> Group<'f> {
     /// The ids it has on either side, smallest first.
     fn claimed(&self) -> BTreeSet<&'f str> {
         self.issues().map(|f| f.id.as_str()).collect()
-    }
-    fn holds(&self, id: &str) -> bool {
-        self.issues().any(|f| f.id == id)
     }
     /// The same record whichever side is which, so every clone mints alike.
     fn representative(&self) -> Option<&'f Facts> {
@@ -353,7 +348,7 @@ pub fn plan(base: &[u8], ours: &[u8], theirs: &[u8]) -> Planned {
             (Side::Ours, tg)
         };
         let moved_to = assigned[moved_group].clone();
-        plan.collisions.push(Collision { id: id.clone(), kept, already_moved: groups[moved_group].holds(&moved_to), moved_to });
+        plan.collisions.push(Collision { id: id.clone(), kept, moved_to });
     }
     Planned::Plan(plan)
 }

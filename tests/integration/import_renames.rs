@@ -91,3 +91,38 @@ fn regression_import_kept_one_of_two_issues_under_one_root_id() {
         assert_eq!(got, want, "{said}");
     }
 }
+
+/// Many issues made in this cache meet as many other issues the file brings under the same ids:
+/// the ids in use are read once per import, not once per move (a read of every id per moved
+/// issue was quadratic). Timed at N and 4N; linear work takes about 4x, the test fails at 8x.
+#[test]
+fn many_issues_moved_by_one_import_cost_linear_time() {
+    let run = |n: usize| -> std::time::Duration {
+        let ws = Workspace::new(format!("{EPIC}\n").as_bytes());
+        ws.ok(&["import"]);
+        let values: Vec<String> = (0..n)
+            .map(|k| format!("('bd-m{k}', 'Made in this cache {k}', 'open', 2, '2025-11-02T12:00:00Z', '2025-11-02T12:00:00Z')"))
+            .collect();
+        ws.sql(&format!("INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES {};", values.join(",")));
+        let mut file = format!("{EPIC}\n");
+        for k in 0..n {
+            file.push_str(&format!(
+                "{{\"id\":\"bd-m{k}\",\"title\":\"Made in another clone {k}\",\"status\":\"open\",\"priority\":2,\"issue_type\":\"task\",\"created_at\":\"2025-11-02T11:00:00Z\",\"updated_at\":\"2025-11-02T11:00:00Z\"}}\n"
+            ));
+        }
+        std::fs::write(ws.file(), file).expect("write");
+        let start = std::time::Instant::now();
+        let out = ws.sync(&["import"]);
+        let took = start.elapsed();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        ws.ok(&["export"]);
+        let ids: std::collections::BTreeSet<String> = exported(&ws).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids.len(), 2 * n + 1, "every issue kept under its own id");
+        took
+    };
+    let best = |n: usize| run(n).min(run(n));
+    let (small, large) = (best(150), best(600));
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    eprintln!("import moving N=150: {small:?}, 4N: {large:?} ({ratio:.1}x)");
+    assert!(ratio < 8.0, "N took {small:?}, 4N took {large:?}: {ratio:.1}x");
+}

@@ -141,11 +141,10 @@ fn with_commit_trailers(cwd: &std::path::Path, local: Vec<beads_git::merge_log::
 /// as the local log's entries are (the field must still hold what the merge commit holds).
 fn restore_from_commit(cwd: &std::path::Path, address: &str, file: &std::path::Path) -> anyhow::Result<merge_log::RestoreOutcome> {
     let entries = beads_git::merge_trailers::from_history(cwd)?;
-    let mut entry = match beads_git::merge_trailers::find(&entries, address) {
+    // A believed entry carries the value its merge commit's file holds (`from_history`).
+    let entry = match beads_git::merge_trailers::find(&entries, address) {
         Ok(e) => e.clone(),
         Err(why) => return Ok(merge_log::RestoreOutcome::Refused(why)),
     };
-    let kept = beads_git::merge_trailers::kept_at_commit(cwd, &entry)?;
-    entry.kept = kept.and_then(|k| serde_json::value::RawValue::from_string(k).ok());
     merge_log::restore_entry(entry, file)
 }

@@ -25,7 +25,7 @@ pub(super) fn merge_dirty(
     options: &MergeOptions,
     dirty: &HashMap<String, Option<String>>,
     report: &mut ImportReport,
-    file_ids: &dyn Fn() -> Vec<String>,
+    taken: &mut Taken<'_>,
 ) -> Result<()> {
     let base: Option<String> =
         match tx.query_row("SELECT raw FROM issues WHERE id = ?1", [id], |r| r.get::<_, Option<String>>(0)).optional()? {
@@ -58,7 +58,7 @@ pub(super) fn merge_dirty(
         if let (Ok(ov), Ok(tv)) = parsed {
             if let Some(order) = merge::collisions::concurrent_creation(&ov, &tv) {
                 let sides = Sides { ours: (&ours, &ov), theirs: (theirs, &tv) };
-                return two_issues(tx, id, sides, order, go_style, options, report, file_ids);
+                return two_issues(tx, id, sides, order, go_style, options, report, taken);
             }
         }
     }
@@ -75,6 +75,29 @@ pub(super) fn merge_dirty(
     tx.execute("INSERT OR IGNORE INTO dirty (issue_id) VALUES (?1)", [id])?;
     report.merged.push(id.to_owned());
     Ok(())
+}
+
+/// The ids in use for an import's moves (the cache's and the file's), read once, the first time
+/// an import moves an issue, and kept up to date as it hands out new ones: one pass over the ids
+/// however many issues move.
+pub(super) struct Taken<'f> {
+    /// The file's ids, read when first needed.
+    pub(super) file_ids: &'f dyn Fn() -> Vec<String>,
+    pub(super) ids: Option<merge::collisions::Taken>,
+}
+
+impl Taken<'_> {
+    fn get(&mut self, tx: &Transaction<'_>) -> Result<&mut merge::collisions::Taken> {
+        if self.ids.is_none() {
+            let in_cache: Vec<String> = {
+                let mut st = tx.prepare("SELECT id FROM issues")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            self.ids = Some(merge::collisions::Taken::new(in_cache.into_iter().chain((self.file_ids)())));
+        }
+        Ok(self.ids.get_or_insert_with(merge::collisions::Taken::default))
+    }
 }
 
 /// The cache's and the file's record of one id, as text and value.
@@ -98,21 +121,17 @@ fn two_issues(
     go_style: bool,
     options: &MergeOptions,
     report: &mut ImportReport,
-    file_ids: &dyn Fn() -> Vec<String>,
+    taken: &mut Taken<'_>,
 ) -> Result<()> {
     let (ours, theirs) = (sides.ours.0, sides.theirs.0);
     // The one that moves: a new issue of the cache, to be exported, under the id br would give
     // it over every id of the cache and the file.
     let (moving, kept_side) = if order.is_lt() { (theirs, merge::Side::Ours) } else { (ours, merge::Side::Theirs) };
-    let in_cache: Vec<String> = {
-        let mut st = tx.prepare("SELECT id FROM issues")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let taken = merge::collisions::Taken::new(in_cache.into_iter().chain(file_ids()));
-    let Some(to) = merge::collisions::Facts::of(moving.as_bytes()).and_then(|facts| merge::collisions::mint(id, &facts, &taken)) else {
+    let taken = taken.get(tx)?;
+    let Some(to) = merge::collisions::Facts::of(moving.as_bytes()).and_then(|facts| merge::collisions::mint(id, &facts, taken)) else {
         return keep_one_of_two(tx, id, &sides, options, report);
     };
+    taken.insert(to.clone());
     let renamed =
         merge::collisions::rename_record(moving.as_bytes(), id, &to, go_style).ok_or_else(|| anyhow::anyhow!("{id}: not a record"))?;
     let obj = RawObject::parse_str(&renamed).with_context(|| to.clone())?;

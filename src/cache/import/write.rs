@@ -45,6 +45,8 @@ struct Written<'r> {
     /// The ids added, as positions in the scan until the write is over (a cold import of a
     /// million records would otherwise hold a million strings beside SQLite's cache).
     added: Vec<u32>,
+    /// The ids in use, once an issue moves (two issues under one id).
+    taken: super::dirty::Taken<'r>,
 }
 
 impl Write<'_> {
@@ -73,7 +75,9 @@ impl Write<'_> {
             partial: true,
             ..MergeOptions::default()
         };
-        let mut written = Written { report, bad, stamps: Vec::new(), added: Vec::new() };
+        let file_ids = || self.scan.ids.iter().map(ToString::to_string).collect::<Vec<String>>();
+        let mut written =
+            Written { report, bad, stamps: Vec::new(), added: Vec::new(), taken: super::dirty::Taken { file_ids: &file_ids, ids: None } };
         let result = with_guard(&mut cache.conn, |tx| -> Result<(), Stop> {
             let now: Vec<String> = {
                 let mut st = tx.prepare("SELECT issue_id FROM dirty")?;
@@ -234,9 +238,8 @@ impl Write<'_> {
                 }
             }
             Action::Merge => {
-                let file_ids = || self.scan.ids.iter().map(ToString::to_string).collect::<Vec<String>>();
                 let dirty = &self.state.dirty;
-                merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &file_ids)?;
+                merge_dirty(tx, id, text, self.scan.go_style, merge_options, dirty, written.report, &mut written.taken)?;
             }
         }
         Ok(())
