@@ -16,7 +16,6 @@ use serde_json::{Map, Value};
 
 use super::{Finding, FindingKind};
 use crate::jsonl::Jsonl;
-use crate::record::RawObject;
 use crate::timestamp::{self, Instant};
 
 /// The fields that must not hold a NUL character (br's validator).
@@ -383,11 +382,8 @@ pub fn refused_lines(content: &[u8]) -> Vec<Finding> {
             findings.push(say("the line is padded with whitespace br does not strip (no-break space, line separator, ...)".to_owned()));
             continue;
         }
-        // Not an object, or repeated keys: `check`'s own findings (malformed-line, duplicate-key).
-        let Ok(raw) = RawObject::parse(text.trim().as_bytes()) else { continue };
-        if !raw.repeated_keys().is_empty() {
-            continue;
-        }
+        // Not an object: `check`'s own finding (malformed-line); a repeated key is its
+        // duplicate-key (the value read here is the last, as br's own parser refuses it).
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text.trim()) else { continue };
         if let Some(reason) = refusal(&obj) {
             findings.push(say(reason));
