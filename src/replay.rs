@@ -14,6 +14,8 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use std::io::Write as _;
+
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap;
 
@@ -82,11 +84,26 @@ pub fn restamp_after_rebase(file: &Path, now: Option<Instant>) -> Result<Vec<Str
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = file.file_name().context("the issues file has no name")?.to_string_lossy().into_owned();
     let Some(old) = crate::git::file_at(dir, "ORIG_HEAD", &name)? else { return Ok(Vec::new()) };
+    restamp_file(file, &old, now, || {})
+}
+
+/// [`restamp`] of the file at `file` against `old`, written back only if no other writer
+/// replaced or changed the file since it was read (`before_write` runs in between: a seam for
+/// the test of that race). A second writer's file is never overwritten: that is an error.
+fn restamp_file(file: &Path, old: &[u8], now: Option<Instant>, before_write: impl FnOnce()) -> Result<Vec<String>> {
+    let read = crate::safe_fs::Identity::of(&std::fs::metadata(file).with_context(|| format!("reading {}", file.display()))?);
     let new = jsonl::read(file)?;
-    let (content, ids) = restamp(&old, &new, now);
-    if !ids.is_empty() {
-        jsonl::write_atomic(file, &content)?;
+    let (content, ids) = restamp(old, &new, now);
+    if ids.is_empty() {
+        return Ok(ids);
     }
+    before_write();
+    let written = jsonl::write_atomic_if_unchanged(file, Some(read), |w| w.write_all(&content))?;
+    anyhow::ensure!(
+        written.is_some(),
+        "{} changed while its rebased records were being stamped; it was left as the other writer made it",
+        file.display()
+    );
     Ok(ids)
 }
 
@@ -121,6 +138,21 @@ mod tests {
         assert!(text.ends_with(&new[new.find(r#"{"id":"b""#).unwrap_or(0)..]), "the others untouched:\n{text}");
         let (same, none) = restamp(new.as_bytes(), new.as_bytes(), None);
         assert!(none.is_empty() && same == new.as_bytes());
+    }
+
+    #[test]
+    fn a_second_writer_during_the_stamp_is_never_overwritten() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("issues.jsonl");
+        let old = b"{\"id\":\"a\",\"updated_at\":\"2026-01-01T10:00:05Z\"}\n";
+        std::fs::write(&file, b"{\"id\":\"a\",\"updated_at\":\"2026-01-01T10:00:01Z\"}\n").expect("write");
+        let theirs = b"{\"id\":\"a\",\"title\":\"the other writer's\",\"updated_at\":\"2026-01-01T12:00:00Z\"}\n";
+        let raced = restamp_file(&file, old, None, || std::fs::write(&file, theirs).expect("the other writer"));
+        assert!(raced.is_err(), "{raced:?}");
+        assert_eq!(std::fs::read(&file).expect("read"), theirs);
+        // Without a second writer the stamp is written.
+        std::fs::write(&file, b"{\"id\":\"a\",\"updated_at\":\"2026-01-01T10:00:01Z\"}\n").expect("write");
+        assert_eq!(restamp_file(&file, old, None, || {}).expect("stamped"), ["a"]);
     }
 
     #[test]
