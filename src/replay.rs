@@ -14,8 +14,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use std::io::Write as _;
-
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap;
 
