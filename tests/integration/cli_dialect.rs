@@ -1,6 +1,7 @@
 //! One command line across the three binaries: `-C DIR` on each (before or after the
-//! subcommand, and refused clearly when it names no directory), `--json`, `--color` and `--quiet`
-//! global with one help text, `--dry-run` as the one spelling of "show what you would do" (the
+//! subcommand, and refused clearly when it names no directory), `--color` and `--quiet` global
+//! with one help text, `--json` with that text too but offered only by the commands that have
+//! JSON output, `--dry-run` as the one spelling of "show what you would do" (the
 //! old `--check` kept as a hidden alias), the issues file as a positional `[FILE]`, bd-sync's
 //! `--timeout` in seconds with a fraction like bd-hook's, bd-hook's mode flags refused outside
 //! their mode, and the plumbing git and hook managers call left out of `--help` but still working.
@@ -156,14 +157,59 @@ fn json_color_and_quiet_are_global_in_bd_merge_with_the_help_text_bd_sync_gives_
     let sync = stdout(&tool(dir.path(), "bd-sync", &["--help"]));
     let merge = stdout(&tool(dir.path(), "bd-merge", &["--help"]));
     let hook = stdout(&tool(dir.path(), "bd-hook", &["--help"]));
-    for flag in ["--json", "--color", "-C"] {
+    for flag in ["--color", "-C"] {
         assert_eq!(option_help(&sync, flag), option_help(&merge, flag), "{flag}: one help text in bd-sync and bd-merge");
+    }
+    for sub in ["diff", "review", "update-branch"] {
+        let help = stdout(&tool(dir.path(), "bd-merge", &[sub, "--help"]));
+        assert_eq!(option_help(&sync, "--json"), option_help(&help, "--json"), "bd-merge {sub}: --json");
     }
     assert_eq!(option_help(&sync, "-C"), option_help(&hook, "-C"), "-C: one help text in bd-sync and bd-hook");
     for sub in ["resolve", "diff", "review"] {
         let help = stdout(&tool(dir.path(), "bd-merge", &[sub, "--help"]));
         assert_eq!(option_help(&help, "--quiet"), option_help(&merge, "--quiet"), "bd-merge {sub}: --quiet");
     }
+}
+
+/// The subcommands a binary's `--help` lists (clap's `help` left out).
+fn subcommands(dir: &Path, program: &str) -> Vec<String> {
+    let help = stdout(&tool(dir, program, &["--help"]));
+    let listed = help.lines().skip_while(|l| !l.starts_with("Commands:")).skip(1).take_while(|l| !l.trim().is_empty());
+    listed.filter_map(|l| l.split_whitespace().next()).filter(|name| *name != "help").map(str::to_owned).collect()
+}
+
+/// `--help` offers `--json` exactly where the command honours it: where it is listed, `--json`
+/// never meets "no JSON output" (whatever else fails, the failure is a JSON object); where it is
+/// not, it is refused, as JSON, naming the command. Before, bd-merge's `--json` was global, so
+/// `dedupe`, `resolve` and the driver listed a flag they refuse.
+#[test]
+fn regression_help_offered_json_on_commands_that_refuse_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut checked = 0;
+    for program in ["bd-sync", "bd-merge"] {
+        let subs = subcommands(dir.path(), program);
+        assert!(subs.len() >= 5, "{program}: {subs:?}");
+        for sub in subs.iter().map(|s| vec![s.as_str()]).chain([vec![]]) {
+            let help = stdout(&tool(dir.path(), program, &[&sub[..], &["--help"]].concat()));
+            let offered = help.lines().any(|l| l.trim_start().starts_with("--json"));
+            // The driver's form needs its three files before anything is refused.
+            let files: &[&str] = if sub.is_empty() { &["base.jsonl", "ours.jsonl", "theirs.jsonl"] } else { &[] };
+            let out = tool(dir.path(), program, &[&sub[..], &["--json"], files].concat());
+            let said = text(&out);
+            let refused = said.contains("has no JSON output") || said.contains("unexpected argument '--json'");
+            if program == "bd-merge" && sub.is_empty() {
+                assert!(!offered, "bd-merge --help describes the driver, which has no JSON output:\n{help}");
+            }
+            assert_eq!(offered, !refused, "{program} {sub:?}: --json offered {offered}, refused {refused}: {said}");
+            if out.status.code() == Some(2) {
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{program} {sub:?} --json: stdout is not JSON ({e}): {said}"));
+                assert!(v["error"]["message"].is_string(), "{program} {sub:?}: {v}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} commands checked");
 }
 
 #[test]

@@ -20,10 +20,12 @@ pub(crate) struct Args {
     /// Exit 1 when an issue differs, 0 when none does (as `git diff --exit-code`).
     #[arg(long)]
     exit_code: bool,
+    #[command(flatten)]
+    pub(crate) json: crate::common::args::Json,
 }
 
 pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
-    let Args { old, new, git, exit_code } = args;
+    let Args { old, new, git, exit_code, json: _ } = args;
     let json = global.json;
     // In git's form the first two are PATH and OLD-FILE, and NEW-FILE is the third of the rest.
     let (label, old, new) = match git.as_slice() {

@@ -36,7 +36,9 @@ struct Cli {
     #[command(flatten)]
     directory: common::args::Directory,
     #[command(flatten)]
-    output: common::args::Output,
+    color: common::args::ColorOnly,
+    #[command(flatten)]
+    json: common::args::JsonBefore,
     #[command(flatten)]
     quiet: common::args::Quiet,
     #[command(flatten)]
@@ -72,14 +74,18 @@ enum Command {
 }
 
 impl Command {
-    /// The command's name when it has no JSON output (`--json` is refused there).
-    fn without_json(command: Option<&Command>) -> Option<&'static str> {
+    /// Whether the command was given its own `--json` (only those with JSON output declare it),
+    /// or `Err` with the command's name when it has no JSON output (`--json` before its name is
+    /// refused there).
+    fn own_json(command: Option<&Command>) -> Result<bool, &'static str> {
         match command {
-            None => Some("the merge driver"),
-            Some(Command::Textconv(_)) => Some("textconv"),
-            Some(Command::Resolve(_)) => Some("resolve"),
-            Some(Command::Dedupe(_)) => Some("dedupe"),
-            Some(Command::Diff(_) | Command::UpdateBranch(_) | Command::Review(_)) => None,
+            None => Err("the merge driver"),
+            Some(Command::Textconv(_)) => Err("textconv"),
+            Some(Command::Resolve(_)) => Err("resolve"),
+            Some(Command::Dedupe(_)) => Err("dedupe"),
+            Some(Command::Diff(a)) => Ok(a.json.json),
+            Some(Command::UpdateBranch(a)) => Ok(a.json.json),
+            Some(Command::Review(a)) => Ok(a.json.json),
         }
     }
 }
@@ -99,15 +105,16 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = parse(&args);
-    if let Some(name) = Command::without_json(cli.command.as_ref()).filter(|_| cli.output.json) {
-        let message = format!("{name} has no JSON output: leave out --json");
-        common::exit_usage(<Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message), &args);
-    }
-    let global = Global { json: cli.output.json, quiet: cli.quiet.quiet };
+    let json = match Command::own_json(cli.command.as_ref()) {
+        Ok(own) => own || cli.json.json,
+        Err(name) if cli.json.json => common::exit_usage(no_json_output(name), &args),
+        Err(_) => false,
+    };
+    let global = Global { json, quiet: cli.quiet.quiet };
     if let Err(e) = cli.directory.enter() {
         return fail(global, &e);
     }
-    beads_git::color::set(cli.output.color.into());
+    beads_git::color::set(cli.color.color.into());
     let result = match cli.command {
         None => return driver::run(cli.merge, global),
         Some(Command::Diff(args)) => diff::run(args, global),
@@ -130,7 +137,7 @@ fn main() -> ExitCode {
 fn parse(args: &[std::ffi::OsString]) -> Cli {
     use clap::{CommandFactory, FromArgMatches};
     let mut command = Cli::command();
-    let matches = command.try_get_matches_from_mut(args).unwrap_or_else(|e| common::exit_usage(e, args));
+    let matches = command.try_get_matches_from_mut(args).unwrap_or_else(|e| common::exit_usage(json_refused(e, args), args));
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| common::exit_usage(e, args));
     if let Some((name, _)) = matches.subcommand() {
         let given = |id: &&&str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -144,6 +151,28 @@ fn parse(args: &[std::ffi::OsString]) -> Cli {
         }
     }
     cli
+}
+
+/// The usage error for `--json` given to a command without JSON output.
+fn no_json_output(name: &str) -> clap::Error {
+    let message = format!("{name} has no JSON output: leave out --json");
+    <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message)
+}
+
+/// clap's "unexpected argument" for a `--json` after the name of a command that does not declare
+/// it, said as what it is: that command has no JSON output.
+fn json_refused(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let unexpected_json = e.kind() == ErrorKind::UnknownArgument
+        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg)) if arg == "--json");
+    let name = args.iter().skip(1).find_map(|a| {
+        let a = a.to_str()?;
+        ["textconv", "resolve", "dedupe"].into_iter().find(|name| *name == a)
+    });
+    match name {
+        Some(name) if unexpected_json => no_json_output(name),
+        _ => e,
+    }
 }
 
 /// Says what failed (also as a JSON error object on stdout under `--json`), and exits 2.

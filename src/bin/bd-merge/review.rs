@@ -41,10 +41,12 @@ pub(crate) struct Args {
         conflicts_with_all = ["last", "since", "id", "json", "restore"]
     )]
     announce: Option<String>,
+    #[command(flatten)]
+    pub(crate) json: crate::common::args::Json,
 }
 
 pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
-    let Args { last, since, id, restore, file, file_flag, announce } = args;
+    let Args { last, since, id, restore, file, file_flag, announce, json: _ } = args;
     let (json, file) = (global.json, file.or(file_flag));
     // Given after `review`, clap refuses these together; given before it, `--json` is the
     // parent's flag, out of reach of review's rules.

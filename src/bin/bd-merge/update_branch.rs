@@ -16,10 +16,12 @@ pub(crate) struct Args {
     /// The branch this checkout is for, when HEAD is detached.
     #[arg(long, value_name = "NAME")]
     branch: Option<String>,
+    #[command(flatten)]
+    pub(crate) json: crate::common::args::Json,
 }
 
 pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
-    let Args { base, push, message, branch } = args;
+    let Args { base, push, message, branch, json: _ } = args;
     let json = global.json;
     use beads_git::update_branch::{update_branch, UpdateError, UpdateOptions, UpdateOutcome};
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the running executable: {e}"))?;

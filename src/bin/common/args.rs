@@ -2,7 +2,9 @@
 //! obeyed the same way everywhere: `-C DIR` (each binary), `--json` and `--color` (bd-sync and
 //! bd-merge), `--quiet` (bd-merge), and the parser of a `--timeout` in seconds. A binary
 //! flattens the ones it has into its top-level parser; each is `global`, so it may come before
-//! or after a subcommand, and listed after a subcommand's own options in its help.
+//! or after a subcommand, and listed after a subcommand's own options in its help. The one
+//! exception is bd-merge's `--json`: only some of its commands have JSON output, so those declare
+//! it themselves and `--help` offers it nowhere else.
 
 use std::path::PathBuf;
 
@@ -36,15 +38,42 @@ impl Directory {
     }
 }
 
-// `--json` and `--color` (a plain comment: clap would take a doc comment as the command's about).
+/// `--json`'s help, one text wherever the flag is offered.
+const JSON_HELP: &str = "Machine-readable output: typed JSON on stdout, and an error object there when the command fails";
+/// `--color`'s help, one text wherever the flag is offered.
+const COLOR_HELP: &str = "Colour the output: auto (a terminal, unless NO_COLOR is set), always or never";
+
+// `--json` and `--color` for a binary whose every command has JSON output (bd-sync); a plain
+// comment: clap would take a doc comment as the command's about.
 #[derive(clap::Args, Debug)]
 pub struct Output {
-    /// Machine-readable output: typed JSON on stdout, and an error object there when the command fails.
-    #[arg(long, global = true, display_order = 901)]
+    #[arg(long, global = true, help = JSON_HELP, display_order = 901)]
     pub json: bool,
-    /// Colour the output: auto (a terminal, unless NO_COLOR is set), always or never.
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true, display_order = 902)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true, help = COLOR_HELP, display_order = 902)]
     pub color: super::Color,
+}
+
+// `--color` alone, global, for a binary where only some commands have JSON output (bd-merge).
+#[derive(clap::Args, Debug)]
+pub struct ColorOnly {
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true, help = COLOR_HELP, display_order = 902)]
+    pub color: super::Color,
+}
+
+// `--json` on one command that honours it, so `--help` offers it only there (bd-merge's `diff`,
+// `review`, `update-branch`).
+#[derive(clap::Args, Debug)]
+pub struct Json {
+    #[arg(long, help = JSON_HELP, display_order = 901)]
+    pub json: bool,
+}
+
+// `--json` given before a bd-merge subcommand's name, where the shared flags may stand: accepted
+// but left out of `--help` (the driver's form, which that help describes, has no JSON output).
+#[derive(clap::Args, Debug)]
+pub struct JsonBefore {
+    #[arg(long = "json", id = "json_before", hide = true)]
+    pub json: bool,
 }
 
 // `--quiet` (a plain comment: clap would take a doc comment as the command's about).
