@@ -77,8 +77,80 @@ fn stopped_for_own_work(state: &Path) -> bool {
 pub enum Candidates {
     /// `BEADS_ISSUE` named it.
     Named(String),
-    /// The actor's issues in progress (none, one or several).
-    InProgress(Vec<String>),
+    /// The committer's issues in progress (none, one or several).
+    InProgress(Vec<Claim>),
+}
+
+/// An issue in progress that may be the committer's: assigned to them, or moved (updated) in
+/// this checkout since HEAD last moved, which only the committer's own edits do: a teammate's
+/// arrive by a pull or checkout, which moves HEAD after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The issue's id.
+    pub id: String,
+    /// When it was last updated, if that is after HEAD last moved.
+    pub moved: Option<crate::timestamp::Instant>,
+}
+
+impl Claim {
+    /// An issue assigned to the committer, not updated since HEAD last moved.
+    pub fn assigned(id: &str) -> Claim {
+        Claim { id: id.to_owned(), moved: None }
+    }
+}
+
+/// Asks the tracker for the committer's [`Claim`]s, given the actor and when HEAD last moved.
+pub type ClaimsOf<'a> = dyn Fn(Option<&str>, Option<crate::timestamp::Instant>) -> Result<Vec<Claim>> + 'a;
+
+/// The first day (`YYYY-MM-DD`, UTC) an issue updated after `head_moved` can carry in its
+/// `updated_at` whatever its offset: the coarse bound for the cache's query.
+pub fn claims_since(head_moved: Option<crate::timestamp::Instant>) -> Option<String> {
+    let day_before = crate::timestamp::Instant { seconds: head_moved?.seconds.saturating_sub(86_400), nanos: 0 };
+    crate::timestamp::write_like(day_before, "2000-01-01T00:00:00Z").and_then(|t| t.get(..10).map(str::to_owned))
+}
+
+/// The claims among the issues in progress (`(id, assignee, updated_at)`, in the order to offer
+/// them): those assigned to `actor`, and those assigned to nobody that were updated after
+/// `head_moved` (the committer moved them since their last commit or checkout). An issue
+/// assigned to someone else is never the committer's.
+pub fn claims(
+    in_progress: Vec<(String, Option<String>, String)>,
+    actor: Option<&str>,
+    head_moved: Option<crate::timestamp::Instant>,
+) -> Vec<Claim> {
+    let mut out = Vec::new();
+    for (id, assignee, updated) in in_progress {
+        let moved = crate::timestamp::parse(&updated).filter(|at| head_moved.is_some_and(|head| *at > head));
+        let assignee = assignee.as_deref().map(str::trim).filter(|a| !a.is_empty());
+        let theirs = match assignee {
+            Some(a) => actor == Some(a),
+            None => moved.is_some(),
+        };
+        if theirs {
+            out.push(Claim { id, moved });
+        }
+    }
+    out
+}
+
+/// When HEAD last moved in the checkout whose git directory is `git_dir` (a commit, checkout,
+/// pull, reset or rebase step): the last line of its reflog, `None` without one (a repository
+/// with `core.logAllRefUpdates` off, or a line that does not parse).
+pub fn head_moved_at(git_dir: &Path) -> Option<crate::timestamp::Instant> {
+    use std::io::{Read, Seek, SeekFrom};
+    // The reflog grows for the life of the clone: only its tail is read (a line is far shorter).
+    const TAIL: u64 = 8 << 10;
+    let mut file = std::fs::File::open(git_dir.join("logs").join("HEAD")).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut log = Vec::new();
+    file.take(TAIL).read_to_end(&mut log).ok()?;
+    let line = log.trim_ascii_end().rsplit(|&b| b == b'\n').next()?;
+    let before_message = line.split(|&b| b == b'\t').next()?;
+    // `OLD NEW Name <email> SECONDS ZONE`: the seconds follow the last `> `.
+    let after_email = &before_message[memchr::memmem::rfind(before_message, b"> ")? + 2..];
+    let seconds = std::str::from_utf8(after_email).ok()?.split_whitespace().next()?.parse().ok()?;
+    Some(crate::timestamp::Instant { seconds, nanos: 0 })
 }
 
 /// Why no trailer was added.
@@ -126,8 +198,26 @@ impl Skip {
 pub enum Decision {
     /// Add `Beads-Issue: <id>`.
     Add(String),
+    /// Add `Beads-Issue: <id>`, the issue the committer moved last of several in progress for
+    /// them (`over`, sorted): said in one line, since it was a choice.
+    Chose {
+        /// The issue chosen.
+        id: String,
+        /// The other candidates.
+        over: Vec<String>,
+    },
     /// Leave the message as it is.
     Skip(Skip),
+}
+
+impl Decision {
+    /// The issue the message gets, if any.
+    pub fn added(&self) -> Option<&str> {
+        match self {
+            Decision::Add(id) | Decision::Chose { id, .. } => Some(id),
+            Decision::Skip(_) => None,
+        }
+    }
 }
 
 /// Decides whether `message` (as the hook reads it; comment lines start with `comment`, `None`
@@ -173,21 +263,37 @@ pub fn choose(text: &str, candidates: &Candidates) -> Decision {
     let id = match candidates {
         Candidates::Named(id) if !is_id(id) => return Decision::Skip(Skip::BadId(crate::record::printable(id, 80))),
         Candidates::Named(id) => id.clone(),
-        Candidates::InProgress(ids) => match ids.as_slice() {
+        Candidates::InProgress(claims) => match claims.as_slice() {
             [] => return Decision::Skip(Skip::NoIssue),
-            [one] if !is_id(one) => return Decision::Skip(Skip::BadId(crate::record::printable(one, 80))),
-            [one] => one.clone(),
-            several => {
-                let mut several = several.to_vec();
-                several.sort();
-                return Decision::Skip(Skip::Several(several));
-            }
+            [one] if !is_id(&one.id) => return Decision::Skip(Skip::BadId(crate::record::printable(&one.id, 80))),
+            [one] => one.id.clone(),
+            several => return choose_of_several(text, several),
         },
     };
     if names(text, &id) {
         return Decision::Skip(Skip::Named(id));
     }
     Decision::Add(id)
+}
+
+/// Of several issues in progress for the committer, the one they moved last since HEAD last
+/// moved; when none was moved since (or two at the same instant), none: the committer names it.
+fn choose_of_several(text: &str, several: &[Claim]) -> Decision {
+    let mut ids: Vec<String> = several.iter().map(|c| c.id.clone()).collect();
+    ids.sort();
+    let latest = several.iter().filter_map(|c| c.moved).max();
+    let mut moved_last = several.iter().filter(|c| latest.is_some() && c.moved == latest);
+    let (Some(last), None) = (moved_last.next(), moved_last.next()) else {
+        return Decision::Skip(Skip::Several(ids));
+    };
+    if !is_id(&last.id) {
+        return Decision::Skip(Skip::BadId(crate::record::printable(&last.id, 80)));
+    }
+    if names(text, &last.id) {
+        return Decision::Skip(Skip::Named(last.id.clone()));
+    }
+    ids.retain(|id| *id != last.id);
+    Decision::Chose { id: last.id.clone(), over: ids }
 }
 
 /// The file beside git's message file that says `prepare-commit-msg` left the decision to
@@ -198,14 +304,14 @@ const PENDING: &str = "BEADS_LINK_PENDING";
 pub const MAX_MESSAGE: u64 = 16 << 20;
 
 /// Runs the message hook `hook` on git's message file `message_file` in the repository at `dir`:
-/// decides, asks `candidates` (given the actor) for the issues in progress only when the message
-/// could take a trailer, and adds it. `BEADS_ISSUE` in the environment names the issue, when
+/// decides, asks `candidates` (given the actor, and when HEAD last moved) for the issues in
+/// progress only when the message could take a trailer, and adds it. `BEADS_ISSUE` in the environment names the issue, when
 /// `known` says the id or its prefix is in the issues file (else the commit gets none, and why).
 pub fn link_message(
     dir: &Path,
     hook: &Hook,
     message_file: &Path,
-    candidates: &dyn Fn(Option<&str>) -> Result<Vec<String>>,
+    candidates: &ClaimsOf<'_>,
     known: &dyn Fn(&str) -> Result<bool>,
 ) -> Result<Decision> {
     let message_file = dir.join(message_file);
@@ -274,13 +380,10 @@ pub fn link_message(
     }
     let found = match named {
         Some(id) => Candidates::Named(id),
-        None => match settings.actor() {
-            Some(actor) => Candidates::InProgress(candidates(Some(&actor))?),
-            None => Candidates::InProgress(candidates(None)?),
-        },
+        None => Candidates::InProgress(candidates(settings.actor().as_deref(), head_moved_at(git_dir))?),
     };
     let decision = choose(&text, &found);
-    if let Decision::Add(id) = &decision {
+    if let Some(id) = decision.added() {
         // A value not understood falls back to the trailer.
         let link = CommitLink::parse(settings.commit_link.as_deref()).unwrap_or(CommitLink::Trailer);
         if link.subject() {
@@ -428,8 +531,44 @@ pub fn add_trailer(dir: &Path, message_file: &Path, id: &str) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn head_moved_at_reads_the_reflogs_last_line() {
+        let dir = tempfile::tempdir().expect("tmp");
+        assert_eq!(head_moved_at(dir.path()), None, "no reflog");
+        std::fs::create_dir_all(dir.path().join("logs")).expect("mkdir");
+        let z = "0".repeat(40);
+        let log = format!("{z} {z} A <a@x> 100 +0000\tcommit (initial): x\n{z} {z} B <b> c> <d@y> 1700000000 -0800\tcommit: a > b 5\n");
+        std::fs::write(dir.path().join("logs/HEAD"), log).expect("write");
+        assert_eq!(head_moved_at(dir.path()).map(|i| i.seconds), Some(1_700_000_000));
+        std::fs::write(dir.path().join("logs/HEAD"), "garbage\n").expect("write");
+        assert_eq!(head_moved_at(dir.path()), None);
+    }
+
+    #[test]
+    fn the_issue_moved_last_is_chosen_of_several_and_a_tie_or_none_moved_asks() {
+        let at = |s: i64| Some(crate::timestamp::Instant { seconds: s, nanos: 0 });
+        let head = at(1_000);
+        let row = |id: &str, who: Option<&str>, updated: &str| (id.to_owned(), who.map(str::to_owned), updated.to_owned());
+        let rows = vec![
+            row("bd-1", Some("al"), "1970-01-01T00:00:10Z"),
+            row("bd-2", None, "1970-01-01T00:20:00Z"),
+            row("bd-3", Some("bo"), "1970-01-01T00:30:00Z"),
+            row("bd-4", Some(" "), "1970-01-01T00:00:10Z"),
+            row("bd-5", None, "not a time"),
+        ];
+        let claims = claims(rows.clone(), Some("al"), head);
+        assert_eq!(claims.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["bd-1", "bd-2"], "bo's and stale ones are not al's");
+        let decision = choose("x", &Candidates::InProgress(claims));
+        assert_eq!(decision, Decision::Chose { id: "bd-2".into(), over: vec!["bd-1".into()] });
+        // No reflog: only the assigned ones.
+        assert_eq!(super::claims(rows, Some("al"), None), vec![Claim::assigned("bd-1")]);
+        let tie = vec![Claim { id: "bd-a".into(), moved: at(5) }, Claim { id: "bd-b".into(), moved: at(5) }];
+        assert_eq!(choose("x", &Candidates::InProgress(tie)), Decision::Skip(Skip::Several(vec!["bd-a".into(), "bd-b".into()])));
+        assert_eq!(claims_since(at(86_400 * 2)).as_deref(), Some("1970-01-02"));
+    }
+
     fn one(id: &str) -> Candidates {
-        Candidates::InProgress(vec![id.to_owned()])
+        Candidates::InProgress(vec![Claim::assigned(id)])
     }
 
     fn message() -> Hook {
@@ -495,7 +634,13 @@ mod tests {
             Decision::Skip(Skip::NoIssue)
         );
         assert_eq!(
-            decide(&message(), InProgress::default(), "x\n", Some('#'), &Candidates::InProgress(vec!["bd-b".into(), "bd-a".into()])),
+            decide(
+                &message(),
+                InProgress::default(),
+                "x\n",
+                Some('#'),
+                &Candidates::InProgress(vec![Claim::assigned("bd-b"), Claim::assigned("bd-a")])
+            ),
             Decision::Skip(Skip::Several(vec!["bd-a".into(), "bd-b".into()]))
         );
         assert!(matches!(

@@ -561,6 +561,19 @@ pub fn id_or_prefix_known(cache: &Cache, id: &str) -> Result<bool> {
     exists("SELECT 1 FROM issues WHERE substr(id, 1, length(?1) + 1) = ?1 || '-' LIMIT 1", prefix)
 }
 
+/// The issues in progress that may be the committer's, as `(id, assignee, updated_at)`, most
+/// urgent first (priority, then creation): those assigned to `actor`, and those assigned to
+/// nobody updated on or after the day `since` names (`YYYY-MM-DD`; a coarse bound that
+/// [`crate::bridge::commit_msg::claims`] makes exact). What the commit hooks choose from.
+pub fn in_progress_claims(cache: &Cache, actor: Option<&str>, since: Option<&str>) -> Result<Vec<(String, Option<String>, String)>> {
+    let mut st = cache.conn.prepare(
+        "SELECT id, assignee, COALESCE(updated_at, '') FROM issues WHERE status = 'in_progress' \
+         AND (assignee = ?1 OR (COALESCE(assignee, '') = '' AND updated_at >= ?2)) ORDER BY priority, created_at, id",
+    )?;
+    let rows = st.query_map(rusqlite::params![actor, since], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// The issues in progress assigned to `actor` (status `in_progress`), by priority, then age.
 pub fn in_progress_of(cache: &Cache, actor: &str) -> Result<Vec<String>> {
     let mut st =

@@ -201,6 +201,34 @@ fn none_or_several_in_progress_is_said_once_and_the_message_kept() {
     assert_eq!(head_message(&repo), "Nothing claimed\n\n");
 }
 
+/// A committer who moved an issue to in progress without assigning it, while a teammate had
+/// assigned another to them, got the teammate's issue in the trailer without a word. Now the issue
+/// moved since HEAD last moved counts, the last moved wins, and the choice is said in one line; an
+/// unassigned issue nobody here moved (it came with the last commit or pull) is nobody's.
+#[test]
+fn regression_a_teammates_assignment_took_the_trailer_of_the_issue_the_committer_moved() {
+    let past = "2020-01-01T00:00:00Z";
+    let assigned = issue("bd-7").status("in_progress").updated(past).extra("\"assignee\":\"Alice\"").line();
+    let pulled = issue("bd-9").status("in_progress").updated(past).line();
+    let repo = installed(&[assigned.clone(), pulled.clone(), issue("bd-5").updated(past).line()]);
+    // Control: before any move, the one assigned issue, silently.
+    let said = committed(&commit(&repo, "Alice", &[], &["-m", "Before"]));
+    assert_eq!(trailers(&repo), ["bd-7"], "{said}");
+    assert!(!said.contains("Beads-Issue"), "{said}");
+    // Alice moves bd-5 to in progress, unassigned (as `br update bd-5 --status in_progress`).
+    let moved = issue("bd-5").status("in_progress").updated("2099-01-01T00:00:00-08:00").line();
+    repo.write(FILE, &[assigned, pulled, moved].join("\n"));
+    let said = committed(&commit(&repo, "Alice", &[], &["-m", "After"]));
+    assert_eq!(trailers(&repo), ["bd-5"], "{said}");
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("Beads-Issue")).collect();
+    assert_eq!(lines.len(), 1, "said once: {said}");
+    assert!(lines[0].contains("bd-5") && lines[0].contains("also in progress for you: bd-7") && !lines[0].contains("bd-9"), "{said}");
+    // Someone else's commit: bd-5 is in progress for nobody assigned, and this clone moved it, so
+    // it is the committer's whoever commits; bd-7 is Alice's, not Bob's.
+    let said = committed(&commit(&repo, "Bob", &[], &["-m", "Bob's"]));
+    assert_eq!(trailers(&repo), ["bd-5"], "{said}");
+}
+
 #[test]
 fn hostile_ids_actors_and_messages_never_reach_a_trailer_a_shell_or_the_screen() {
     let hostile = issue("bd-x$(touch PWNED)").status("in_progress").extra("\"assignee\":\"Mallory\"").line();

@@ -47,12 +47,18 @@ fn link(global: &Global, args: &Args) -> Result<()> {
         other => anyhow::bail!("unknown hook {} (prepare-commit-msg, commit-msg, post-commit)", escaped(other)),
     };
     let Some(file) = &args.file else { anyhow::bail!("git passes the message file as the first argument") };
-    let in_progress = |actor: Option<&str>| -> Result<Vec<String>> {
-        let Some(actor) = actor else { return Ok(Vec::new()) };
-        query::in_progress_of(&open(global, &dir)?, actor)
+    let in_progress = |actor: Option<&str>, head_moved| -> Result<Vec<commit_msg::Claim>> {
+        let since = commit_msg::claims_since(head_moved);
+        let rows = query::in_progress_claims(&open(global, &dir)?, actor, since.as_deref())?;
+        Ok(commit_msg::claims(rows, actor, head_moved))
     };
     let known = |id: &str| -> Result<bool> { query::id_or_prefix_known(&open(global, &dir)?, id) };
     match commit_msg::link_message(&dir, &hook, file, &in_progress, &known)? {
+        Decision::Chose { id, over } => eprintln!(
+            "bd-sync: Beads-Issue: {}, the issue you moved to in progress last (also in progress for you: {})",
+            escaped(&id),
+            over.iter().take(5).map(|i| escaped(i)).collect::<Vec<_>>().join(", ")
+        ),
         Decision::Add(_) | Decision::Skip(Skip::LaterHook | Skip::DecidedBefore | Skip::Off | Skip::Unedited) => {}
         Decision::Skip(skip) if skip.worth_saying() => eprintln!("bd-sync: no Beads-Issue trailer: {}", said(&skip)),
         Decision::Skip(_) => {}
