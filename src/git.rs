@@ -95,6 +95,84 @@ fn plain_git_dir(dir: &Path) -> Option<std::path::PathBuf> {
     Some(top.join(".git"))
 }
 
+/// Where `bd-sync install` records, in the git directory, the path of git's system-wide
+/// configuration file as this git build reads it (`git var GIT_CONFIG_SYSTEM`): the one file of
+/// git's configuration whose place cannot be told without running git. Read by
+/// [`config_names_none_of`]; without it git is asked.
+pub const SYSTEM_CONFIG_RECORD: &str = "beads/git-config-system";
+
+/// The path of git's system-wide configuration file as git reads it when the environment names
+/// none (`git var GIT_CONFIG_SYSTEM` with `GIT_CONFIG_SYSTEM` and `GIT_CONFIG_NOSYSTEM` unset);
+/// `None` when git cannot say (git before 2.42).
+pub fn default_system_config(dir: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["var", "GIT_CONFIG_SYSTEM"])
+        .current_dir(dir)
+        .env_remove("GIT_CONFIG_SYSTEM")
+        .env_remove("GIT_CONFIG_NOSYSTEM")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?;
+    let path = path.trim_end_matches('\n');
+    (out.status.success() && !path.is_empty() && !path.contains('\n')).then(|| path.to_owned())
+}
+
+/// Whether git's configuration for the repository at `dir` certainly has no key whose name holds
+/// one of `words` (lowercase, such as `notify`), told by reading its files without running git:
+/// a hook asks git only when a file could set one. Certain only in a plain clone (see
+/// [`plain_git_dir`]) with nothing in the environment adding configuration (`git -c`,
+/// `GIT_CONFIG_COUNT`), every file readable, none holding an `include` (its target is not read
+/// here), and the system file's place known: from `GIT_CONFIG_SYSTEM`, or the record install
+/// wrote ([`SYSTEM_CONFIG_RECORD`]). The files are git's: the system one (unless
+/// `GIT_CONFIG_NOSYSTEM`), the global ones (`GIT_CONFIG_GLOBAL`, else
+/// `$XDG_CONFIG_HOME/git/config` or `~/.config/git/config`, and `~/.gitconfig`), the repository's
+/// `config` and `config.worktree`. Whenever in doubt: `false`.
+pub fn config_names_none_of(dir: &Path, words: &[&str]) -> bool {
+    const ADDED: [&str; 3] = ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"];
+    if ADDED.iter().any(|v| std::env::var_os(v).is_some()) {
+        return false;
+    }
+    let Some(git_dir) = plain_git_dir(dir) else { return false };
+    let mut files = vec![git_dir.join("config"), git_dir.join("config.worktree")];
+    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+    let no_system = std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| git_true(Some(&v)) && !v.trim().is_empty());
+    if std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| !v.trim().is_empty() && !git_true(Some(&v)) && !git_false(&v)) {
+        return false;
+    }
+    if !no_system {
+        match std::env::var_os("GIT_CONFIG_SYSTEM") {
+            Some(path) => files.push(path.into()),
+            None => match std::fs::read_to_string(git_dir.join(SYSTEM_CONFIG_RECORD)) {
+                Ok(path) if !path.trim().is_empty() => files.push(path.trim_end_matches('\n').into()),
+                _ => return false,
+            },
+        }
+    }
+    match std::env::var_os("GIT_CONFIG_GLOBAL") {
+        Some(path) => files.push(path.into()),
+        None => {
+            let home = set("HOME").map(std::path::PathBuf::from);
+            let xdg = set("XDG_CONFIG_HOME").map(std::path::PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
+            files.extend(xdg.map(|x| x.join("git").join("config")));
+            files.extend(home.map(|h| h.join(".gitconfig")));
+        }
+    }
+    files.iter().all(|file| match std::fs::read(file) {
+        Ok(text) => {
+            let text = text.to_ascii_lowercase();
+            !std::iter::once("include").chain(words.iter().copied()).any(|w| memchr::memmem::find(&text, w.as_bytes()).is_some())
+        }
+        Err(e) => matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory),
+    })
+}
+
+/// Whether a git boolean is false as git reads it: `false`, `no`, `off` or `0` (any case).
+fn git_false(value: &str) -> bool {
+    matches!(value.trim().to_ascii_lowercase().as_str(), "false" | "no" | "off" | "0")
+}
+
 /// The repository's common git directory (where a linked worktree's repository keeps what all
 /// its worktrees share), absolute; `None` outside a repository. A plain clone's is its git
 /// directory, found without running git (see [`plain_git_dir`]).

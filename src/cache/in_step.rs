@@ -33,16 +33,35 @@ pub fn marker(db: &Path) -> PathBuf {
 /// written, so an edit that landed in between is never hidden behind a marker newer than it.
 /// Returns whether the marker stands; never fails (without it the hook does the work).
 pub fn mark(paths: &Paths) -> bool {
+    let first = Cache::open(paths, OpenMode::read(Duration::from_millis(500))).is_ok_and(|cache| in_step(&cache));
+    mark_after(paths, first)
+}
+
+/// [`mark`] for a caller that has the cache open (an import that just wrote it): the first look
+/// is taken through its connection, which is then closed, saving an open of the cache (the
+/// schema read, the locks) on every hook run that imports.
+pub fn mark_closing(cache: Cache) -> bool {
+    let first = in_step(&cache);
+    let paths = cache.paths.clone();
+    drop(cache);
+    mark_after(&paths, first)
+}
+
+/// Whether the cache holds no unexported edit, is in step with its issues file, and no tracker's
+/// database may be ahead of that file.
+fn in_step(cache: &Cache) -> bool {
+    // A tracker's database that may be ahead of the file keeps the hook's check running.
+    !crate::tracker::may_be_behind(&cache.paths.file)
+        && cache.dirty_count().is_ok_and(|n| n == 0)
+        && cache.file_untouched_since_sync().unwrap_or(false)
+}
+
+/// Writes the marker when `first` (the state before it) and the state read again after it both
+/// say in step; removes it otherwise.
+fn mark_after(paths: &Paths, first: bool) -> bool {
     let marker = marker(&paths.db);
-    let in_step = || -> bool {
-        // A tracker's database that may be ahead of the file keeps the hook's check running.
-        if crate::tracker::may_be_behind(&paths.file) {
-            return false;
-        }
-        let Ok(cache) = Cache::open(paths, OpenMode::read(Duration::from_millis(500))) else { return false };
-        cache.dirty_count().is_ok_and(|n| n == 0) && cache.file_untouched_since_sync().unwrap_or(false)
-    };
-    if in_step() && write(&marker) && in_step() {
+    let again = || Cache::open(paths, OpenMode::read(Duration::from_millis(500))).is_ok_and(|cache| in_step(&cache));
+    if first && write(&marker) && again() {
         return true;
     }
     let _ = std::fs::remove_file(&marker);

@@ -99,6 +99,9 @@ fn install_steps(options: &InstallOptions) -> Result<Vec<Action>, Stop> {
         install_driver(options, prior.is_none(), &mut state, &mut recorder, &mut actions)?;
         install_attributes(options, &mut state, &mut recorder, &mut actions)?;
         install_hooks(options, &top, &hooks, &manager, &mut state, &mut recorder, &mut actions)?;
+        if !options.dry_run {
+            record_system_config(repo);
+        }
         Ok(recorder.save(&state)?)
     })();
     match steps {
@@ -113,6 +116,23 @@ fn install_steps(options: &InstallOptions) -> Result<Vec<Action>, Stop> {
             }
             actions
         }),
+    }
+}
+
+/// Records where git's system-wide configuration file is ([`crate::git::SYSTEM_CONFIG_RECORD`]),
+/// so a hook can tell without running git that git's configuration sets none of its keys. Never
+/// fails the install: without the record the hooks ask git, as before.
+fn record_system_config(repo: &Path) {
+    let Ok(common) = state::common_dir(repo) else { return };
+    let record = common.join(crate::git::SYSTEM_CONFIG_RECORD);
+    match crate::git::default_system_config(repo) {
+        Some(path) => {
+            let _ = record.parent().map(std::fs::create_dir_all);
+            let _ = crate::jsonl::write_atomic(&record, format!("{path}\n").as_bytes());
+        }
+        None => {
+            let _ = std::fs::remove_file(&record);
+        }
     }
 }
 

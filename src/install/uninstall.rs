@@ -73,6 +73,9 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
         }
     }
     if !dry_run {
+        if let Ok(common) = super::state::common_dir(repo) {
+            let _ = fs::remove_file(common.join(crate::git::SYSTEM_CONFIG_RECORD));
+        }
         if kept.attributes_file.is_some() || kept.manager_config.is_some() {
             write_state(repo, &kept)?;
         } else {

@@ -54,23 +54,27 @@ pub fn settings_with(dir: &std::path::Path, also: Option<&str>) -> (Vec<Setting>
     // One git process for all the keys, and none when the environment names them all and no
     // other key is asked for (the hooks run this on every commit). git prints each key
     // lowercased (`beads.notifyurl`).
-    let config: Vec<(String, String)> = if also.is_none() && SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) {
-        Vec::new()
-    } else {
-        let pattern = match also {
-            Some(key) => format!(r"^(beads\.notify(url|workspace|source)|{})$", key.replace('.', r"\.")),
-            None => r"^beads\.notify(url|workspace|source)$".to_owned(),
+    // Nor when git's configuration files name none of the keys (read without git; see
+    // `config_names_none_of` for when that is certain).
+    let words: Vec<&str> = std::iter::once("notify").chain(also.and_then(|key| key.rsplit('.').next())).collect();
+    let config: Vec<(String, String)> =
+        if also.is_none() && SETTINGS.iter().all(|(_, var, _)| from_env(var).is_some()) || crate::git::config_names_none_of(dir, &words) {
+            Vec::new()
+        } else {
+            let pattern = match also {
+                Some(key) => format!(r"^(beads\.notify(url|workspace|source)|{})$", key.replace('.', r"\.")),
+                None => r"^beads\.notify(url|workspace|source)$".to_owned(),
+            };
+            // `-z`: each entry is `key\nvalue\0`, so a value holding a newline stays whole; a key
+            // without a value (a git boolean's `true`) has no newline.
+            crate::git::run(dir, &["config", "-z", "--get-regexp", &pattern])
+                .unwrap_or_default()
+                .split('\0')
+                .map(|e| e.trim_start_matches('\n'))
+                .filter(|e| !e.is_empty())
+                .map(|e| e.split_once('\n').map_or((e.to_owned(), String::new()), |(k, v)| (k.to_owned(), v.to_owned())))
+                .collect()
         };
-        // `-z`: each entry is `key\nvalue\0`, so a value holding a newline stays whole; a key
-        // without a value (a git boolean's `true`) has no newline.
-        crate::git::run(dir, &["config", "-z", "--get-regexp", &pattern])
-            .unwrap_or_default()
-            .split('\0')
-            .map(|e| e.trim_start_matches('\n'))
-            .filter(|e| !e.is_empty())
-            .map(|e| e.split_once('\n').map_or((e.to_owned(), String::new()), |(k, v)| (k.to_owned(), v.to_owned())))
-            .collect()
-    };
     let extra = also.and_then(|key| config.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.clone()));
     let found = SETTINGS
         .iter()

@@ -36,7 +36,9 @@ fn git_commands(trace: &Path) -> Vec<String> {
 #[test]
 fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_and_no_git_where_a_stat_answers() {
     let repo = TestRepo::new();
-    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), issue("bd-2").status("in_progress").line()]));
+    // bd-2 is in progress for nobody, and last updated before the commits here: nobody's claim.
+    let stale = issue("bd-2").status("in_progress").updated("2025-01-01T00:00:00Z").line();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), stale]));
     repo.write("code.txt", b"0\n");
     repo.git(&["add", "."]);
     repo.git(&["commit", "-q", "-m", "base"]);
@@ -72,13 +74,14 @@ fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_an
         ["bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ", "bd-hook --post-commit --timeout 2"],
         "none for pre-commit (file times say nothing is to do) and commit-msg, one for each of the others, no bd-merge"
     );
-    // git's own: the commit and its housekeeping; ours: one config read in each of the two
-    // processes that need git config, and nothing else (no rev-parse: a stat finds the git dir).
+    // No rev-parse either: a stat finds the git dir.
     let ours: Vec<String> = git_commands(&trace)
         .into_iter()
         .filter(|c| !["commit", "maintenance", "gc", "pack-refs", "repack"].contains(&c.as_str()))
         .collect();
-    assert_eq!(ours, ["config", "config"], "the git processes our hooks started");
+    // git's own: the commit and its housekeeping; ours: one config read, the bridge's (the
+    // notifier's keys are in no config file, which post-commit tells by reading them).
+    assert_eq!(ours, ["config"], "the git processes our hooks started");
 
     // An SQL edit of the cache, a tracker's write of the file, a write of a tracker's database:
     // each leaves the marker older than what changed, and the pre-commit export runs again.
@@ -221,4 +224,105 @@ fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook()
     std::fs::remove_file(outside.path().join("beads/cache.now")).ok();
     commit(3);
     assert!(!outside.path().join("beads/cache.now").exists(), "nothing written through the link");
+}
+
+/// The notifier's keys are read from git's files without git only when that is certain: a
+/// checkout that changes an issue starts no `git config` when no file names a notifier key, and
+/// the notice still reaches the server wherever git's configuration sets `beads.notifyUrl`: the
+/// system file (`GIT_CONFIG_SYSTEM`, and the place install recorded), the global one, the
+/// repository's, a file an `include` names, `git -c` (`GIT_CONFIG_COUNT`), a worktree's.
+#[test]
+fn regression_a_hook_started_git_config_for_keys_no_config_file_names_and_still_hears_every_one_that_does() {
+    use crate::support::{CaptureServer, Reply};
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let repo = TestRepo::new();
+    let edited = |title: &str| jsonl(&[issue("bd-1").title(title).line()]);
+    repo.write(".beads/issues.jsonl", &edited("one"));
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    repo.git(&["checkout", "-q", "-b", "other"]);
+    repo.write(".beads/issues.jsonl", &edited("two"));
+    repo.git(&["commit", "-q", "-am", "edit"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recorded = std::fs::read_to_string(repo.path().join(".git/beads/git-config-system")).expect("install records the system file");
+    assert!(recorded.trim_end().ends_with("gitconfig"), "{recorded}");
+
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let trace = tmp.path().join("trace2.json");
+    let file = |name: &str, text: String| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let notify = format!("[beads]\n\tnotifyUrl = {}\n", server.url);
+    let system = file("system", notify.clone());
+    let global = file("global", notify.clone());
+    let included = file("included", notify.clone());
+    let including = file("including", format!("[include]\n\tpath = {included}\n"));
+    // (setting, its environment, whether it sets the URL): each checkout goes to the other branch.
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, bool);
+    let cases: Vec<Case> = vec![
+        ("no file names it", vec![], false),
+        ("the system file", vec![("GIT_CONFIG_NOSYSTEM", "0".into()), ("GIT_CONFIG_SYSTEM", system)], true),
+        ("the global file", vec![("GIT_CONFIG_GLOBAL", global)], true),
+        ("an included file", vec![("GIT_CONFIG_GLOBAL", including)], true),
+        (
+            "git -c",
+            vec![
+                ("GIT_CONFIG_COUNT", "1".into()),
+                ("GIT_CONFIG_KEY_0", "beads.notifyUrl".into()),
+                ("GIT_CONFIG_VALUE_0", server.url.clone()),
+            ],
+            true,
+        ),
+        ("no file names it, again", vec![], false),
+    ];
+    let mut branch = ["other", "main"].into_iter().cycle();
+    for (what, env, sends) in cases {
+        std::fs::write(&trace, "").expect("truncate");
+        let before = server.requests().len();
+        let mut git = hermetic("git");
+        git.current_dir(repo.path()).env("GIT_TRACE2_EVENT", &trace).args(["checkout", "-q", branch.next().expect("cycle")]);
+        for (k, v) in &env {
+            git.env(k, v);
+        }
+        let out = run(&mut git);
+        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        let configs = git_commands(&trace).into_iter().filter(|c| c == "config").count();
+        if sends {
+            assert_eq!(server.wait_for(before + 1, std::time::Duration::from_secs(10)).len(), before + 1, "{what}: the notice arrives");
+        } else {
+            assert_eq!(configs, 0, "{what}: no git config started");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert_eq!(server.requests().len(), before, "{what}: nothing sent");
+        }
+    }
+    // The system file install recorded is read when the environment names none: one that names
+    // a notifier key has git asked (git reads its own system file, which here sets nothing).
+    let record = repo.path().join(".git/beads/git-config-system");
+    let mut configs_started_by_a_checkout = || {
+        std::fs::write(&trace, "").expect("truncate");
+        let mut git = hermetic("git");
+        git.current_dir(repo.path()).env("GIT_TRACE2_EVENT", &trace).env("GIT_CONFIG_NOSYSTEM", "0");
+        let out = run(git.args(["checkout", "-q", branch.next().expect("cycle")]));
+        assert!(out.status.success());
+        git_commands(&trace).into_iter().filter(|c| c == "config").count()
+    };
+    std::fs::write(&record, format!("{}\n", file("recorded", notify.clone()))).expect("write");
+    assert_eq!(configs_started_by_a_checkout(), 1, "the recorded system file names a key: git asked");
+    // Without the record (an install by an older version), git is asked.
+    std::fs::remove_file(&record).expect("remove");
+    assert_eq!(configs_started_by_a_checkout(), 1, "no record: git asked");
+    // The repository's own file.
+    repo.git(&["config", "beads.notifyUrl", &server.url]);
+    let before = server.requests().len();
+    let out = run(hermetic("git").current_dir(repo.path()).args(["checkout", "-q", branch.next().expect("cycle")]));
+    assert!(out.status.success());
+    assert_eq!(
+        server.wait_for(before + 1, std::time::Duration::from_secs(10)).len(),
+        before + 1,
+        "the repository's config: the notice arrives"
+    );
 }

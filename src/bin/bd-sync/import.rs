@@ -78,12 +78,12 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let policy: import::SyncPolicy = args.conflict.into();
     let options = import::ImportOptions { skip_invalid: args.skip_invalid, policy, force: args.force, progress };
     let report = import::import(&mut cache, &options).map_err(|e| explain(e, true))?;
-    // Closed first: the marker must be newer than the last write to the cache. Not after
-    // skipped lines: the file may hold conflict markers the pre-commit hook must see.
-    drop(cache);
+    // Closed before the marker is written: it must be newer than the last write to the cache.
+    // Not after skipped lines: the file may hold conflict markers the pre-commit hook must see.
     if report.skipped.is_empty() {
-        beads_git::cache::in_step::mark(&paths);
+        beads_git::cache::in_step::mark_closing(cache);
     } else {
+        drop(cache);
         let _ = std::fs::remove_file(beads_git::cache::in_step::marker(&paths.db));
     }
     for bad in &report.skipped {
