@@ -121,33 +121,147 @@ pub fn default_system_config(dir: &Path) -> Option<String> {
 
 /// Whether git's configuration for the repository at `dir` certainly has no key whose name holds
 /// one of `words` (lowercase, such as `notify`), told by reading its files without running git:
-/// a hook asks git only when a file could set one. Certain only in a plain clone (see
-/// [`plain_git_dir`]) with nothing in the environment adding configuration (`git -c`,
-/// `GIT_CONFIG_COUNT`), every file readable, none holding an `include` (its target is not read
-/// here), and the system file's place known: from `GIT_CONFIG_SYSTEM`, or the record install
-/// wrote ([`SYSTEM_CONFIG_RECORD`]). The files are git's: the system one (unless
-/// `GIT_CONFIG_NOSYSTEM`), the global ones (`GIT_CONFIG_GLOBAL`, else
-/// `$XDG_CONFIG_HOME/git/config` or `~/.config/git/config`, and `~/.gitconfig`), the repository's
-/// `config` and `config.worktree`. Whenever in doubt: `false`.
+/// a hook asks git only when a file could set one. Certain only where [`config_files`] knows
+/// every file, each is readable, and none holds an `include` (its target is not read here).
+/// Whenever in doubt: `false`.
 pub fn config_names_none_of(dir: &Path, words: &[&str]) -> bool {
+    let Some(files) = config_files(dir) else { return false };
+    files.iter().all(|file| match read_config_file(file) {
+        Ok(text) => {
+            let text = text.to_ascii_lowercase();
+            !std::iter::once("include").chain(words.iter().copied()).any(|w| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some())
+        }
+        Err(()) => false,
+    })
+}
+
+/// The values git's configuration gives `keys` (lowercase `section.name`, sections without a
+/// subsection) in the repository at `dir`, as `git config -z --get-regexp` prints them
+/// (`key\nvalue\0`, `key\0` for a key without a value, in git's order: the last one wins),
+/// read without running git. `None` when that is not certain: where [`config_files`] does not
+/// know every file, a file cannot be read or holds an `include`, or any line is outside the
+/// plain forms [`plain_config_values`] reads.
+pub fn config_values(dir: &Path, keys: &[&str]) -> Option<String> {
+    let mut out = String::new();
+    for file in config_files(dir)? {
+        let text = read_config_file(&file).ok()?;
+        if memchr::memmem::find(text.to_ascii_lowercase().as_bytes(), b"include").is_some() {
+            return None;
+        }
+        for (key, value) in plain_config_values(&text, keys)? {
+            out.push_str(&key);
+            if let Some(value) = value {
+                out.push('\n');
+                out.push_str(&value);
+            }
+            out.push('\0');
+        }
+    }
+    Some(out)
+}
+
+/// A configuration file's text; an absent one is empty. `Err` when it cannot be read or is not
+/// UTF-8.
+fn read_config_file(file: &Path) -> Result<String, ()> {
+    match std::fs::read(file) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| ()),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => Ok(String::new()),
+        Err(_) => Err(()),
+    }
+}
+
+/// The entries of `keys` in one configuration file's `text`, in order (a key alone on its line,
+/// git's boolean `true`, has no value); `None` when a line is outside the plain forms: a section
+/// header alone on its line (`[user]`, or with a quoted subsection, which holds none of `keys`),
+/// `name = value` or `name`, comment and blank lines; the value of a key asked for with no quote,
+/// backslash or comment character. Anything else (a continued line, such a value quoted or with an
+/// inline comment, a key on its header's line, a line git would refuse) is left to git.
+pub fn plain_config_values(text: &str, keys: &[&str]) -> Option<Vec<(String, Option<String>)>> {
+    let mut section: Option<String> = None;
+    let mut out = Vec::new();
+    for line in text.strip_prefix('\u{feff}').unwrap_or(text).lines() {
+        let line = line.trim_matches([' ', '\t', '\r']);
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header.strip_suffix(']')?;
+            section = if let Some((name, sub)) = name.split_once(' ') {
+                // `[section "subsection"]`: none of the keys asked for; checked for shape only.
+                let ok = !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && sub.len() >= 2
+                    && sub.starts_with('"')
+                    && sub.ends_with('"')
+                    && !sub[1..sub.len() - 1].contains(['"', '\\']);
+                if !ok {
+                    return None;
+                }
+                Some("\0".to_owned())
+            } else if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                Some(name.to_ascii_lowercase())
+            } else {
+                return None;
+            };
+            continue;
+        }
+        let (name, value) = match line.split_once('=') {
+            Some((name, value)) => (name.trim_end_matches([' ', '\t']), Some(value.trim_start_matches([' ', '\t']))),
+            None => (line, None),
+        };
+        let valid_name =
+            name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        // A line continued on the next (a value ending in a backslash) would make that line part
+        // of this value: declined, whatever the key.
+        if !valid_name || line.ends_with('\\') {
+            return None;
+        }
+        let key = format!("{}.{}", section.as_deref()?, name.to_ascii_lowercase());
+        if keys.contains(&key.as_str()) {
+            // Another key's value may be quoted or commented (git's driver lines are); one asked
+            // for is read only in its plain form. git turns each whitespace character inside a
+            // value into a space: only spaces are kept.
+            if value.is_some_and(|v| v.contains(['"', '\\', '#', ';', '\t', '\r', '\x0b', '\x0c'])) {
+                return None;
+            }
+            out.push((key, value.map(str::to_owned)));
+        }
+    }
+    Some(out)
+}
+
+/// git's configuration files for the repository at `dir`, in the order git reads them (the last
+/// value wins): the system file (unless `GIT_CONFIG_NOSYSTEM`), the global ones
+/// (`GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` or `~/.config/git/config`, then
+/// `~/.gitconfig`), the repository's `config` and `config.worktree`. `None` when they cannot all
+/// be known without git: outside a plain clone (see [`plain_git_dir`]), with configuration added
+/// by the environment (`git -c`, `GIT_CONFIG_COUNT`), or with the system file's place unknown
+/// (neither `GIT_CONFIG_SYSTEM` nor the record install wrote, [`SYSTEM_CONFIG_RECORD`]).
+fn config_files(dir: &Path) -> Option<Vec<std::path::PathBuf>> {
     const ADDED: [&str; 3] = ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"];
     if ADDED.iter().any(|v| std::env::var_os(v).is_some()) {
-        return false;
+        return None;
     }
-    let Some(git_dir) = plain_git_dir(dir) else { return false };
-    let mut files = vec![git_dir.join("config"), git_dir.join("config.worktree")];
+    let git_dir = plain_git_dir(dir)?;
+    let mut files = Vec::new();
     let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
-    let no_system = std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| git_true(Some(&v)) && !v.trim().is_empty());
-    if std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| !v.trim().is_empty() && !git_true(Some(&v)) && !git_false(&v)) {
-        return false;
-    }
+    let no_system = match std::env::var("GIT_CONFIG_NOSYSTEM") {
+        Err(std::env::VarError::NotPresent) => false,
+        Ok(v) if v.trim().is_empty() || git_false(&v) => false,
+        Ok(v) if git_true(Some(&v)) => true,
+        _ => return None,
+    };
     if !no_system {
         match std::env::var_os("GIT_CONFIG_SYSTEM") {
             Some(path) => files.push(path.into()),
-            None => match std::fs::read_to_string(git_dir.join(SYSTEM_CONFIG_RECORD)) {
-                Ok(path) if !path.trim().is_empty() => files.push(path.trim_end_matches('\n').into()),
-                _ => return false,
-            },
+            None => {
+                let path = std::fs::read_to_string(git_dir.join(SYSTEM_CONFIG_RECORD)).ok()?;
+                let path = path.trim_end_matches('\n');
+                if path.is_empty() {
+                    return None;
+                }
+                files.push(path.into());
+            }
         }
     }
     match std::env::var_os("GIT_CONFIG_GLOBAL") {
@@ -159,13 +273,9 @@ pub fn config_names_none_of(dir: &Path, words: &[&str]) -> bool {
             files.extend(home.map(|h| h.join(".gitconfig")));
         }
     }
-    files.iter().all(|file| match std::fs::read(file) {
-        Ok(text) => {
-            let text = text.to_ascii_lowercase();
-            !std::iter::once("include").chain(words.iter().copied()).any(|w| memchr::memmem::find(&text, w.as_bytes()).is_some())
-        }
-        Err(e) => matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory),
-    })
+    files.push(git_dir.join("config"));
+    files.push(git_dir.join("config.worktree"));
+    Some(files)
 }
 
 /// Whether a git boolean is false as git reads it: `false`, `no`, `off` or `0` (any case).
@@ -587,5 +697,70 @@ pub fn diff_range(spec: &str) -> (String, String) {
     match spec.split_once("..") {
         Some((a, b)) => (if a.is_empty() { "HEAD".into() } else { a.into() }, if b.is_empty() { "HEAD".into() } else { b.into() }),
         None => (spec.to_owned(), "HEAD".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEYS: [&str; 3] = ["user.name", "user.email", "beads.bridge"];
+
+    /// What `git config -f FILE -z --get-regexp` gives `KEYS` for a file holding `text`.
+    fn git_reads(text: &str) -> Option<String> {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("config");
+        std::fs::write(&file, text).expect("write");
+        let out = Command::new("git")
+            .args(["config", "-f"])
+            .arg(&file)
+            .args(["-z", "--get-regexp", r"^(user\.name|user\.email|beads\.bridge)$"])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git runs");
+        // 1: no key matched; anything else but 0 is git refusing the file.
+        match out.status.code() {
+            Some(0) => Some(String::from_utf8(out.stdout).expect("utf-8")),
+            Some(1) => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn ours(text: &str) -> Option<String> {
+        let values = plain_config_values(text, &KEYS)?;
+        Some(values.iter().map(|(k, v)| v.as_ref().map_or(format!("{k}\0"), |v| format!("{k}\n{v}\0"))).collect())
+    }
+
+    /// Where the reader answers, it answers as git does; it declines every form it does not
+    /// read (and git's refusals), so the caller asks git.
+    #[test]
+    fn plain_config_values_agree_with_git_or_decline() {
+        let cases = [
+            ("[user]\n\tname = Ada Lovelace\n\temail = ada@x\n", true),
+            ("[User]\n  NAME=Ada\n[user]\nname = Bob\n", true),
+            ("[user]\nname\n[beads]\n\tbridge = false\n", true),
+            ("# c\n; c\n\n[core]\n\tbare = false\n[merge \"beads\"]\n\tname = not the user's\n[user]\n\tname = A  B  \r\n", true),
+            ("\u{feff}[user]\nname = x\n", true),
+            ("[user]\nname = \"quoted\"\n", false),
+            ("[user]\nname = a # comment\n", false),
+            ("[user]\nname = a\\\n b\n", false),
+            ("[user] name = x\n", false),
+            ("[user]\nname = a\tb\n", false),
+            ("[user \"sub\"]\nname = x\n", true),
+            ("[user.sub]\nname = x\n", false),
+            ("name = outside\n", false),
+            ("[user\nname = x\n", false),
+            ("[user]\n1name = x\n", false),
+            ("[merge \"a\\\"b\"]\nx = y\n", false),
+            ("[merge \"beads\"]\n\tdriver = \"/a b/bd-merge\" %O # x\n[user]\n\tname = Ada\n", true),
+            ("[core]\n\tx = a\\\n[user]\n\tname = Ada\n", false),
+        ];
+        for (text, read) in cases {
+            let got = ours(text);
+            assert_eq!(got.is_some(), read, "{text:?}: {got:?}");
+            if let Some(got) = got {
+                assert_eq!(Some(got), git_reads(text), "{text:?}");
+            }
+        }
     }
 }

@@ -79,6 +79,20 @@ impl Settings {
 
     /// [`Settings::read`], asking git every time.
     pub fn read_now(dir: &Path) -> Settings {
+        const KEYS: [&str; 7] = [
+            "beads.bridge",
+            "beads.commitcomments",
+            "beads.commitlink",
+            "core.commentchar",
+            "core.commentstring",
+            "user.name",
+            "user.email",
+        ];
+        // Read from git's files when they are plain enough to be certain (every commit runs
+        // this: a process saved there is saved on every commit); else git is asked.
+        if let Some(text) = crate::git::config_values(dir, &KEYS) {
+            return Settings::parse(&text);
+        }
         let out = Command::new("git")
             .current_dir(dir)
             .stdin(Stdio::null())
