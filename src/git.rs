@@ -251,6 +251,11 @@ fn config_files(dir: &Path) -> Option<Vec<std::path::PathBuf>> {
         Ok(v) if git_true(Some(&v)) => true,
         _ => return None,
     };
+    // An empty `HOME`, `GIT_CONFIG_GLOBAL` or `GIT_CONFIG_SYSTEM` means something of its own to
+    // git (a path under `/`, or a refusal): left to git.
+    if ["HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"].iter().any(|v| std::env::var_os(v).is_some_and(|v| v.is_empty())) {
+        return None;
+    }
     if !no_system {
         match std::env::var_os("GIT_CONFIG_SYSTEM") {
             Some(path) => files.push(path.into()),
