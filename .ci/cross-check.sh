@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks the library and the binaries (the tests drive unix tools) for macOS (aarch64) and
-# Windows (x86_64, MSVC), so a change that breaks either fails here (issue 47: notify's FSEvents
+# Windows (x86_64, MSVC), so a change that breaks either fails here (notify's FSEvents
 # backend and a unix-only constant once broke them unseen). The targets' standard libraries come
 # from rustup; their C parts are "compiled" by .ci/stub-cc, since `cargo check` links nothing.
 # The target dir lives outside the clone (~/.cache/beads-git-cross) and is reused.

@@ -1,4 +1,4 @@
-//! Bridge benchmark (issue 33): `bd-sync log --commits ID`, `bd-sync context ID` and `show ID` on
+//! Bridge benchmark: `bd-sync log --commits ID`, `bd-sync context ID` and `show ID` on
 //! a repository of gen.py's issues with a long history of code commits, some naming an issue by a
 //! trailer or by its id. Each figure is the median whole-process wall time, and its ratio to an
 //! in-run baseline (`git rev-parse HEAD` in the same repository: what one git process costs
@@ -112,7 +112,7 @@ fn main() {
     let mut baseline = Vec::new();
     let message = git_common_dir(&dir).join("COMMIT_EDITMSG");
     let message_arg = message.to_string_lossy().into_owned();
-    // On the real file every query's target is 15 ms (issue 36); on gen.py's, the bridge's own.
+    // On the real file every query's target is 15 ms; on gen.py's, the bridge's own.
     let target = |generated: f64| if real.is_some() { 15.0 } else { generated };
     let context_target = if issues <= 10_000 { 50.0 } else { 200.0 };
     let cases: [(&str, Vec<&str>, f64); 6] = [

@@ -244,7 +244,7 @@ pub fn same_record(a: &Value, b: &Value) -> bool {
     a == b || normal(a) == normal(b)
 }
 
-/// How new a comment id's scheme is (SPEC §12, "Comment ids across an upgrade"), judged by the
+/// How new a comment id's scheme is (docs/trackers.md, "Comment ids"), judged by the
 /// id's shape alone, so every clone and every command ranks an id the same way:
 ///
 /// - 0: a JSON number: a per-database `AUTO_INCREMENT` counter (Go `bd` before its migration 0037,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A second `cargo build` of an unchanged checkout compiles nothing (issue 34 item 7), whether the
+# A second `cargo build` of an unchanged checkout compiles nothing, whether the
 # branch's ref is packed or loose, and a new commit does rebuild (the version string names the
 # commit). Runs `cargo check` (build scripts run as in a build) in a fresh checkout of this repository's
 # HEAD, first with loose refs, then with packed ones. Run by .ci/run.

@@ -1,4 +1,4 @@
-//! The opt-in post-commit note (SPEC §13): with `git config beads.commitComments true`, the
+//! The opt-in post-commit note (docs/agents.md): with `git config beads.commitComments true`, the
 //! tracker itself (br or bd, from `PATH`) is asked to add the comment `commit <short sha>:
 //! <subject>` to each issue the new commit links to. The tracker owns its writes: nothing here
 //! touches the issues file.

@@ -1,4 +1,4 @@
-//! Whether a commit message gets a `Beads-Issue:` trailer, and adding it (SPEC §13).
+//! Whether a commit message gets a `Beads-Issue:` trailer, and adding it (docs/agents.md, "How commits are linked").
 //!
 //! Two hook blocks call this. `prepare-commit-msg` adds the trailer when the message already has
 //! its text (`-m`, `-F`, `--amend`, `-c`), so it shows in the editor. When the editor is still to

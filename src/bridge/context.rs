@@ -1,4 +1,4 @@
-//! An issue's working context in one call (SPEC §13, `bd-sync context`): what an agent or a person
+//! An issue's working context in one call (`bd-sync context`, docs/agents.md): what an agent or a person
 //! needs back after a break, gathered from the cache and the repository.
 //!
 //! The sections, in the order they are read: the task itself, its checkpoints (latest comments,

@@ -1,4 +1,4 @@
-//! Which commits belong to which issue (SPEC §13), answered without walking the history on every
+//! Which commits belong to which issue (docs/agents.md), answered without walking the history on every
 //! call.
 //!
 //! A commit is linked to an issue by a `Beads-Issue: <id>` trailer, or by naming the id anywhere

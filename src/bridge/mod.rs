@@ -1,4 +1,4 @@
-//! The git–issue bridge (SPEC §13): what links commits to issues, and the switch that turns it
+//! The git–issue bridge (docs/agents.md): what links commits to issues, and the switch that turns it
 //! off.
 //!
 //! Agents and people lose their context between sessions; the bridge keeps the commits made for

@@ -1,4 +1,4 @@
-//! What surrounds an issue in the dependency graph, for choosing work (SPEC §13): its parent,
+//! What surrounds an issue in the dependency graph, for choosing work (docs/agents.md): its parent,
 //! what it blocks, and what it unblocks (the issues that become ready when it closes, because it
 //! is the only thing holding them up, directly or through a parent it unblocks).
 //!

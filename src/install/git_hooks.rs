@@ -18,7 +18,7 @@ pub enum Hook {
     PostCheckout,
     /// Export cache edits and stage the issues file if that changed it.
     PreCommit,
-    /// Add the `Beads-Issue:` trailer to a message that already has its text (SPEC §13).
+    /// Add the `Beads-Issue:` trailer to a message that already has its text (docs/agents.md, "How commits are linked").
     PrepareCommitMsg,
     /// Add the `Beads-Issue:` trailer after the editor, when `prepare-commit-msg` left it.
     CommitMsg,

@@ -22,7 +22,7 @@ use crate::timestamp;
 pub const STATUS_GROUP: &[&str] =
     &["status", "closed_at", "close_reason", "closed_by_session", "deleted_at", "deleted_by", "delete_reason", "original_type"];
 
-/// Volatile fields (SPEC §12): values an agent rewrites on every heartbeat (bd 1.1+ writes
+/// Volatile fields (docs/trackers.md): values an agent rewrites on every heartbeat (bd 1.1+ writes
 /// `heartbeat_at` and `lease_expires_at`). When both sides moved one, the later instant wins
 /// silently: never a conflict, never a merge-log entry, and a record that differs from a side only
 /// in these keys is not "merged from both sides" (no new `updated_at` stamp). This is the one list
@@ -279,7 +279,7 @@ pub(crate) fn without_volatile(value: &Value) -> Cow<'_, Value> {
 
 /// Whether `changed` writes a comment that `kept` holds under an id of a newer scheme (a clone
 /// whose tracker was not upgraded wrote an upgraded comment back under its old id): then the
-/// one-sided change is not taken whole, the comments merge as sets (SPEC §12).
+/// one-sided change is not taken whole, the comments merge as sets (docs/merge-rules.md).
 fn renames_comments_back(kept: Option<&Entry<'_>>, changed: Option<&Entry<'_>>) -> bool {
     let (Some(k), Some(c)) = (kept, changed) else { return false };
     let (Value::Array(kept), Value::Array(changed)) = (parse(&k.raw_value), parse(&c.raw_value)) else { return false };

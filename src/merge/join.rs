@@ -165,7 +165,7 @@ fn indexed_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &
     }
     let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
     let gone = [gone(oi), gone(ti)];
-    // Ours only moved lines (bd does not sort its export, SPEC §12): it is unchanged, so the
+    // Ours only moved lines (bd does not sort its export, docs/trackers.md): it is unchanged, so the
     // result keeps the order of theirs, the side that changed content.
     let order = if ours != base && only_moved(bi, oi) && !only_moved(bi, ti) {
         Order::Theirs

@@ -1,5 +1,5 @@
 //! The merge commit that produced an issues file, found again so a repair can redo that merge
-//! properly (SPEC §14, "Repairs use history").
+//! properly (docs/repair.md).
 //!
 //! `merge=union` leaves an id on two lines, and a merge committed with conflict markers leaves
 //! both sides in one file; either way the base is lost in the file, and merging the copies

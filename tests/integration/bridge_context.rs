@@ -1,4 +1,4 @@
-//! `bd-sync context [ID]` (SPEC §13, issue 33 item 4) on real repositories: the actor's issue in
+//! `bd-sync context [ID]` (docs/agents.md) on real repositories: the actor's issue in
 //! progress by default (else the next ready one), the six sections in order under the byte
 //! budget, `--json` untrimmed unless given a budget, hostile text escaped, and linear cost.
 

@@ -1,4 +1,4 @@
-//! Commits linked to their issue by our commit hooks (SPEC §13, issue 33 item 1): real git
+//! Commits linked to their issue by our commit hooks (docs/agents.md): real git
 //! repositories, real `git commit` with `-m`, an editor, amends, merges, squashes and
 //! cherry-picks, the hooks `bd-sync install` writes, and the real br for the opt-in commit
 //! comment and an agent's whole session.
@@ -412,7 +412,7 @@ fn commit_comments_are_bounded_in_time_and_not_asked_for_the_trackers_own_writes
     assert!(!log.exists(), "the tracker was asked about its own write");
 }
 
-/// The closing transcript of issue 33 as a test: an agent claims with br, commits twice, asks
+/// An agent's whole session as a test: an agent claims with br, commits twice, asks
 /// for its context, closes with br, and asks for the next issue.
 #[test]
 fn an_agent_session_with_the_real_br_claim_commit_context_close_next() {

@@ -1,4 +1,4 @@
-//! The commit-links index of the git–issue bridge (SPEC §13) on real repositories: trailers and
+//! The commit-links index of the git–issue bridge (docs/agents.md) on real repositories: trailers and
 //! mentions found, kept up to date by reading only what changed (new commits added, rebased-away
 //! commits dropped), hostile messages bounded, and linear in the history's length.
 

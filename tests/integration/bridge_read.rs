@@ -1,4 +1,4 @@
-//! Reading the git–issue bridge from the command line (SPEC §13, issue 33 item 2): `bd-sync log
+//! Reading the git–issue bridge from the command line (docs/agents.md): `bd-sync log
 //! --commits ID` lists the code commits linked to an issue, `show ID` names the last five, and
 //! the switch (`BEADS_BRIDGE=0`, `git config beads.bridge false`) turns both off. Real
 //! repositories, real commits, the real binary.

@@ -1,4 +1,4 @@
-//! A commit commits what it names (issue 45, item 1). With an edit pending in the cache, the
+//! A commit commits what it names. With an edit pending in the cache, the
 //! pre-commit hook exports it and stages the issues file; but `git commit -- a.txt` and
 //! `git commit --only a.txt` build their commit in a temporary index (git names it in
 //! `GIT_INDEX_FILE`), and staging there put the file into a commit that named only `a.txt` while

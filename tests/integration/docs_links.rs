@@ -326,3 +326,64 @@ fn anchors_follow_githubs_slugs() {
     let expected: BTreeSet<String> = ["a", "a-1", "a-2"].into_iter().map(str::to_owned).collect();
     assert_eq!(anchors(doc), expected);
 }
+
+/// Where a comment or a page cites a document the repository does not hold: the product
+/// specification by section, or a tracker issue by number (its rules belong in `docs/`, linked by
+/// path). `text` is one file's content; the lines (from 1) that do.
+fn outside_citations(text: &str, markdown: bool) -> Vec<usize> {
+    // Spelled in parts, so this file does not cite what it looks for.
+    let spec = ["SP", "EC §"].concat();
+    let spec_file = ["SP", "EC.md"].concat();
+    let issue_number = |line: &str| {
+        let lower = line.to_ascii_lowercase();
+        lower.match_indices("issue ").any(|(at, word)| {
+            let rest = &lower[at + word.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            digits >= 2 && !rest[digits..].starts_with('.')
+        })
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let comment = markdown || ["//", "#", "/*", "*"].iter().any(|c| line.trim_start().starts_with(c));
+            line.contains(&spec) || line.contains(&spec_file) || (comment && issue_number(line))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn the_repository_cites_no_document_outside_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = documentation(root);
+    let mut dirs =
+        vec![root.join("src"), root.join("tests"), root.join("benches"), root.join("hooks"), root.join("scripts"), root.join(".ci")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("snapshots") && !path.ends_with("fixtures") {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| ["rs", "sh", "py", "md", "cjs"].iter().any(|x| e == *x)) {
+                files.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let markdown = file.extension().is_some_and(|e| e == "md");
+        for line in outside_citations(&text, markdown) {
+            found.push(format!("{}:{line}", file.strip_prefix(root).unwrap_or(file).display()));
+        }
+    }
+    assert!(found.is_empty(), "cite the page in docs/ that states the rule instead:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_citation_check_catches_a_planted_case() {
+    let spec = ["SP", "EC §12"].concat();
+    assert_eq!(outside_citations(&format!("x\n// merged as ever ({spec})\n"), false), [2]);
+    assert_eq!(outside_citations("// fixed in issue 45 item 2\nlet s = \"Issue 13.\";\n", false), [1]);
+    assert_eq!(outside_citations("## Round 2 (issue 27)\n", true), [1]);
+    assert!(outside_citations("// one issue 2 lines\nlet text = \"issue 45\";\n", false).is_empty());
+}

@@ -1,4 +1,4 @@
-//! The cheap path is taken (issue 44): a commit that touches no issues file and leaves no cache
+//! The cheap path is taken: a commit that touches no issues file and leaves no cache
 //! edit starts one of our processes per hook at most, none for `commit-msg`, and our processes
 //! start no git where a stat answers. Counted, not timed: our three binaries are logging shims
 //! on PATH (the hooks find ours through PATH as they do when the directory `install` wrote is

@@ -508,7 +508,7 @@ fn regression_another_writers_rename_during_import_left_a_cache_that_said_fresh(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 45 item 2: a pull request that commits the issues file as a link to a file outside the
+// A pull request that commits the issues file as a link to a file outside the
 // checkout. The CI gate read the target, printed its values into the log and exited 0.
 
 /// A checkout whose `.beads/issues.jsonl` is a link to a beads-looking file outside it.
@@ -543,7 +543,7 @@ fn regression_the_ci_gate_and_dedupe_read_a_committed_link_to_a_file_outside() {
     assert!(files_holding_secret(repo.path()).is_empty(), "nothing of the target was copied into the checkout");
 }
 
-// Issue 45 item 7: `bd-sync check` printed `beads.notifyUrl` whole, password and token included.
+// `bd-sync check` printed `beads.notifyUrl` whole, password and token included.
 #[test]
 fn regression_check_printed_the_credentials_in_the_notify_url() {
     let repo = repo_with_issues();

@@ -1,4 +1,4 @@
-//! Shell completion against a stranger's issues file (SPEC §11 "Shell completion"): ids that hold
+//! Shell completion against a stranger's issues file (docs/install.md, shell completions): ids that hold
 //! command substitutions, glob characters, terminal escapes and the protocol's separator bytes.
 //! The protocol is checked directly for each shell, then the real bash, zsh and fish are driven in
 //! a pseudo-terminal (tests/integration/pty_shell.py): TAB pressed, Enter pressed, and nothing

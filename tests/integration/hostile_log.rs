@@ -1,5 +1,5 @@
-//! The merge log and the commands we run, against hostile input (SPEC §11, "The merge log",
-//! "Commands we run", "Links"): a merge dropping huge values, a log an older version grew past
+//! The merge log and the commands we run, against hostile input (docs/merge-log.md,
+//! docs/hostile-classes.md): a merge dropping huge values, a log an older version grew past
 //! every bound, merges in several worktrees appending at once, a log ending in a cut line, a
 //! `--source-cmd` that leaves a process holding its stdout, and lock files replaced by links.
 

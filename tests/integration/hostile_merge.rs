@@ -315,7 +315,7 @@ fn regression_a_child_number_near_the_top_of_u64_wrapped_and_wrote_one_id_twice(
     assert!(!text.contains("bd-p.0") && !text.contains("bd-p.4294967296"), "no wrapped or overflowed number:\n{text}");
 }
 
-/// SPEC §12 reordering: a side that only moved its lines (bd's unsorted export) against a side
+/// Reordering (docs/trackers.md): a side that only moved its lines (bd's unsorted export) against a side
 /// that edited one record: the result is theirs, in theirs' order, and finding "only moved" is a
 /// pass over each file, not a search per line.
 #[test]

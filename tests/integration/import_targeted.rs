@@ -1,5 +1,5 @@
 //! The import's second pass reads a few changed lines where the first pass found them, instead
-//! of the whole file again (issue 44: a pull that edits one issue of 100k). What it stores must
+//! of the whole file again (a pull that edits one issue of 100k). What it stores must
 //! be exactly what a cold import of the same file stores, whatever the file's shape: a byte-order
 //! mark, CRLF line ends, ids on several lines, a last line without a newline, changes at the
 //! first and last line. Each case compares every table of an incrementally imported cache with

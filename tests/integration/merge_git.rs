@@ -262,7 +262,7 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
     assert_eq!(log, lines(&[interaction(1), interaction(2), interaction(3)]), "the log keeps every record once");
 }
 
-/// SPEC §12 reordering: bd's export moves lines between runs. Two branches that only reordered
+/// Reordering (docs/trackers.md): bd's export moves lines between runs. Two branches that only reordered
 /// the file merge through the driver as a no-op: the merge commit's file is main's, byte for byte.
 #[test]
 fn git_merge_of_two_reorders_is_a_no_op() {

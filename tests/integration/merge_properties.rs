@@ -561,7 +561,7 @@ proptest! {
     }
 }
 
-/// A heartbeat stamp (volatile, SPEC §12) in one of several offsets, or none.
+/// A heartbeat stamp (volatile, docs/trackers.md) in one of several offsets, or none.
 fn volatile_stamp() -> impl Strategy<Value = Option<String>> {
     prop_oneof![
         1 => Just(None),
@@ -609,7 +609,7 @@ type VolatileTriple = Vec<[(Option<String>, Option<String>); 3]>;
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
-    /// Two sides that differ only in volatile fields (SPEC §12): the result is ours byte for byte
+    /// Two sides that differ only in volatile fields (docs/trackers.md): the result is ours byte for byte
     /// except those fields, which hold the later instant; no report, no conflict (even under
     /// markers), no new `updated_at` stamp; and swapping the sides changes nothing.
     #[test]

@@ -385,8 +385,7 @@ fn deps(list: &[String]) -> String {
     format!(r#""dependencies":[{}]"#, list.join(","))
 }
 
-/// `ready` gives each issue its parent, what it blocks and what it unblocks (SPEC §13, issue 33
-/// item 3): the issues whose only open blocker it is, and their children held up only by them.
+/// `ready` gives each issue its parent, what it blocks and what it unblocks (docs/agents.md): the issues whose only open blocker it is, and their children held up only by them.
 #[test]
 fn ready_work_knows_its_parent_what_it_blocks_and_what_it_unblocks() {
     let ws = Workspace::new(&jsonl(&[
@@ -429,7 +428,7 @@ fn the_neighbourhood_costs_linear_time() {
         let mut lines = Vec::with_capacity(2 * n);
         for i in 0..n {
             // n ready roots under n epics, each holding up a chain of one child and a
-            // shared-blocker issue. (Issue 36: the parent look-up scanned every parent-child
+            // shared-blocker issue. (Before, the parent look-up scanned every parent-child
             // link per issue, 6.4 s for `ready` at 100k issues; the epics make that show.)
             lines.push(bead(&format!("e{i}")).line());
             lines.push(bead(&format!("r{i}")).extra(&deps(&[dep("parent-child", &format!("e{i}"))])).line());

@@ -300,7 +300,7 @@ fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
     assert!(!String::from_utf8_lossy(&check().stdout).contains("stale"), "fixed");
 }
 
-/// SPEC §12, comment ids across an upgrade: one side's tracker wrote a new comment under its old
+/// Comment ids across an upgrade (docs/trackers.md): one side's tracker wrote a new comment under its old
 /// numeric id, the other (upgraded, bd 1.3 migration 0061) under a content-derived id. The driver,
 /// `resolve` after a git line merge and `dedupe` after `merge=union` all write it once, under the
 /// newer id, and agree byte for byte (fixture

@@ -1,5 +1,5 @@
 //! `bd-sync context [ID]`: the working context of an issue in one compact block under a byte
-//! budget, for an agent starting a session or a person back from a break (SPEC §13). Sections in
+//! budget, for an agent starting a session or a person back from a break (docs/agents.md). Sections in
 //! order: Task, Checkpoints, Commits, Files, Dependencies, Next; each keeps its first line when
 //! the budget allows any, then the rest is shared out in that order.
 

@@ -1,5 +1,5 @@
 //! `bd-sync link HOOK [ARGS]`: what the prepare-commit-msg, commit-msg and post-commit blocks
-//! run (SPEC §13). The message hooks add a `Beads-Issue:` trailer naming the issue the commit is
+//! run (docs/agents.md). The message hooks add a `Beads-Issue:` trailer naming the issue the commit is
 //! for; post-commit asks the tracker to note the commit on it when `beads.commitComments` is set.
 //! Fail-open: a hook must never fail or change the commit it runs in, so this always exits 0,
 //! says at most one line, and leaves the message as it was on any error.
