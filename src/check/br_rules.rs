@@ -95,55 +95,65 @@ fn i32_of(v: &Value) -> Option<i32> {
 /// What br says about one issue line (its JSON value), in br's order: the first reason that
 /// stops its import. `None` when br takes the line.
 fn refusal(obj: &Map<String, Value>) -> Option<String> {
+    let labels = match parse_refusal(obj) {
+        Ok(labels) => labels,
+        Err(reason) => return Some(reason),
+    };
+    let errors = validation_errors(obj, labels);
+    (!errors.is_empty()).then(|| errors.join(", "))
+}
+
+/// The first stage of br's import: reading the line into its issue type (serde), which stops at
+/// the first field missing or of the wrong type. The line's labels when it passes.
+fn parse_refusal(obj: &Map<String, Value>) -> Result<&[Value], String> {
     // Required fields and types (serde, while parsing).
-    let text = |key: &str| obj.get(key).and_then(Value::as_str);
     for key in ["id", "title"] {
         match obj.get(key) {
-            None => return Some(format!("missing field `{key}`")),
+            None => return Err(format!("missing field `{key}`")),
             Some(Value::String(_)) => {}
-            Some(_) => return Some(format!("{key}: not a string")),
+            Some(_) => return Err(format!("{key}: not a string")),
         }
     }
     for key in ["created_at", "updated_at"] {
         match obj.get(key) {
-            None => return Some(format!("missing field `{key}`")),
-            Some(v) if instant(v).is_none() => return Some(format!("{key}: not an RFC 3339 date and time")),
+            None => return Err(format!("missing field `{key}`")),
+            Some(v) if instant(v).is_none() => return Err(format!("{key}: not an RFC 3339 date and time")),
             Some(_) => {}
         }
     }
     for key in ["status", "issue_type"] {
         if obj.get(key).is_some_and(|v| !v.is_string()) {
-            return Some(format!("{key}: not a string"));
+            return Err(format!("{key}: not a string"));
         }
     }
     if obj.get("priority").is_some_and(|v| i32_of(v).is_none()) {
-        return Some("priority: not a 32-bit integer".to_owned());
+        return Err("priority: not a 32-bit integer".to_owned());
     }
     for key in BOOLS {
         if obj.get(key).is_some_and(|v| !v.is_boolean()) {
-            return Some(format!("{key}: not true or false"));
+            return Err(format!("{key}: not true or false"));
         }
     }
     for key in STRINGS {
         if obj.get(key).is_some_and(|v| !(v.is_string() || v.is_null())) {
-            return Some(format!("{key}: not a string"));
+            return Err(format!("{key}: not a string"));
         }
     }
     for key in TIMES {
         if obj.get(key).is_some_and(|v| !v.is_null() && instant(v).is_none()) {
-            return Some(format!("{key}: not an RFC 3339 date and time"));
+            return Err(format!("{key}: not an RFC 3339 date and time"));
         }
     }
     for key in INTS {
         if obj.get(key).is_some_and(|v| !v.is_null() && i32_of(v).is_none()) {
-            return Some(format!("{key}: not a 32-bit integer"));
+            return Err(format!("{key}: not a 32-bit integer"));
         }
     }
     if obj.get("bypassed_policy").is_some_and(|v| !(v.is_boolean() || v.is_null())) {
-        return Some("bypassed_policy: not true or false".to_owned());
+        return Err("bypassed_policy: not true or false".to_owned());
     }
     if obj.get("policy_gates_fired").is_some_and(|v| !(v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_string)))) {
-        return Some("policy_gates_fired: not a list of strings".to_owned());
+        return Err("policy_gates_fired: not a list of strings".to_owned());
     }
     let list = |key: &str| -> Result<&[Value], String> {
         match obj.get(key) {
@@ -154,51 +164,56 @@ fn refusal(obj: &Map<String, Value>) -> Option<String> {
     };
     let labels = match list("labels") {
         Ok(l) => l,
-        Err(e) => return Some(e),
+        Err(e) => return Err(e),
     };
     if labels.iter().any(|l| !l.is_string()) {
-        return Some("labels: not a list of strings".to_owned());
+        return Err("labels: not a list of strings".to_owned());
     }
     let deps = match list("dependencies") {
         Ok(d) => d,
-        Err(e) => return Some(e),
+        Err(e) => return Err(e),
     };
     for d in deps {
-        let Some(d) = d.as_object() else { return Some("dependencies: an element is not an object".to_owned()) };
+        let Some(d) = d.as_object() else { return Err("dependencies: an element is not an object".to_owned()) };
         for key in ["issue_id", "depends_on_id", "type"] {
             if !d.get(key).is_some_and(Value::is_string) {
-                return Some(format!("dependencies: `{key}` missing or not a string"));
+                return Err(format!("dependencies: `{key}` missing or not a string"));
             }
         }
         if d.get("created_at").is_none_or(|v| instant(v).is_none()) {
-            return Some("dependencies: `created_at` missing or not an RFC 3339 date and time".to_owned());
+            return Err("dependencies: `created_at` missing or not an RFC 3339 date and time".to_owned());
         }
         for key in ["created_by", "metadata", "thread_id"] {
             if d.get(key).is_some_and(|v| !(v.is_string() || v.is_null())) {
-                return Some(format!("dependencies: `{key}` not a string"));
+                return Err(format!("dependencies: `{key}` not a string"));
             }
         }
     }
     let comments = match list("comments") {
         Ok(c) => c,
-        Err(e) => return Some(e),
+        Err(e) => return Err(e),
     };
     for c in comments {
-        let Some(c) = c.as_object() else { return Some("comments: an element is not an object".to_owned()) };
+        let Some(c) = c.as_object() else { return Err("comments: an element is not an object".to_owned()) };
         if c.get("id").is_none_or(|v| v.as_i64().is_none()) {
-            return Some("comments: `id` missing or not an integer".to_owned());
+            return Err("comments: `id` missing or not an integer".to_owned());
         }
         for key in ["issue_id", "author", "text"] {
             if !c.get(key).is_some_and(Value::is_string) {
-                return Some(format!("comments: `{key}` missing or not a string"));
+                return Err(format!("comments: `{key}` missing or not a string"));
             }
         }
         if c.get("created_at").is_none_or(|v| instant(v).is_none()) {
-            return Some("comments: `created_at` missing or not an RFC 3339 date and time".to_owned());
+            return Err("comments: `created_at` missing or not an RFC 3339 date and time".to_owned());
         }
     }
+    Ok(labels)
+}
 
-    // The validator, after br's repairs (all of a line's errors, joined as br joins them).
+/// The second stage: br's validator, after its repairs; all of a line's errors (br joins them with
+/// `, `).
+fn validation_errors(obj: &Map<String, Value>, labels: &[Value]) -> Vec<String> {
+    let text = |key: &str| obj.get(key).and_then(Value::as_str);
     let id = text("id").unwrap_or_default();
     let mut errors: Vec<String> = Vec::new();
     if id.trim().is_empty() {
@@ -287,10 +302,7 @@ fn refusal(obj: &Map<String, Value>) -> Option<String> {
             }
         }
     }
-    if !errors.is_empty() {
-        return Some(errors.join(", "));
-    }
-    None
+    errors
 }
 
 /// The relation checks br makes while it writes (ephemeral issues are not written, so not

@@ -44,5 +44,6 @@ mod queries;
 mod repair;
 mod repair_history;
 mod review;
+mod scripts;
 mod stale_export;
 mod sync;
