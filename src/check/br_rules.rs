@@ -162,17 +162,11 @@ fn parse_refusal(obj: &Map<String, Value>) -> Result<&[Value], String> {
             Some(_) => Err(format!("{key}: not a list")),
         }
     };
-    let labels = match list("labels") {
-        Ok(l) => l,
-        Err(e) => return Err(e),
-    };
+    let labels = list("labels")?;
     if labels.iter().any(|l| !l.is_string()) {
         return Err("labels: not a list of strings".to_owned());
     }
-    let deps = match list("dependencies") {
-        Ok(d) => d,
-        Err(e) => return Err(e),
-    };
+    let deps = list("dependencies")?;
     for d in deps {
         let Some(d) = d.as_object() else { return Err("dependencies: an element is not an object".to_owned()) };
         for key in ["issue_id", "depends_on_id", "type"] {
@@ -189,10 +183,7 @@ fn parse_refusal(obj: &Map<String, Value>) -> Result<&[Value], String> {
             }
         }
     }
-    let comments = match list("comments") {
-        Ok(c) => c,
-        Err(e) => return Err(e),
-    };
+    let comments = list("comments")?;
     for c in comments {
         let Some(c) = c.as_object() else { return Err("comments: an element is not an object".to_owned()) };
         if c.get("id").is_none_or(|v| v.as_i64().is_none()) {
