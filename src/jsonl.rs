@@ -809,6 +809,42 @@ pub mod temp_files {
         (out.status.success() && path.is_absolute()).then_some(path)
     }
 
+    /// Takes the lines [`ignore_in_git`] added out of the repository's `exclude` file (for
+    /// `bd-sync uninstall`): our comment line and the pattern, every other byte kept; never
+    /// through a link. Whether there were any (with `dry_run`, whether there are).
+    pub fn unignore_in_git(exclude: &Path, dry_run: bool) -> bool {
+        let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        if exclude.parent().is_some_and(linked) || linked(exclude) {
+            return false;
+        }
+        let Ok(current) = std::fs::read_to_string(exclude) else { return false };
+        let ours = |l: &str| l.trim_end_matches(['\n', '\r']) == EXCLUDE_PATTERN || l.trim_end_matches(['\n', '\r']) == COMMENT;
+        let kept: String = current.split_inclusive('\n').filter(|l| !ours(l)).collect();
+        if kept.len() == current.len() {
+            return false;
+        }
+        if dry_run {
+            return true;
+        }
+        // Replaced through a file of its own name (ours would add the lines back), synced, then
+        // renamed over it: never half-written.
+        let new = exclude.with_file_name("exclude.beads-git-new");
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&new)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, kept.as_bytes()).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&new, exclude));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&new);
+            return false;
+        }
+        true
+    }
+
+    /// The comment line above the pattern in `info/exclude`.
+    const COMMENT: &str = "# beads-git: temporary files of interrupted writes";
+
     /// Makes sure git ignores our temporary files in the repository holding `dir`.
     pub fn ignore_in_git(dir: &Path) {
         let Some(exclude) = exclude_file(dir) else { return };
@@ -822,7 +858,7 @@ pub mod temp_files {
             return;
         }
         let sep = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
-        let addition = format!("{sep}# beads-git: temporary files of interrupted writes\n{EXCLUDE_PATTERN}\n");
+        let addition = format!("{sep}{COMMENT}\n{EXCLUDE_PATTERN}\n");
         if let Some(parent) = exclude.parent() {
             let _ = std::fs::create_dir_all(parent);
         }

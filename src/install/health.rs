@@ -31,13 +31,26 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     let top = toplevel(repo)?;
     let repo = top.as_path();
     let mut out = Vec::new();
-    let installed = read_state(repo)?.is_some();
+    let state = read_state(repo)?;
+    let installed = state.as_ref().is_some_and(|s| !s.uninstalled);
+    let uninstalled = state.as_ref().is_some_and(|s| s.uninstalled);
     let driver = config_get(repo, "merge.beads.driver");
     let attributed: Vec<&str> = crate::jsonl::ISSUES_PATHS
         .into_iter()
         .filter(|f| git(repo, &["check-attr", "merge", "--", f]).unwrap_or_default().ends_with(": beads"))
         .collect();
     if !installed && driver.is_none() && attributed.is_empty() {
+        return Ok(out);
+    }
+    if uninstalled && driver.is_none() {
+        // One line for the truth, not a finding per hook `bd-sync uninstall` removed on purpose.
+        out.push(install_fixes(
+            FindingKind::DriverMissing,
+            format!(
+                "beads-git is not installed in this clone (`bd-sync uninstall` ran); the committed attributes still send {} to merge=beads, so git line-merges it here",
+                if attributed.is_empty() { "the issues file".to_owned() } else { attributed.join(" and ") }
+            ),
+        ));
         return Ok(out);
     }
     out.extend(driver_findings(driver.as_deref(), &attributed));

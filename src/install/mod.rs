@@ -93,6 +93,8 @@ fn install_steps(options: &InstallOptions) -> Result<Vec<Action>, Stop> {
     }
     let prior = read_state(repo)?;
     let mut state = prior.clone().unwrap_or_default();
+    // Installing again after an uninstall that kept the team's files: installed once more.
+    state.uninstalled = false;
     let mut recorder = Recorder { repo, dry_run: options.dry_run, saved: prior.clone() };
     let mut actions = Vec::new();
     let steps = (|| -> Result<(), Stop> {

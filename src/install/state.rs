@@ -61,6 +61,10 @@ pub struct InstallState {
     /// recorded, by an older version, so none is removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager_hooks_before: Option<Vec<String>>,
+    /// `bd-sync uninstall` ran and kept this record only for what it left for the team (the
+    /// committed attributes or manager config): beads-git is not installed in this clone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uninstalled: bool,
 }
 
 pub(super) fn common_dir(repo: &Path) -> Result<PathBuf> {

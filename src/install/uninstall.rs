@@ -73,13 +73,22 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
         }
     }
     if !dry_run {
-        if let Ok(common) = super::state::common_dir(repo) {
-            let _ = fs::remove_file(common.join(crate::git::SYSTEM_CONFIG_RECORD));
-        }
         if kept.attributes_file.is_some() || kept.manager_config.is_some() {
+            kept.uninstalled = true;
             write_state(repo, &kept)?;
         } else {
             let _ = fs::remove_file(state_path(repo)?);
+        }
+    }
+    // Last: every write above goes through a temporary file, whose first use in a repository
+    // adds the exclude lines this takes out.
+    if let Ok(common) = super::state::common_dir(repo) {
+        let exclude = common.join("info").join("exclude");
+        if crate::jsonl::temp_files::unignore_in_git(&exclude, dry_run) {
+            actions.push(Action::new("exclude", &exclude, Change::Removed));
+        }
+        if !dry_run {
+            let _ = fs::remove_file(common.join(crate::git::SYSTEM_CONFIG_RECORD));
         }
     }
     Ok(actions)

@@ -30,6 +30,16 @@ impl SideNames {
                     labels.ours = name;
                 }
             }
+        } else {
+            // A plain `git pull` labels the other side with the fetched commit's raw hash: named
+            // by the branch that points at it (`origin/main`), else shortened.
+            for label in [&mut labels.ours, &mut labels.theirs] {
+                if is_object_id(label) {
+                    if let Some(name) = commit_name(dir, label) {
+                        *label = name;
+                    }
+                }
+            }
         }
         Some(SideNames { labels, rebase: state.is_some() })
     }
@@ -54,10 +64,21 @@ pub fn side_name(labels: &Labels, rebase: bool, side: Side) -> String {
     }
 }
 
+/// Whether `label` is a whole object id (40 or 64 hex digits), as git labels a commit it has no
+/// name for.
+fn is_object_id(label: &str) -> bool {
+    matches!(label.len(), 40 | 64) && label.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// The name of what a rebase is replaying onto: a branch pointing at `onto`, else its short hash.
 fn upstream_name(dir: &Path, state: &Path) -> Option<String> {
     let onto = std::fs::read_to_string(state.join("onto")).ok()?;
-    let onto = onto.trim();
+    commit_name(dir, onto.trim())
+}
+
+/// A commit as a person knows it: a local or remote-tracking branch pointing at it, else its
+/// short hash.
+fn commit_name(dir: &Path, onto: &str) -> Option<String> {
     if onto.is_empty() || !onto.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }

@@ -133,6 +133,37 @@ fn install_twice_is_identical_and_uninstall_restores_every_byte() {
     assert_eq!(snapshot(repo.path()), before, "uninstall restores every file and the replaced driver");
 }
 
+/// After `bd-sync uninstall` in a clone whose `.gitattributes` is committed (kept for the team),
+/// `check` said 8 errors ("a hook manager may have regenerated it", one per hook uninstall had
+/// just removed) and `info/exclude` kept our `.beads-git-tmp.*` lines. Now one line says
+/// beads-git is not installed here, the exclude file is byte for byte what it was, and installing
+/// again is healthy.
+#[test]
+fn regression_after_uninstall_check_blamed_a_hook_manager_and_the_exclude_lines_stayed() {
+    let repo = repo_with_issues();
+    let exclude = repo.path().join(".git/info/exclude");
+    let before = std::fs::read_to_string(&exclude).ok();
+    bd_sync_ok(repo.path(), &["install"]);
+    bd_sync_ok(repo.path(), &["export"]);
+    let lines = String::from_utf8(std::fs::read(&exclude).expect("exclude")).expect("utf-8");
+    assert!(lines.contains(".beads-git-tmp.*"), "a write through a temporary file excludes them: {lines}");
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "--no-verify", "-m", "the team's attributes"]);
+    bd_sync_ok(repo.path(), &["uninstall"]);
+    assert_eq!(std::fs::read_to_string(&exclude).ok(), before, "info/exclude as it was before install");
+
+    let out = bd_sync(repo.path(), &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "the attributes still route the file to a driver this clone lacks");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let findings = report["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "one line, not one per removed hook: {report}");
+    let message = findings[0]["message"].as_str().expect("message");
+    assert!(message.contains("not installed in this clone") && !message.contains("hook manager"), "{message}");
+
+    bd_sync_ok(repo.path(), &["install"]);
+    assert_eq!(bd_sync(repo.path(), &["check"]).status.code(), Some(0), "healthy after installing again");
+}
+
 #[test]
 fn dry_run_changes_nothing() {
     let repo = repo_with_issues();

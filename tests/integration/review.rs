@@ -591,3 +591,40 @@ fn regression_the_rename_warning_of_a_rebase_called_your_commit_theirs() {
     );
     assert!(!warning.contains("theirs") && !warning.contains("ours"), "{warning}");
 }
+
+/// A plain `git pull` labels the fetched side with its raw 40-character hash; the driver's line
+/// and `review` said "from 536da025…". Now the side is named by the branch that points at it.
+#[test]
+fn regression_a_plain_pull_named_the_other_side_by_a_raw_hash() {
+    let root = tempfile::tempdir().expect("tmp");
+    let git = |dir: &Path, args: &[&str]| crate::support::git(dir, args);
+    let origin = root.path().join("origin.git");
+    git(root.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().expect("utf-8")]);
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    git(root.path(), &["clone", "-q", origin.to_str().expect("utf-8"), a.to_str().expect("utf-8")]);
+    std::fs::create_dir_all(a.join(".beads")).expect("mkdir");
+    let at = |title: &str, day: u8| jsonl(&[titled("bd-1", title).updated(&format!("2025-11-0{day}T00:00:00Z")).line()]);
+    std::fs::write(a.join(FILE), at("Base", 1)).expect("write");
+    git(&a, &["add", "."]);
+    git(&a, &["commit", "-q", "-m", "base"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    git(root.path(), &["clone", "-q", origin.to_str().expect("utf-8"), b.to_str().expect("utf-8")]);
+    for clone in [&a, &b] {
+        git(clone, &["config", "pull.rebase", "false"]);
+        let out = run(hermetic(bin("bd-sync")).current_dir(clone).args(["install", "--local"]));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    std::fs::write(a.join(FILE), at("From A", 2)).expect("write");
+    git(&a, &["commit", "-q", "-am", "a"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    std::fs::write(b.join(FILE), at("From B", 3)).expect("write");
+    git(&b, &["commit", "-q", "-am", "b"]);
+    let pull = run(hermetic("git").current_dir(&b).args(["pull", "-q", "--no-edit"]));
+    assert!(pull.status.success(), "{}", text(&pull.stderr));
+    let said = text(&pull.stderr);
+    let raw_hash = |s: &str| s.split(|c: char| !c.is_ascii_hexdigit()).any(|w| w.len() == 40);
+    assert!(said.contains("over origin/main's \"From A\"") && !raw_hash(&said), "{said}");
+    let review = bd_merge(&b, &["review"]);
+    let listed = text(&review.stdout);
+    assert!(listed.contains("from origin/main") && !raw_hash(&listed), "{listed}");
+}
