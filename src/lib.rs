@@ -5,7 +5,8 @@
 //!
 //! - [`record`] and [`jsonl`]: an issue record is its id plus the exact bytes of its line, split
 //!   into raw key/value spans only when a merge or an export must change it. Files keep their
-//!   BOM, line endings and final-newline presence, and are written atomically.
+//!   BOM, line endings and final-newline presence, and are written atomically through
+//!   [`safe_fs::write_atomic`].
 //! - [`merge`]: the field-level three-way merge behind `bd-merge`. Records equal on two sides are
 //!   matched by id and copied without parsing; records changed on both sides go through
 //!   per-kind rules (timestamps, sets, objects, text, the status group) and then the conflict

@@ -96,7 +96,7 @@ fn restamp_file(file: &Path, old: &[u8], now: Option<Instant>, before_write: imp
         return Ok(ids);
     }
     before_write();
-    let written = jsonl::write_atomic_if_unchanged(file, Some(read), |w| w.write_all(&content))?;
+    let written = crate::safe_fs::write_atomic_if_unchanged(file, Some(read), |w| w.write_all(&content))?;
     anyhow::ensure!(
         written.is_some(),
         "{} changed while its rebased records were being stamped; it was left as the other writer made it",

@@ -407,7 +407,7 @@ fn in_step(dir: &Path, file: &Path, db_files: &[(SystemTime, PathBuf)]) -> bool 
 fn record_in_step(dir: &Path, file: &Path, db_files: &[(SystemTime, PathBuf)]) {
     let Some(git_dir) = crate::git::git_dir(dir) else { return };
     let Ok(beads) = crate::safe_fs::managed_dir(&git_dir, &["beads"]) else { return };
-    let _ = crate::jsonl::write_atomic(&beads.join("tracker-in-step"), fingerprint(file, db_files).as_bytes());
+    let _ = crate::safe_fs::write_atomic(&beads.join("tracker-in-step"), fingerprint(file, db_files).as_bytes());
 }
 
 /// The tracker that keeps the issues of the `.beads/` directory `dir` and is on `PATH` (from

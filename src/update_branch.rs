@@ -303,7 +303,7 @@ impl ForcedAttributes {
         for line in crate::install::ATTRIBUTE_LINES.iter().filter(|l| l.contains(" merge=")) {
             content.extend_from_slice(format!("{line}\n").as_bytes());
         }
-        crate::jsonl::write_atomic(&path, &content)?;
+        crate::safe_fs::write_atomic(&path, &content)?;
         let forced = ForcedAttributes { path, before, written: content };
         for file in ISSUES_PATHS {
             let effective = git(repo, &["check-attr", "merge", "--", file])?;
@@ -324,7 +324,7 @@ impl Drop for ForcedAttributes {
             return;
         }
         let _ = match &self.before {
-            Some(bytes) => crate::jsonl::write_atomic(&self.path, bytes),
+            Some(bytes) => crate::safe_fs::write_atomic(&self.path, bytes),
             None => std::fs::remove_file(&self.path).map_err(Into::into),
         };
     }

@@ -255,7 +255,7 @@ impl Index {
 
     fn store(&self, state: &State) -> Result<()> {
         crate::safe_fs::refuse_non_regular(&self.file)?;
-        crate::jsonl::write_atomic_with(&self.file, crate::jsonl::Durability::Scratch, |w| {
+        crate::safe_fs::write_atomic_with(&self.file, crate::safe_fs::Durability::Scratch, |w| {
             writeln!(w, "{HEADER}")?;
             writeln!(w, "tips {}", state.tips.join(" "))?;
             writeln!(w, "prefixes {}", state.prefixes.join(" "))?;

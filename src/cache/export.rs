@@ -156,7 +156,7 @@ fn replace_file(
     // Staging may fail after the rename: a hard link keeps the old file to put back.
     let backup = if stage && present { Some(keep_old_file(path)?) } else { None };
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let written = jsonl::write_atomic_if_unchanged(path, read, |w| {
+    let written = crate::safe_fs::write_atomic_if_unchanged(path, read, |w| {
         let mut w = HashingWriter { inner: w, hasher: &mut hasher };
         write(&mut w)
     });
@@ -439,7 +439,7 @@ fn keep_old_file(path: &Path) -> Result<std::path::PathBuf> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let backup = dir.join(format!("{}old.tmp", jsonl::temp_files::prefix()));
+    let backup = dir.join(format!("{}old.tmp", crate::safe_fs::temp_files::prefix()));
     let _ = std::fs::remove_file(&backup);
     match std::fs::hard_link(path, &backup) {
         Ok(()) => Ok(backup),
@@ -472,7 +472,7 @@ pub fn snapshot(cache: &Cache, path: &Path) -> Result<usize> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    jsonl::write_atomic_with(path, jsonl::Durability::Fsync, |w| {
+    crate::safe_fs::write_atomic_with(path, crate::safe_fs::Durability::Fsync, |w| {
         jsonl::write_lines(w, Layout::default(), lines.iter().map(std::string::String::as_bytes))
     })?;
     Ok(lines.len())

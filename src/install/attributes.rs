@@ -105,7 +105,7 @@ pub(super) fn install_attributes(
             if let Some(dir) = attr_path.parent() {
                 fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             }
-            crate::jsonl::write_atomic(&attr_path, &new)?;
+            crate::safe_fs::write_atomic(&attr_path, &new)?;
         }
         if existing.is_none() {
             Change::Created
@@ -195,7 +195,7 @@ pub(super) fn uninstall_attributes(
             if change == Change::Deleted {
                 fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
             } else {
-                crate::jsonl::write_atomic(&path, &out)?;
+                crate::safe_fs::write_atomic(&path, &out)?;
             }
         }
         let mut action = Action::new("attributes", &path, change);

@@ -152,7 +152,7 @@ pub fn install_block(path: &Path, block: &str, mode: ModePolicy, dry_run: bool) 
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| format!("creating the hooks directory {}", dir.display()))?;
     }
-    crate::jsonl::write_atomic(path, &new).with_context(|| format!("cannot write the hook {}", path.display()))?;
+    crate::safe_fs::write_atomic(path, &new).with_context(|| format!("cannot write the hook {}", path.display()))?;
     if existing.is_none() && mode == ModePolicy::Executable {
         set_mode(path, 0o755)?;
     }
@@ -174,7 +174,7 @@ pub fn uninstall_block(path: &Path, dry_run: bool) -> Result<Change> {
         return Ok(Change::Deleted);
     }
     if !dry_run {
-        crate::jsonl::write_atomic(path, &rest).with_context(|| format!("cannot write the hook {}", path.display()))?;
+        crate::safe_fs::write_atomic(path, &rest).with_context(|| format!("cannot write the hook {}", path.display()))?;
     }
     Ok(Change::Removed)
 }

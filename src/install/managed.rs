@@ -66,7 +66,7 @@ pub(super) fn install_config(
     });
     recorder.save(state)?;
     if change != Change::Unchanged && !options.dry_run {
-        crate::jsonl::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        crate::safe_fs::write_atomic(path, new.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     actions.push(Action::new("hook manager config", path, change));
     actions.extend(list_action);
@@ -286,7 +286,7 @@ pub(super) fn uninstall_manager_config(path: &Path, state: &InstallState, dry_ru
             }
             () => {
                 if !dry_run {
-                    crate::jsonl::write_atomic(&path, &rest)?;
+                    crate::safe_fs::write_atomic(&path, &rest)?;
                 }
                 Change::Removed
             }

@@ -130,7 +130,7 @@ fn record_system_config(repo: &Path) {
     match crate::git::default_system_config(repo) {
         Some(path) => {
             let _ = record.parent().map(std::fs::create_dir_all);
-            let _ = crate::jsonl::write_atomic(&record, format!("{path}\n").as_bytes());
+            let _ = crate::safe_fs::write_atomic(&record, format!("{path}\n").as_bytes());
         }
         None => {
             let _ = std::fs::remove_file(&record);

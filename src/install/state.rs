@@ -90,7 +90,7 @@ pub(super) fn write_state(repo: &Path, state: &InstallState) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     crate::safe_fs::refuse_non_regular(&path)?;
     let json = serde_json::to_vec_pretty(state).context("serialising the install record")?;
-    crate::jsonl::write_atomic(&path, &json)
+    crate::safe_fs::write_atomic(&path, &json)
 }
 
 /// Keeps `install.json` ahead of every change: what install is about to replace is recorded

@@ -16,6 +16,7 @@ use super::managers::{self, Manager};
 use super::state::{hooks_dir, read_state, state_path, toplevel, write_state, InstallState};
 use super::types::{refused, Action, Change};
 use super::warning::Warning;
+use crate::safe_fs::temp_files;
 
 /// Removes exactly what install added and puts back what it replaced, in this repository only.
 /// Committed files teammates rely on (the `.gitattributes` lines that route the issues file to
@@ -84,7 +85,7 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
     // adds the exclude lines this takes out.
     if let Ok(common) = super::state::common_dir(repo) {
         let exclude = common.join("info").join("exclude");
-        if crate::jsonl::temp_files::unignore_in_git(&exclude, dry_run) {
+        if unignore_in_git(&exclude, dry_run) {
             actions.push(Action::new("exclude", &exclude, Change::Removed));
         }
         if !dry_run {
@@ -92,6 +93,27 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
         }
     }
     Ok(actions)
+}
+
+/// Takes the lines `safe_fs::temp_files::ignore_in_git` added out of the repository's `exclude`
+/// file: our comment line and the pattern, every other byte kept; never through a link. Whether
+/// there were any (with `dry_run`, whether there are).
+fn unignore_in_git(exclude: &Path, dry_run: bool) -> bool {
+    let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    if exclude.parent().is_some_and(linked) || linked(exclude) {
+        return false;
+    }
+    let Ok(current) = std::fs::read_to_string(exclude) else { return false };
+    let ours = |l: &str| {
+        l.trim_end_matches(['\n', '\r']) == temp_files::EXCLUDE_PATTERN || l.trim_end_matches(['\n', '\r']) == temp_files::COMMENT
+    };
+    let kept: String = current.split_inclusive('\n').filter(|l| !ours(l)).collect();
+    if kept.len() == current.len() {
+        return false;
+    }
+    // Through our own temporary file: `ignore_in_git` then finds the pattern still in the file it
+    // replaces, and adds nothing.
+    dry_run || crate::safe_fs::write_atomic(exclude, kept.as_bytes()).is_ok()
 }
 
 /// A committed file uninstall leaves as it is for the team, saying what removing it would do.

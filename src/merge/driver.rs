@@ -15,7 +15,8 @@ use anyhow::{bail, Context, Result};
 
 use super::{merge, DecisionLog, Decisions, Labels, Markers, MergeOptions, Report, SideNames, Unmergeable, Warning};
 use crate::git;
-use crate::jsonl::{self, Durability};
+use crate::jsonl;
+use crate::safe_fs::Durability;
 
 /// Runs `git merge-file -p` (ours, base, theirs) and returns the merged bytes and whether
 /// conflict markers were left.
@@ -291,8 +292,8 @@ pub fn display_name(options: &DriverOptions) -> String {
 /// atomically but not fsynced; a file named with `-o` is a user's file and is.
 fn write_result(options: &DriverOptions, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     match &options.destination {
-        Destination::ReplaceOurs => jsonl::write_atomic_with(&options.ours, Durability::GitScratch, produce),
-        Destination::File(path) => jsonl::write_atomic_with(path, Durability::Fsync, produce),
+        Destination::ReplaceOurs => crate::safe_fs::write_atomic_with(&options.ours, Durability::GitScratch, produce),
+        Destination::File(path) => crate::safe_fs::write_atomic_with(path, Durability::Fsync, produce),
         Destination::Stdout => {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
             produce(&mut out).and_then(|()| out.flush()).context("writing the merge to stdout")

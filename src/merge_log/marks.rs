@@ -29,7 +29,7 @@ pub(super) fn read_mark(dir: &Path, name: &str) -> u64 {
 pub(super) fn write_mark(dir: &Path, name: &str, seq: u64) -> Result<()> {
     let path = dir.join(name);
     safe_fs::refuse_non_regular(&path)?;
-    crate::jsonl::write_atomic(&path, format!("{seq}\n").as_bytes())
+    crate::safe_fs::write_atomic(&path, format!("{seq}\n").as_bytes())
 }
 
 /// Whether `e` is a decision of the operation the hook runs after: only the driver's own entries

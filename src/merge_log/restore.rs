@@ -163,6 +163,6 @@ pub fn restore_entry(entry: Entry, file: &Path) -> Result<RestoreOutcome> {
     if let Some(fixed) = crate::merge::derived::recompute_file(&out) {
         out = fixed;
     }
-    crate::jsonl::write_atomic(file, &out)?;
+    crate::safe_fs::write_atomic(file, &out)?;
     Ok(RestoreOutcome::Restored(Restored { id: entry.id, field: entry.field, path: file.display().to_string(), updated_at }))
 }

@@ -184,7 +184,7 @@ impl Run {
         }
         self.state.version = VERSION;
         let bytes = serde_json::to_vec(&self.state).context("encoding the notifier's state")?;
-        crate::jsonl::write_atomic(&self.path, &bytes).with_context(|| format!("writing {}", self.path.display()))
+        crate::safe_fs::write_atomic(&self.path, &bytes).with_context(|| format!("writing {}", self.path.display()))
     }
 }
 

@@ -10,10 +10,17 @@
 //! it at any moment; [`replace_if_unchanged`] swaps our new file in only when the file at the
 //! path is still the one we read, so another writer's change is never overwritten silently.
 //!
+//! Every file the crate writes whole is replaced through [`write_atomic`] and its variants
+//! (`atomic`): one implementation of the temporary file, the fsync and the rename.
+//!
 //! Files we only read but do not manage (a watched file, a token file, a pipe from another
 //! program) go through [`bounded`]: the same refusals, following a symlink to a regular file.
 
+mod atomic;
 pub mod bounded;
+pub mod temp_files;
+
+pub use atomic::{write_atomic, write_atomic_if_unchanged, write_atomic_with, Durability};
 
 use std::fs::{self, File};
 use std::io::Read;

@@ -50,7 +50,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
     }
     if run.content != content {
-        beads_git::jsonl::write_atomic(&path, &run.content)?;
+        beads_git::safe_fs::write_atomic(&path, &run.content)?;
         let unlogged = beads_git::merge_log::record_dedupe(&path, &run);
         if !unlogged.is_empty() {
             let texts: Vec<String> = unlogged.iter().map(|w| w.text(&crate::common::fix::word)).collect();
