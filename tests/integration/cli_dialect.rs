@@ -435,3 +435,29 @@ fn a_merge_driver_flag_before_a_subcommand_is_refused_not_ignored() {
         assert!(stdout(&out).is_empty() && !dir.path().join("out.jsonl").exists(), "nothing done: {}", text(&out));
     }
 }
+
+/// `bd-merge merge BASE OURS THEIRS` is the driver's visible name: the same result, exit code and
+/// report as git's form, its options in its own help, and none of them in the top-level help.
+#[test]
+fn merge_is_the_drivers_visible_name_and_does_what_gits_form_does() {
+    let mut results = Vec::new();
+    for form in [&["merge"][..], &[]] {
+        let dir = tempfile::tempdir().expect("tmp");
+        three_files(dir.path());
+        let args = [form, &["base.jsonl", "ours.jsonl", "theirs.jsonl", "-p", ".beads/issues.jsonl"]].concat();
+        let out = tool(dir.path(), "bd-merge", &args);
+        let merged = std::fs::read_to_string(dir.path().join("ours.jsonl")).expect("ours");
+        results.push((out.status.code(), merged, String::from_utf8_lossy(&out.stderr).into_owned()));
+    }
+    assert_eq!(results[0], results[1], "merge and git's form");
+    assert_eq!(results[0].0, Some(0));
+    assert!(results[0].1.contains("New title") && results[0].1.contains("\"priority\":1"), "{}", results[0].1);
+    let dir = tempfile::tempdir().expect("tmp");
+    let top = stdout(&tool(dir.path(), "bd-merge", &["--help"]));
+    assert!(top.lines().any(|l| l.trim_start().starts_with("merge ")), "{top}");
+    assert!(!top.contains("--marker-size"), "the driver's options stay out of the top-level help: {top}");
+    let help = stdout(&tool(dir.path(), "bd-merge", &["merge", "--help"]));
+    for flag in ["--marker-size", "--ours-label", "--conflict", "--output"] {
+        assert!(help.contains(flag), "{flag} in merge's help:\n{help}");
+    }
+}

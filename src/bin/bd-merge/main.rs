@@ -26,9 +26,9 @@ use clap::{Parser, Subcommand};
 
 /// Field-level three-way merge of beads `issues.jsonl` files, and the commands around it.
 ///
-/// Git runs bd-merge as the merge driver `bd-sync install` registers; its arguments, and the
-/// other forms git and hooks call, are in the reference. Exit codes: 0 done cleanly, 1 conflicts
-/// or work left for a human, 2 error.
+/// `bd-merge merge BASE OURS THEIRS` is the merge; git runs the same merge as the driver `bd-sync
+/// install` registers (`bd-merge %O %A %B ...`, without the word `merge`). Exit codes: 0 done
+/// cleanly, 1 conflicts or work left for a human, 2 error.
 #[derive(Parser, Debug)]
 #[command(name = "bd-merge", version = beads_git::VERSION, propagate_version = true)]
 #[command(subcommand_negates_reqs = true, arg_required_else_help = true, override_usage = "bd-merge [OPTIONS] <COMMAND>")]
@@ -49,6 +49,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Merge BASE OURS THEIRS field by field into OURS, as git's merge driver does (git runs the
+    /// same merge as `bd-merge %O %A %B -l %L -p %P ...`, the form `bd-sync install` registers).
+    /// Exit 0 merged cleanly, 1 conflicts left between markers, 2 error.
+    #[command(override_usage = "bd-merge merge [OPTIONS] BASE OURS THEIRS")]
+    Merge(driver::Args),
     /// Show what changed in issues between two files, field by field: scalars old -> new, label,
     /// dependency and comment additions and removals, a line diff of multi-line text. Exit 0, 2 on error.
     Diff(diff::Args),
@@ -79,7 +84,7 @@ impl Command {
     /// refused there).
     fn own_json(command: Option<&Command>) -> Result<bool, &'static str> {
         match command {
-            None => Err("the merge driver"),
+            None | Some(Command::Merge(_)) => Err("the merge driver"),
             Some(Command::Textconv(_)) => Err("textconv"),
             Some(Command::Resolve(_)) => Err("resolve"),
             Some(Command::Dedupe(_)) => Err("dedupe"),
@@ -101,7 +106,7 @@ pub(crate) struct Global {
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = common::generate::from_args(&args, <Cli as clap::CommandFactory>::command) {
+    if let Some(code) = common::generate::from_args(&args, command) {
         return code;
     }
     let cli = parse(&args);
@@ -117,6 +122,7 @@ fn main() -> ExitCode {
     beads_git::color::set(cli.color.color.into());
     let result = match cli.command {
         None => return driver::run(cli.merge, global),
+        Some(Command::Merge(args)) => return driver::run(args, global),
         Some(Command::Diff(args)) => diff::run(args, global),
         Some(Command::Textconv(args)) => textconv::run(args),
         Some(Command::Resolve(args)) => resolve::run(args, global),
@@ -130,13 +136,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// The clap tree: [`Cli`]'s, with the driver's arguments shown under `merge` (the same arguments
+/// stay out of the top-level help, where git's form takes them as plumbing).
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().mut_subcommand("merge", |merge| merge.mut_args(|arg| arg.hide(false)))
+}
+
 /// Parses the command line. The driver's arguments belong to the form git runs, without a
 /// subcommand: with one they are refused, never ignored. (clap's `args_conflicts_with_subcommands`
 /// would refuse them too, but also stop a global flag such as `-C DIR` from preceding the
 /// subcommand.)
 fn parse(args: &[std::ffi::OsString]) -> Cli {
-    use clap::{CommandFactory, FromArgMatches};
-    let mut command = Cli::command();
+    use clap::FromArgMatches;
+    let mut command = command();
     let matches = command.try_get_matches_from_mut(args).unwrap_or_else(|e| common::exit_usage(json_refused(e, args), args));
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| common::exit_usage(e, args));
     if let Some((name, _)) = matches.subcommand() {
@@ -156,7 +168,7 @@ fn parse(args: &[std::ffi::OsString]) -> Cli {
 /// The usage error for `--json` given to a command without JSON output.
 fn no_json_output(name: &str) -> clap::Error {
     let message = format!("{name} has no JSON output: leave out --json");
-    <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message)
+    command().error(clap::error::ErrorKind::ArgumentConflict, message)
 }
 
 /// clap's "unexpected argument" for a `--json` after the name of a command that does not declare
@@ -167,7 +179,7 @@ fn json_refused(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
         && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg)) if arg == "--json");
     let name = args.iter().skip(1).find_map(|a| {
         let a = a.to_str()?;
-        ["textconv", "resolve", "dedupe"].into_iter().find(|name| *name == a)
+        ["merge", "textconv", "resolve", "dedupe"].into_iter().find(|name| *name == a)
     });
     match name {
         Some(name) if unexpected_json => no_json_output(name),
@@ -194,10 +206,8 @@ fn default_issues_file(path: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     #[test]
     fn the_command_line_is_consistent() {
-        super::Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }
