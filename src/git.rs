@@ -120,34 +120,25 @@ pub fn default_system_config(dir: &Path) -> Option<String> {
 }
 
 /// Whether git's configuration for the repository at `dir` certainly has no key whose name holds
-/// one of `words` (lowercase, such as `notify`), told by reading its files without running git:
-/// a hook asks git only when a file could set one. Certain only where [`config_files`] knows
-/// every file, each is readable, and none holds an `include` (its target is not read here).
-/// Whenever in doubt: `false`.
+/// one of `words` (lowercase, such as `notify`), told by reading its files without running git
+/// ([`config_texts`]): a hook asks git only when a file could set one. Whenever in doubt: `false`.
 pub fn config_names_none_of(dir: &Path, words: &[&str]) -> bool {
-    let Some(files) = config_files(dir) else { return false };
-    files.iter().all(|file| match read_config_file(file) {
-        Ok(text) => {
+    config_texts(dir).is_some_and(|texts| {
+        texts.iter().all(|text| {
             let text = text.to_ascii_lowercase();
-            !std::iter::once("include").chain(words.iter().copied()).any(|w| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some())
-        }
-        Err(()) => false,
+            !words.iter().any(|w| memchr::memmem::find(text.as_bytes(), w.as_bytes()).is_some())
+        })
     })
 }
 
 /// The values git's configuration gives `keys` (lowercase `section.name`, sections without a
 /// subsection) in the repository at `dir`, as `git config -z --get-regexp` prints them
 /// (`key\nvalue\0`, `key\0` for a key without a value, in git's order: the last one wins),
-/// read without running git. `None` when that is not certain: where [`config_files`] does not
-/// know every file, a file cannot be read or holds an `include`, or any line is outside the
-/// plain forms [`plain_config_values`] reads.
+/// read without running git. `None` when that is not certain: where [`config_texts`] cannot say,
+/// or any line is outside the plain forms [`plain_config_values`] reads.
 pub fn config_values(dir: &Path, keys: &[&str]) -> Option<String> {
     let mut out = String::new();
-    for file in config_files(dir)? {
-        let text = read_config_file(&file).ok()?;
-        if memchr::memmem::find(text.to_ascii_lowercase().as_bytes(), b"include").is_some() {
-            return None;
-        }
+    for text in config_texts(dir)? {
         for (key, value) in plain_config_values(&text, keys)? {
             out.push_str(&key);
             if let Some(value) = value {
@@ -160,14 +151,35 @@ pub fn config_values(dir: &Path, keys: &[&str]) -> Option<String> {
     Some(out)
 }
 
-/// A configuration file's text; an absent one is empty. `Err` when it cannot be read or is not
-/// UTF-8.
-fn read_config_file(file: &Path) -> Result<String, ()> {
-    match std::fs::read(file) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| ()),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => Ok(String::new()),
-        Err(_) => Err(()),
+/// The largest configuration file read without git (a larger one is left to git).
+const MAX_CONFIG_FILE: u64 = 1 << 20;
+
+/// The text of each of git's configuration files for the repository at `dir`, in git's order
+/// (an absent one is empty). `None` when they cannot all be known and read without git: where
+/// [`config_files`] cannot say, a file cannot be read or is not UTF-8, or one holds an `include`
+/// (its target is not read here), or is not a regular file of at most 1 MiB.
+fn config_texts(dir: &Path) -> Option<Vec<String>> {
+    let mut texts = Vec::new();
+    for file in config_files(dir)? {
+        // A FIFO, a device or a huge file is left to git: never waited on or read whole here.
+        use crate::safe_fs::bounded::{read_regular, SafeReadError};
+        // `/dev/null` is git's documented way to turn a scope off (`GIT_CONFIG_GLOBAL=/dev/null`).
+        let text = if file == Path::new("/dev/null") {
+            String::new()
+        } else {
+            match read_regular(&file, MAX_CONFIG_FILE) {
+                Ok(bytes) => String::from_utf8(bytes).ok()?,
+                Err(SafeReadError::NotFound) => String::new(),
+                Err(SafeReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotADirectory => String::new(),
+                Err(_) => return None,
+            }
+        };
+        if memchr::memmem::find(text.to_ascii_lowercase().as_bytes(), b"include").is_some() {
+            return None;
+        }
+        texts.push(text);
     }
+    Some(texts)
 }
 
 /// The entries of `keys` in one configuration file's `text`, in order (a key alone on its line,
@@ -284,7 +296,7 @@ fn config_files(dir: &Path) -> Option<Vec<std::path::PathBuf>> {
 }
 
 /// Whether a git boolean is false as git reads it: `false`, `no`, `off` or `0` (any case).
-fn git_false(value: &str) -> bool {
+pub fn git_false(value: &str) -> bool {
     matches!(value.trim().to_ascii_lowercase().as_str(), "false" | "no" | "off" | "0")
 }
 

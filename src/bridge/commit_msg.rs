@@ -140,7 +140,8 @@ pub fn head_moved_at(git_dir: &Path) -> Option<crate::timestamp::Instant> {
     use std::io::{Read, Seek, SeekFrom};
     // The reflog grows for the life of the clone: only its tail is read (a line is far shorter).
     const TAIL: u64 = 8 << 10;
-    let mut file = std::fs::File::open(git_dir.join("logs").join("HEAD")).ok()?;
+    // Never waited on: a FIFO or a device there is no reflog.
+    let mut file = crate::safe_fs::bounded::open_regular(&git_dir.join("logs").join("HEAD")).ok()?;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
     let mut log = Vec::new();
@@ -541,6 +542,12 @@ mod tests {
         std::fs::write(dir.path().join("logs/HEAD"), log).expect("write");
         assert_eq!(head_moved_at(dir.path()).map(|i| i.seconds), Some(1_700_000_000));
         std::fs::write(dir.path().join("logs/HEAD"), "garbage\n").expect("write");
+        assert_eq!(head_moved_at(dir.path()), None);
+        // A FIFO in its place is no reflog, and is not waited on.
+        std::fs::remove_file(dir.path().join("logs/HEAD")).expect("remove");
+        let fifo = std::ffi::CString::new(dir.path().join("logs/HEAD").as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         assert_eq!(head_moved_at(dir.path()), None);
     }
 

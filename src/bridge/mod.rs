@@ -42,7 +42,7 @@ pub fn links_index(dir: &Path, prefixes: &BTreeSet<String>) -> Result<Option<lin
 /// `beads.bridge` git config value: `0`, `false`, `no` and `off` (any case) turn it off; anything
 /// else, or nothing, leaves it on.
 pub fn enabled(env: Option<&str>, config: Option<&str>) -> bool {
-    let off = |v: &str| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off");
+    let off = crate::git::git_false;
     match (env.map(str::trim).filter(|v| !v.is_empty()), config) {
         (Some(v), _) => !off(v),
         (None, Some(v)) => !off(v),

@@ -32,8 +32,8 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
     let repo = top.as_path();
     let mut out = Vec::new();
     let state = read_state(repo)?;
-    let installed = state.as_ref().is_some_and(|s| !s.uninstalled);
     let uninstalled = state.as_ref().is_some_and(|s| s.uninstalled);
+    let installed = state.is_some() && !uninstalled;
     let driver = config_get(repo, "merge.beads.driver");
     let attributed: Vec<&str> = crate::jsonl::ISSUES_PATHS
         .into_iter()

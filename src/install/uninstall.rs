@@ -95,25 +95,15 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
     Ok(actions)
 }
 
-/// Takes the lines `safe_fs::temp_files::ignore_in_git` added out of the repository's `exclude`
-/// file: our comment line and the pattern, every other byte kept; never through a link. Whether
-/// there were any (with `dry_run`, whether there are).
+/// Takes the lines our temporary files' exclusion added out of the repository's `exclude` file,
+/// unless another writer changed it meanwhile. Whether there were any (with `dry_run`, whether
+/// there are). Written through our own temporary file: its exclusion then finds the pattern still
+/// in the file it replaces, and adds nothing.
 fn unignore_in_git(exclude: &Path, dry_run: bool) -> bool {
-    let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
-    if exclude.parent().is_some_and(linked) || linked(exclude) {
-        return false;
-    }
-    let Ok(current) = std::fs::read_to_string(exclude) else { return false };
-    let ours = |l: &str| {
-        l.trim_end_matches(['\n', '\r']) == temp_files::EXCLUDE_PATTERN || l.trim_end_matches(['\n', '\r']) == temp_files::COMMENT
-    };
-    let kept: String = current.split_inclusive('\n').filter(|l| !ours(l)).collect();
-    if kept.len() == current.len() {
-        return false;
-    }
-    // Through our own temporary file: `ignore_in_git` then finds the pattern still in the file it
-    // replaces, and adds nothing.
-    dry_run || crate::safe_fs::write_atomic(exclude, kept.as_bytes()).is_ok()
+    let Some((kept, read)) = temp_files::without_our_lines(exclude) else { return false };
+    dry_run
+        || crate::safe_fs::write_atomic_if_unchanged(exclude, Some(read), |w| std::io::Write::write_all(w, kept.as_bytes()))
+            .is_ok_and(|written| written.is_some())
 }
 
 /// A committed file uninstall leaves as it is for the team, saying what removing it would do.

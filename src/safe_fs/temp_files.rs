@@ -90,14 +90,35 @@ fn common_git_dir(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The comment line above the pattern in `info/exclude`.
-pub const COMMENT: &str = "# beads-git: temporary files of interrupted writes";
+const COMMENT: &str = "# beads-git: temporary files of interrupted writes";
+
+/// Whether `exclude` or its directory is a symbolic link: never written through (`info` or
+/// `exclude` pointing elsewhere is left alone).
+fn through_link(exclude: &Path) -> bool {
+    let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    exclude.parent().is_some_and(linked) || linked(exclude)
+}
+
+/// The content of the repository's `exclude` file without the lines [`ignore_in_git`] adds (for
+/// `bd-sync uninstall`), every other byte kept, with the identity of the file read; `None` when
+/// it holds none of them, cannot be read, is not a regular file of at most 16 MiB, or is reached
+/// through a link.
+pub fn without_our_lines(exclude: &Path) -> Option<(String, super::Identity)> {
+    if through_link(exclude) {
+        return None;
+    }
+    let file = super::bounded::open_regular(exclude).ok()?;
+    let read = super::Identity::of(&file.metadata().ok()?);
+    let current = String::from_utf8(super::bounded::read_bounded(file, 16 << 20, 0).ok()?).ok()?;
+    let ours = |l: &str| [EXCLUDE_PATTERN, COMMENT].contains(&l.trim_end_matches(['\n', '\r']));
+    let kept: String = current.split_inclusive('\n').filter(|l| !ours(l)).collect();
+    (kept.len() != current.len()).then_some((kept, read))
+}
 
 /// Makes sure git ignores our temporary files in the repository holding `dir`.
 pub fn ignore_in_git(dir: &Path) {
     let Some(exclude) = exclude_file(dir) else { return };
-    // Never through a link: `info` or `exclude` pointing elsewhere is left alone.
-    let linked = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
-    if exclude.parent().is_some_and(linked) || linked(&exclude) {
+    if through_link(&exclude) {
         return;
     }
     let current = std::fs::read_to_string(&exclude).unwrap_or_default();

@@ -301,6 +301,16 @@ fn a_linked_worktree_commits_with_its_own_state() {
 }
 
 /// The message work is linear in the message: 4x the bytes cost under 8x the time.
+/// `bd-sync link prepare-commit-msg` on `.git/COMMIT_EDITMSG` (a `-m` message) as `actor`.
+fn prepare_commit_msg(repo: &Repo, actor: &str) -> Output {
+    run(repo.cmd(crate::support::bin("bd-sync")).env("BD_ACTOR", actor).args([
+        "link",
+        "prepare-commit-msg",
+        ".git/COMMIT_EDITMSG",
+        "message",
+    ]))
+}
+
 #[test]
 fn the_hook_costs_linear_time_in_the_message() {
     let repo = installed(&[mine("bd-a1", "Alice")]);
@@ -309,12 +319,7 @@ fn the_hook_costs_linear_time_in_the_message() {
         // Near misses of the id everywhere: the word match must not go quadratic.
         std::fs::write(&file, format!("Subject\n\n{}\n", "bd-a1b bd-a1.2 xbd-a1 ".repeat(n))).expect("write");
         let start = Instant::now();
-        let out = run(repo.cmd(crate::support::bin("bd-sync")).env("BD_ACTOR", "Alice").args([
-            "link",
-            "prepare-commit-msg",
-            ".git/COMMIT_EDITMSG",
-            "message",
-        ]));
+        let out = prepare_commit_msg(&repo, "Alice");
         assert!(out.status.success());
         let took = start.elapsed();
         assert!(std::fs::read_to_string(&file).expect("read").ends_with("Beads-Issue: bd-a1\n"));
@@ -545,4 +550,39 @@ fn regression_an_unknown_beads_issue_became_a_trailer_silently() {
     assert_eq!(said.lines().filter(|l| l.contains("zz-999") && l.contains("no issue here has")).count(), 1, "{said}");
     committed(&commit(&repo, "Alice", &[("BEADS_ISSUE", "bd-new9")], &["-m", "A new issue"]));
     assert_eq!(trailers(&repo), ["bd-new9"]);
+}
+
+/// The choice among issues in progress costs linear time in how many there are: 4x as many
+/// unassigned issues moved since HEAD last moved (the worst shape: every one a candidate) cost
+/// at most about 4x, and the choice still names the one moved last, escaping hostile ids in the
+/// line that says so.
+#[test]
+fn choosing_among_many_moved_issues_costs_linear_time_and_escapes_what_it_names() {
+    let moved = |id: &str, day: u32| issue(id).status("in_progress").updated(&format!("2099-01-{day:02}T00:00:00Z")).line();
+    let repo_with = |n: usize| {
+        let mut lines: Vec<String> = (0..n).map(|i| moved(&format!("bd-m{i}"), 1)).collect();
+        lines.push(moved("bd-last", 2));
+        lines.push(issue("bd-\\u001b[31mred").status("in_progress").updated("2099-01-01T00:00:00Z").line());
+        let repo = installed(&[issue("bd-0").line()]);
+        repo.write(FILE, &(lines.join("\n") + "\n"));
+        repo
+    };
+    let time = |repo: &Repo| {
+        let file = repo.path().join(".git/COMMIT_EDITMSG");
+        std::fs::write(&file, "Work\n").expect("write");
+        let start = Instant::now();
+        let out = prepare_commit_msg(repo, "Alice");
+        let took = start.elapsed();
+        assert!(out.status.success());
+        assert!(std::fs::read_to_string(&file).expect("read").ends_with("Beads-Issue: bd-last\n"));
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(said.contains("bd-last, the issue you moved to in progress last") && !said.contains('\u{1b}'), "{said}");
+        took
+    };
+    let (small, large) = (repo_with(2_000), repo_with(8_000));
+    time(&small);
+    time(&large);
+    let small = (0..3).map(|_| time(&small)).min().expect("runs");
+    let large = (0..3).map(|_| time(&large)).min().expect("runs");
+    assert!(large < small * 8 + Duration::from_millis(50), "2k: {small:?}, 8k: {large:?}");
 }

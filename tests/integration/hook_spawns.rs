@@ -367,3 +367,48 @@ fn the_bridge_reads_user_name_from_plain_config_files_and_asks_git_otherwise() {
         assert_eq!(started, configs, "{what}: git config processes");
     }
 }
+
+/// Configuration files read without git are never read whole when hostile: a file over the
+/// bound is left to git, and a link is followed, as git follows it. Each is left to git
+/// or read as git reads it, and the hook finishes.
+#[test]
+fn hostile_configuration_files_are_left_to_git_never_waited_on_or_read_whole() {
+    use crate::support::{CaptureServer, Reply};
+    let server = CaptureServer::start(|_, _| Reply::Status(200));
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").title("one").line()]));
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    repo.git(&["checkout", "-q", "-b", "other"]);
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").title("two").line()]));
+    repo.git(&["commit", "-q", "-am", "edit"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let trace = tmp.path().join("trace2.json");
+    let big = tmp.path().join("big");
+    std::fs::write(&big, format!("# {}\n", "x".repeat(2 << 20))).expect("write");
+    let target = tmp.path().join("target");
+    std::fs::write(&target, format!("[beads]\n\tnotifyUrl = {}\n", server.url)).expect("write");
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let mut branch = ["other", "main"].into_iter().cycle();
+    // (the global file, git config processes expected, whether the notice is sent)
+    // (A device or a FIFO there stops git itself before any hook: `safe_fs::bounded` refuses them
+    // in our reader, tested with it.)
+    for (global, configs, sends) in [(big.as_path(), 1, false), (link.as_path(), 1, true)] {
+        std::fs::write(&trace, "").expect("truncate");
+        let before = server.requests().len();
+        let started = std::time::Instant::now();
+        let mut git = hermetic("git");
+        git.current_dir(repo.path()).env("GIT_TRACE2_EVENT", &trace).env("GIT_CONFIG_GLOBAL", global);
+        let out = run(git.args(["checkout", "-q", branch.next().expect("cycle")]));
+        assert!(out.status.success(), "{}: {}", global.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{}: the hook finished", global.display());
+        let started_configs = git_commands(&trace).into_iter().filter(|c| c == "config").count();
+        assert_eq!(started_configs, configs, "{}: left to git", global.display());
+        let expected = before + usize::from(sends);
+        assert_eq!(server.wait_for(expected, std::time::Duration::from_secs(10)).len(), expected, "{}", global.display());
+    }
+}

@@ -164,6 +164,33 @@ fn regression_after_uninstall_check_blamed_a_hook_manager_and_the_exclude_lines_
     assert_eq!(bd_sync(repo.path(), &["check"]).status.code(), Some(0), "healthy after installing again");
 }
 
+/// Uninstall's clean-up of `info/exclude` never writes through a link, never waits on a FIFO,
+/// and leaves a file it cannot read as it is.
+#[test]
+fn uninstall_leaves_an_exclude_file_behind_a_link_or_a_fifo_as_it_is() {
+    for kind in ["link", "fifo"] {
+        let repo = repo_with_issues();
+        bd_sync_ok(repo.path(), &["install"]);
+        bd_sync_ok(repo.path(), &["export"]);
+        let exclude = repo.path().join(".git/info/exclude");
+        let outside = tempfile::tempdir().expect("tmp");
+        let target = outside.path().join("exclude");
+        std::fs::copy(&exclude, &target).expect("copy");
+        std::fs::remove_file(&exclude).expect("remove");
+        match kind {
+            "link" => std::os::unix::fs::symlink(&target, &exclude).expect("symlink"),
+            _ => assert!(run(std::process::Command::new("mkfifo").arg(&exclude)).status.success()),
+        }
+        let before = std::fs::read(&target).expect("read");
+        let started = std::time::Instant::now();
+        bd_sync_ok(repo.path(), &["uninstall"]);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{kind}: uninstall finished");
+        assert_eq!(std::fs::read(&target).expect("read"), before, "{kind}: nothing written through it");
+        let meta = std::fs::symlink_metadata(&exclude).expect("still there");
+        assert!(!meta.is_file(), "{kind}: left as it was");
+    }
+}
+
 #[test]
 fn dry_run_changes_nothing() {
     let repo = repo_with_issues();
