@@ -252,3 +252,37 @@ fn after_a_rebase_in_a_linked_worktree_a_record_taken_back_in_time_is_stamped() 
     // The primary checkout's file is not touched by the worktree's hook.
     assert_eq!(std::fs::read(repo.path().join(FILE)).expect("read"), jsonl(&[old, other]));
 }
+
+/// `git am` commits a mailed patch without the commit hooks (it runs the applypatch ones): the
+/// patch's message is kept as written (no trailer added for work that is not the committer's),
+/// its edit of the issues file reaches the cache, and neither the cache's pending edit nor the
+/// patch's is reverted by the next plain commit.
+#[test]
+fn a_patch_applied_with_git_am_keeps_its_message_and_its_edit_and_the_pending_one() {
+    let repo = repo_with_a_pending_edit();
+    // The patch: bd-2 retitled, made in a scratch branch from HEAD and mailed.
+    let text = String::from_utf8(std::fs::read(repo.path().join(FILE)).expect("read")).expect("utf-8");
+    run(&mut git_in(repo.path(), &["checkout", "-q", "-b", "mailed"]));
+    repo.write(FILE, text.replacen("\"title\":\"two\"", "\"title\":\"two, by mail\"", 1).as_bytes());
+    let out = run(git_in(repo.path(), &["commit", "-q", "--no-verify", "-am", "Retitle bd-2 by mail"]).env("BD_HOOKS", "0"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let patch = run(&mut git_in(repo.path(), &["format-patch", "-1", "--stdout"])).stdout;
+    run(&mut git_in(repo.path(), &["checkout", "-q", "-"]));
+    let patch_file = repo.path().join(".git/mailed.patch");
+    std::fs::write(&patch_file, patch).expect("write");
+    run(&mut git_in(repo.path(), &["branch", "-q", "-D", "mailed"]));
+
+    let am = run(git_in(repo.path(), &["am", "-q"]).arg(&patch_file).env("BD_ACTOR", "Alice"));
+    assert!(am.status.success(), "git am: {}", String::from_utf8_lossy(&am.stderr));
+    let message = String::from_utf8_lossy(&run(&mut git_in(repo.path(), &["log", "-1", "--format=%B"])).stdout).into_owned();
+    assert_eq!(message.trim_end(), "Retitle bd-2 by mail", "the patch's message as written");
+    assert!(committed(repo.path()).contains("two, by mail"));
+
+    // The next plain commit carries the cache's pending edit and keeps the patch's.
+    repo.write("a.txt", b"after am\n");
+    commit(repo.path(), &["-q", "-am", "code"]);
+    let file = committed(repo.path());
+    assert!(file.contains("edited in the cache") && file.contains("two, by mail"), "{file}");
+    let show = run(&mut git_in(repo.path(), &["status", "--porcelain", "--", FILE]));
+    assert!(show.stdout.is_empty(), "the issues file is committed as it is: {}", String::from_utf8_lossy(&show.stdout));
+}
