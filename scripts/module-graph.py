@@ -38,7 +38,7 @@ MODULE_LAYER = {
     # plumbing: bytes, records, files, git
     "record": "plumbing", "jsonl": "plumbing", "index": "plumbing", "timestamp": "plumbing",
     "git": "plumbing", "safe_fs": "plumbing", "color": "plumbing", "conventions": "plumbing",
-    "paths": "plumbing", "command": "plumbing", "fix": "plumbing",
+    "paths": "plumbing", "command": "plumbing", "fix": "plumbing", "platform": "plumbing",
     # engines: one job each, built on plumbing
     "merge": "engine", "cache": "engine", "diff": "engine", "issue_diff": "engine",
     "notify": "engine", "merge_log": "engine", "merge_trailers": "engine", "replay": "engine",

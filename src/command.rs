@@ -10,6 +10,11 @@
 //! caller gets its error at the deadline, never later, and drops its locks. Once the command
 //! itself has exited, its output is read for [`AFTER_EXIT`] more at most: then the group it left
 //! is stopped and the caller has the output and a word that something lingered.
+//!
+//! Elsewhere than unix (and on Linux under the portable switch, [`crate::platform`]) there are no
+//! process groups and no `poll`: a thread reads the output and hands it over, so the deadline
+//! holds all the same, and at the deadline the command alone is killed (what it started in the
+//! background runs on, and the thread blocked on its pipe ends with it).
 
 use std::io::Read as _;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -17,7 +22,7 @@ use std::time::{Duration, Instant};
 
 /// How long the group has between SIGTERM and SIGKILL (process groups are a unix idea: elsewhere
 /// the command alone is killed at once).
-#[cfg(unix)]
+#[cfg_attr(not(unix), allow(dead_code))]
 const TERM_GRACE: Duration = Duration::from_millis(200);
 
 /// Why [`run_captured`] returned no output.
@@ -74,22 +79,26 @@ pub const AFTER_EXIT: Duration = Duration::from_secs(2);
 /// returns its stdout once the command has exited and its stdout has closed. At `timeout`, or
 /// when stdout passes `limit` bytes, the whole group is stopped and an error returned at once.
 pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Result<Captured, CommandError> {
+    run(command, timeout, limit, crate::platform::unix_calls())
+}
+
+/// [`run_captured`], the unix way (`grouped`: a process group, `poll`) or the portable way.
+fn run(command: &mut Command, timeout: Duration, limit: u64, grouped: bool) -> Result<Captured, CommandError> {
     #[cfg(unix)]
-    {
+    if grouped {
         use std::os::unix::process::CommandExt as _;
         command.process_group(0);
     }
     let deadline = Instant::now() + timeout;
     let mut child = command.stdout(Stdio::piped()).spawn().map_err(CommandError::Start)?;
-    let mut group = Group { child: &mut child, stopped: false };
-    let mut stdout = group.child.stdout.take().ok_or_else(|| CommandError::Io(std::io::Error::other("no stdout pipe")))?;
-    set_nonblocking(&stdout).map_err(|e| group.fail(CommandError::Io(e)))?;
+    let mut group = Group { child: &mut child, stopped: false, grouped };
+    let stdout = group.child.stdout.take().ok_or_else(|| CommandError::Io(std::io::Error::other("no stdout pipe")))?;
+    let mut pipe = Pipe::new(stdout, grouped).map_err(|e| group.fail(CommandError::Io(e)))?;
     let mut out = Vec::new();
     let mut open = true;
     let mut status = None;
     let mut exited_at: Option<Instant> = None;
     let mut lingering = false;
-    let mut chunk = vec![0u8; 64 << 10];
     loop {
         if status.is_none() {
             status = group.child.try_wait().map_err(|e| group.fail(CommandError::Io(e)))?;
@@ -117,26 +126,11 @@ pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Res
             std::thread::sleep(wait);
             continue;
         }
-        if !readable(&stdout, wait) {
-            continue;
-        }
-        // Drain what is there; the pipe is non-blocking, so this never waits.
-        loop {
-            match stdout.read(&mut chunk) {
-                Ok(0) => {
-                    open = false;
-                    break;
-                }
-                Ok(n) => {
-                    if (out.len() + n) as u64 > limit {
-                        return Err(group.fail(CommandError::TooLarge(limit)));
-                    }
-                    out.extend_from_slice(&chunk[..n]);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(group.fail(CommandError::Io(e))),
-            }
+        match pipe.drain(wait, &mut out, limit) {
+            Ok(Drained::Open) => {}
+            Ok(Drained::Closed) => open = false,
+            Ok(Drained::TooLarge) => return Err(group.fail(CommandError::TooLarge(limit))),
+            Err(e) => return Err(group.fail(CommandError::Io(e))),
         }
     }
     let status = status.expect("the loop ends only once the command exited");
@@ -147,6 +141,8 @@ pub fn run_captured(command: &mut Command, timeout: Duration, limit: u64) -> Res
 struct Group<'a> {
     child: &'a mut Child,
     stopped: bool,
+    /// The command leads its own process group (unix): the group is stopped, not the command alone.
+    grouped: bool,
 }
 
 impl Group<'_> {
@@ -162,7 +158,7 @@ impl Group<'_> {
         }
         self.stopped = true;
         #[cfg(unix)]
-        {
+        if self.grouped {
             let Ok(pgid) = libc::pid_t::try_from(self.child.id()) else {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
@@ -179,10 +175,104 @@ impl Group<'_> {
             // stays reserved while any member lives, so this reaches only the command's own.
             // SAFETY: as above.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            let _ = self.child.wait();
+            return;
         }
-        #[cfg(not(unix))]
+        let _ = self.grouped;
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What one [`Pipe::drain`] left.
+enum Drained {
+    /// The pipe is still open.
+    Open,
+    /// The writing end closed: everything is read.
+    Closed,
+    /// More than the limit came.
+    TooLarge,
+}
+
+/// The command's stdout, read within a bound.
+enum Pipe {
+    /// Non-blocking, waited on with `poll` (unix).
+    #[cfg(unix)]
+    Polled(std::process::ChildStdout, Vec<u8>),
+    /// Read by a thread that hands over what it read: a blocking read cannot be bounded otherwise.
+    Threaded(std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>),
+}
+
+impl Pipe {
+    /// The unix way when `polled`, else the reading thread.
+    fn new(stdout: std::process::ChildStdout, polled: bool) -> std::io::Result<Pipe> {
+        #[cfg(unix)]
+        if polled {
+            set_nonblocking(&stdout)?;
+            return Ok(Pipe::Polled(stdout, vec![0u8; 64 << 10]));
+        }
+        let _ = polled;
+        let (send, receive) = std::sync::mpsc::sync_channel(4);
+        let mut stdout = stdout;
+        std::thread::spawn(move || {
+            let mut chunk = vec![0u8; 64 << 10];
+            loop {
+                let read = match stdout.read(&mut chunk) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    read => read.map(|n| chunk[..n].to_vec()),
+                };
+                let last = !matches!(&read, Ok(bytes) if !bytes.is_empty());
+                // The reader gone (a deadline, a limit): nobody wants the rest.
+                if send.send(read).is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(Pipe::Threaded(receive))
+    }
+
+    /// Appends what the pipe has to `out`, waiting at most `wait` for the first bytes.
+    fn drain(&mut self, wait: Duration, out: &mut Vec<u8>, limit: u64) -> std::io::Result<Drained> {
+        let take = |bytes: &[u8], out: &mut Vec<u8>| {
+            if (out.len() + bytes.len()) as u64 > limit {
+                return false;
+            }
+            out.extend_from_slice(bytes);
+            true
+        };
+        match self {
+            #[cfg(unix)]
+            Pipe::Polled(stdout, chunk) => {
+                if !readable(stdout, wait) {
+                    return Ok(Drained::Open);
+                }
+                // Drain what is there; the pipe is non-blocking, so this never waits.
+                loop {
+                    match stdout.read(chunk) {
+                        Ok(0) => return Ok(Drained::Closed),
+                        Ok(n) if !take(&chunk[..n], out) => return Ok(Drained::TooLarge),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(Drained::Open),
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Pipe::Threaded(receive) => {
+                let mut next = receive.recv_timeout(wait).map_err(|e| e == std::sync::mpsc::RecvTimeoutError::Timeout);
+                loop {
+                    match next {
+                        Ok(Ok(bytes)) if bytes.is_empty() => return Ok(Drained::Closed),
+                        Ok(Ok(bytes)) if !take(&bytes, out) => return Ok(Drained::TooLarge),
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => return Err(e),
+                        Err(true) => return Ok(Drained::Open),
+                        Err(false) => return Ok(Drained::Closed),
+                    }
+                    next = receive.try_recv().map_err(|e| e == std::sync::mpsc::TryRecvError::Empty);
+                }
+            }
+        }
     }
 }
 
@@ -199,11 +289,6 @@ fn set_nonblocking(pipe: &std::process::ChildStdout) -> std::io::Result<()> {
     Ok(())
 }
 
-#[cfg(not(unix))]
-fn set_nonblocking(_pipe: &std::process::ChildStdout) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// Waits at most `wait` for the pipe to have data (or be closed).
 #[cfg(unix)]
 fn readable(pipe: &std::process::ChildStdout, wait: Duration) -> bool {
@@ -213,12 +298,6 @@ fn readable(pipe: &std::process::ChildStdout, wait: Duration) -> bool {
     // SAFETY: poll(2) on one valid pollfd that outlives the call.
     let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
     n > 0
-}
-
-#[cfg(not(unix))]
-fn readable(_pipe: &std::process::ChildStdout, wait: Duration) -> bool {
-    std::thread::sleep(wait);
-    true
 }
 
 #[cfg(test)]
@@ -231,24 +310,53 @@ mod tests {
         c
     }
 
+    /// Both ways: the unix one (process group, `poll`) and the portable one (a reading thread).
+    const WAYS: [bool; 2] = [true, false];
+
     #[test]
     fn output_of_a_command_that_ends_is_returned_whole() {
-        let got = run_captured(&mut sh("printf 'a\\nb\\n'; exit 3"), Duration::from_secs(10), 100).expect("runs");
-        assert_eq!(got.stdout, b"a\nb\n");
-        assert_eq!(got.status.code(), Some(3));
+        for grouped in WAYS {
+            let got = run(&mut sh("printf 'a\\nb\\n'; exit 3"), Duration::from_secs(10), 100, grouped).expect("runs");
+            assert_eq!(got.stdout, b"a\nb\n", "grouped: {grouped}");
+            assert_eq!(got.status.code(), Some(3));
+            assert!(!got.lingering);
+        }
+    }
+
+    #[test]
+    fn output_larger_than_a_pipe_comes_whole() {
+        for grouped in WAYS {
+            let got = run(&mut sh("head -c 3000000 /dev/zero"), Duration::from_secs(20), 4 << 20, grouped).expect("runs");
+            assert_eq!(got.stdout.len(), 3_000_000, "grouped: {grouped}");
+        }
     }
 
     #[test]
     fn more_output_than_the_limit_stops_the_command() {
-        let err = run_captured(&mut sh("yes"), Duration::from_secs(10), 1 << 20).expect_err("too large");
-        assert!(matches!(err, CommandError::TooLarge(_)), "{err}");
+        for grouped in WAYS {
+            let err = run(&mut sh("yes"), Duration::from_secs(10), 1 << 20, grouped).expect_err("too large");
+            assert!(matches!(err, CommandError::TooLarge(_)), "grouped: {grouped}: {err}");
+        }
     }
 
     #[test]
     fn a_command_past_its_timeout_is_stopped_at_the_deadline() {
-        let start = Instant::now();
-        let err = run_captured(&mut sh("sleep 30"), Duration::from_millis(300), 100).expect_err("timed out");
-        assert!(matches!(err, CommandError::TimedOut { exited: None, .. }), "{err}");
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        for grouped in WAYS {
+            let start = Instant::now();
+            let err = run(&mut sh("sleep 30"), Duration::from_millis(300), 100, grouped).expect_err("timed out");
+            assert!(matches!(err, CommandError::TimedOut { exited: None, .. }), "grouped: {grouped}: {err}");
+            assert!(start.elapsed() < Duration::from_secs(5), "grouped: {grouped}: {:?}", start.elapsed());
+        }
+    }
+
+    #[test]
+    fn a_background_process_holding_the_output_does_not_hold_the_caller() {
+        for grouped in WAYS {
+            let start = Instant::now();
+            let got = run(&mut sh("echo done; sleep 30 &"), Duration::from_secs(20), 100, grouped).expect("runs");
+            assert_eq!(got.stdout, b"done\n", "grouped: {grouped}");
+            assert!(got.lingering, "grouped: {grouped}");
+            assert!(start.elapsed() < Duration::from_secs(10), "grouped: {grouped}: {:?}", start.elapsed());
+        }
     }
 }

@@ -337,16 +337,15 @@ pub fn checkouts(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Whether the file belongs to the user running us (git's "dubious ownership" test). Elsewhere
-/// than unix the answer is left to git.
-#[cfg(unix)]
+/// than unix the answer is left to git (false: git is asked).
 fn owned_by_me(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    meta.uid() == unsafe { libc::geteuid() }
-}
-
-#[cfg(not(unix))]
-fn owned_by_me(_: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    if crate::platform::unix_calls() {
+        use std::os::unix::fs::MetadataExt as _;
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        return meta.uid() == unsafe { libc::geteuid() };
+    }
+    let _ = meta;
     false
 }
 
@@ -680,7 +679,7 @@ impl BlobStream {
         });
         // A 1 MB pipe instead of 64 KB: a sixteenth of the wake-ups between git and the reader.
         #[cfg(target_os = "linux")]
-        {
+        if crate::platform::linux_calls() {
             use std::os::fd::AsRawFd;
             // SAFETY: the descriptor is the pipe just created and owned by `stdout`; a refusal
             // (a lower `pipe-max-size`) leaves the default size.

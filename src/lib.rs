@@ -29,6 +29,8 @@
 //! - [`safe_fs`]: opening the files we manage as if the repository were hostile.
 //! - [`merge_log`]: the values merges dropped.
 //! - [`command`]: running a command on the user's behalf within a time bound that holds.
+//! - [`platform`]: what only some systems have, and the portable way taken elsewhere (and on
+//!   Linux under a test switch).
 //! - [`tracker`]: whether a tracker's own database (br, bd) holds edits the issues file lacks,
 //!   and running its flush before a commit.
 //!
@@ -55,6 +57,7 @@ pub mod merge_log;
 pub mod merge_trailers;
 pub mod notify;
 pub mod paths;
+pub mod platform;
 pub mod record;
 pub mod replay;
 pub mod safe_fs;
@@ -70,9 +73,13 @@ pub const VERSION: &str = env!("BEADS_GIT_VERSION");
 /// Restores the default SIGPIPE action so `bd-sync ready | head` ends quietly, as command-line
 /// tools do, instead of failing on a closed pipe. Call first thing in `main`.
 pub fn reset_sigpipe() {
+    // Elsewhere (and under the portable switch) a write to a closed pipe is an error the
+    // printing code ends on quietly (`std::io::ErrorKind::BrokenPipe`).
     #[cfg(unix)]
-    // SAFETY: setting a signal's disposition to its default is always sound.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    if platform::unix_calls() {
+        // SAFETY: setting a signal's disposition to its default is always sound.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
     }
 }

@@ -179,6 +179,8 @@ pub fn uninstall_block(path: &Path, dry_run: bool) -> Result<Change> {
     Ok(Change::Removed)
 }
 
+/// Makes a hook file executable. Not under the portable switch (git on Linux runs only executable
+/// hooks); elsewhere than unix there is no mode to set, and git runs the file as it is.
 #[cfg(unix)]
 fn set_mode(path: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -190,17 +192,15 @@ fn set_mode(_: &Path, _: u32) -> Result<()> {
     Ok(())
 }
 
-/// Whether git can execute the file.
-#[cfg(unix)]
+/// Whether git can execute the file. Elsewhere than unix a file has no execute bit and git runs
+/// any hook file there is.
 pub fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
-}
-
-/// Whether git can execute the file.
-#[cfg(not(unix))]
-pub fn is_executable(path: &Path) -> bool {
-    path.exists()
+    #[cfg(unix)]
+    if crate::platform::unix_calls() {
+        use std::os::unix::fs::PermissionsExt;
+        return fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    }
+    path.is_file()
 }
 
 #[cfg(test)]

@@ -306,12 +306,17 @@ fn missing_program(command: &str) -> Option<String> {
     if program.is_empty() || program.contains(['$', '`', '"']) {
         return None; // a shell expression: not ours to judge
     }
-    let exists = if program.starts_with('/') {
-        Path::new(&program).exists()
-    } else if program.contains('/') {
+    // Windows names a program `bd-merge.exe` where the command says `bd-merge`.
+    let runnable = |path: &Path| {
+        let suffix = std::env::consts::EXE_SUFFIX.trim_start_matches('.');
+        path.is_file() || (!suffix.is_empty() && path.with_extension(suffix).is_file())
+    };
+    let exists = if program.starts_with('/') || Path::new(&program).is_absolute() {
+        runnable(Path::new(&program))
+    } else if program.contains('/') || (cfg!(windows) && program.contains('\\')) {
         return None; // relative to the top of the work tree, where git runs it: left to git
     } else {
-        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&program).is_file()))
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| runnable(&d.join(&program))))
     };
     (!exists).then_some(program)
 }
@@ -421,7 +426,20 @@ fn lefthook_skips(text: &str) -> Vec<(usize, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::lefthook_skips;
+    use super::{lefthook_skips, missing_program};
+
+    #[test]
+    fn the_driver_path_install_writes_is_found_whatever_its_characters() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for name in ["plain", "with space", "back\\slash", "it's", "C:\\Program Files\\beads-git"] {
+            let bin_dir = dir.path().join(name);
+            std::fs::create_dir_all(&bin_dir).expect("mkdir");
+            let command = crate::install::driver_command(&bin_dir);
+            assert_eq!(missing_program(&command).as_deref(), Some(bin_dir.join("bd-merge").to_str().expect("utf-8")), "{command}");
+            std::fs::write(bin_dir.join("bd-merge"), b"").expect("write");
+            assert_eq!(missing_program(&command), None, "{command}");
+        }
+    }
 
     #[test]
     fn lefthook_skip_on_our_job_or_our_hook_is_found() {

@@ -50,7 +50,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
 fn prefault(buffer: &mut Vec<u8>) {
     const PAGE: usize = 4096;
     #[cfg(target_os = "linux")]
-    if buffer.capacity() >= 64 * PAGE {
+    if buffer.capacity() >= 64 * PAGE && crate::platform::linux_calls() {
         const MADV_POPULATE_WRITE: libc::c_int = 23;
         let start = (buffer.as_mut_ptr() as usize).next_multiple_of(PAGE);
         let end = (buffer.as_mut_ptr() as usize + buffer.capacity()) / PAGE * PAGE;

@@ -77,10 +77,8 @@ pub fn append(dir: &Path, entries: Vec<Entry>) -> Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.append(true).create(true);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC).mode(0o644);
-    }
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    safe_fs::no_follow(&mut options, &log).with_context(|| format!("opening {}", log.display()))?;
     let mut file = options.open(&log).with_context(|| format!("opening {}", log.display()))?;
     file.write_all(&bytes).with_context(|| format!("appending to {}", log.display()))?;
     Ok(())

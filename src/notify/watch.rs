@@ -395,19 +395,12 @@ impl Watching<'_> {
     }
 }
 
-/// The directory's device and inode, `None` while it does not exist.
+/// The directory's device and inode, `None` while it does not exist. Elsewhere than unix there is
+/// no inode number ([`crate::safe_fs::Identity`]): a directory replaced between two looks is then
+/// noticed only when a look finds it missing.
 fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(dir).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some((meta.dev(), meta.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        Some((0, 0))
-    }
+    let id = crate::safe_fs::Identity::of(&std::fs::metadata(dir).ok()?);
+    Some((id.dev, id.ino))
 }
 
 /// A flag set by SIGINT or SIGTERM, for a clean stop.

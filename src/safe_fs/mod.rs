@@ -171,16 +171,30 @@ pub fn refuse_non_regular(path: &Path) -> Result<(), FileError> {
     }
 }
 
+/// Makes `options` open `path` without following a final symbolic link and without waiting on a
+/// FIFO. On unix the open itself refuses the link (`O_NOFOLLOW`); elsewhere (and under the
+/// portable switch) a look just before the open refuses it, which leaves a moment in which
+/// another process could put a link there.
+pub fn no_follow(options: &mut fs::OpenOptions, path: &Path) -> Result<(), FileError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let follow = if crate::platform::unix_calls() { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(follow | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    if !crate::platform::unix_calls() {
+        refuse_symlink(path)?;
+    }
+    let _ = options;
+    Ok(())
+}
+
 /// Opens a regular file for reading without following a final symlink and without blocking on a
 /// FIFO. `Ok(None)` when it does not exist.
 pub fn open_regular(path: &Path) -> Result<Option<File>, FileError> {
     let mut options = fs::OpenOptions::new();
     options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    }
+    no_follow(&mut options, path)?;
     let file = match options.open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -219,10 +233,8 @@ pub fn open_for_update(path: &Path) -> Result<File, FileError> {
     let mut options = fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC).mode(0o644);
-    }
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    no_follow(&mut options, path)?;
     let file = options.open(path).map_err(|e| {
         if let Err(link) = refuse_non_regular(path) {
             return link;
@@ -255,13 +267,9 @@ impl Identity {
     pub fn of(meta: &fs::Metadata) -> Identity {
         let mtime_ns =
             meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos() as i64).unwrap_or(0);
-        #[cfg(unix)]
-        let (dev, ino) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (dev, ino) = (0, 0);
+        // Elsewhere than unix a file has no inode number here: a replaced file is told apart by
+        // its size and modification time alone.
+        let (dev, ino) = inode(meta).unwrap_or((0, 0));
         Identity { dev, ino, size: meta.len(), mtime_ns }
     }
 
@@ -269,6 +277,17 @@ impl Identity {
     pub fn at(path: &Path) -> Option<Identity> {
         fs::symlink_metadata(path).ok().map(|m| Identity::of(&m))
     }
+}
+
+/// The device and inode numbers, where the system has them.
+fn inode(meta: &fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    if crate::platform::unix_calls() {
+        use std::os::unix::fs::MetadataExt;
+        return Some((meta.dev(), meta.ino()));
+    }
+    let _ = meta;
+    None
 }
 
 /// Whether [`replace_if_unchanged`] put the new file in place.
@@ -284,7 +303,8 @@ pub enum Replaced {
 /// Moves `new` over `path` only if the file at `path` is still `expected` (`None`: there was no
 /// file). On Linux the check is exact: the two files are exchanged atomically, the one swapped
 /// out is checked, and swapped back if it was not the one we read, so another writer's rename at
-/// any moment is never lost. Elsewhere the check runs immediately before the rename.
+/// any moment is never lost. Elsewhere (and on a file system without the exchange) the check runs
+/// immediately before the rename.
 pub fn replace_if_unchanged(new: &Path, path: &Path, expected: Option<Identity>) -> std::io::Result<Replaced> {
     let Some(expected) = expected else {
         if Identity::at(path).is_some() {
@@ -296,8 +316,7 @@ pub fn replace_if_unchanged(new: &Path, path: &Path, expected: Option<Identity>)
     if Identity::at(path) != Some(expected) {
         return Ok(Replaced::Raced);
     }
-    #[cfg(target_os = "linux")]
-    {
+    if crate::platform::linux_calls() {
         match exchange(new, path) {
             Ok(()) => {
                 // `new` now names the file that was at `path`.
@@ -308,7 +327,7 @@ pub fn replace_if_unchanged(new: &Path, path: &Path, expected: Option<Identity>)
                 return Ok(Replaced::Raced);
             }
             // A file system without RENAME_EXCHANGE: the plain rename below.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)) => {}
+            Err(e) if exchange_unsupported(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -316,19 +335,31 @@ pub fn replace_if_unchanged(new: &Path, path: &Path, expected: Option<Identity>)
     Ok(Replaced::Done)
 }
 
-#[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let ca = CString::new(a.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    let cb = CString::new(b.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
-    let rc = unsafe { libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+/// Swaps two paths in one step (`renameat2` with `RENAME_EXCHANGE`). Elsewhere than Linux, and
+/// under the portable switch, an `Unsupported` error the callers take as "rename instead".
+pub(crate) fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if crate::platform::linux_calls() {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let ca = CString::new(a.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+        let cb = CString::new(b.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+        // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+        let rc =
+            unsafe { libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
+        return if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
     }
+    let _ = (a, b);
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// Whether an [`exchange`] failed only because the system or the file system cannot swap.
+fn exchange_unsupported(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)) {
+        return true;
+    }
+    e.kind() == std::io::ErrorKind::Unsupported
 }
 
 #[cfg(test)]

@@ -16,19 +16,18 @@ pub fn prefix() -> String {
     format!("{PREFIX}{}.", std::process::id())
 }
 
-fn alive(pid: u32) -> bool {
+/// Whether the process that named a temporary file still runs; `None` where that cannot be asked
+/// (elsewhere than unix): its files are then swept by age, like the unnamed ones.
+fn alive(pid: u32) -> Option<bool> {
     #[cfg(unix)]
-    {
-        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if crate::platform::unix_calls() {
+        let Ok(pid) = libc::pid_t::try_from(pid) else { return Some(false) };
         // SAFETY: signal 0 only checks whether the process exists.
         let r = unsafe { libc::kill(pid, 0) };
-        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        return Some(r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
     }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
-    }
+    let _ = pid;
+    None
 }
 
 /// Removes temporary files in `dir` left by processes that no longer run (and unnamed ones
@@ -38,10 +37,15 @@ pub fn sweep(dir: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        let old =
+            || entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age.as_secs() > 3600);
         let stale = if let Some(rest) = name.strip_prefix(PREFIX) {
-            rest.split('.').next().and_then(|p| p.parse::<u32>().ok()).is_some_and(|pid| pid != std::process::id() && !alive(pid))
+            rest.split('.')
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| pid != std::process::id() && alive(pid).map_or_else(old, |alive| !alive))
         } else if name.starts_with(".beads-git-") && name.ends_with(".tmp") {
-            entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age.as_secs() > 3600)
+            old()
         } else {
             false
         };

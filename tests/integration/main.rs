@@ -40,6 +40,7 @@ mod merge_equivalence;
 mod merge_fixtures;
 mod merge_git;
 mod merge_properties;
+mod portable;
 mod queries;
 mod repair;
 mod repair_history;

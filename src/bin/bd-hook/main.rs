@@ -9,6 +9,7 @@
 //! the dispatch; `deliver.rs` prints or sends what a mode found.
 
 #[path = "../common/mod.rs"]
+#[macro_use]
 mod common;
 
 mod deliver;

@@ -40,12 +40,12 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
     }
     if json {
         let report = issue_diff::FileDiff { old: old.display().to_string(), new: new.display().to_string(), issues: changes };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         if let Some(label) = label.filter(|_| !changes.is_empty()) {
-            println!("diff --beads a/{label} b/{label}");
+            outln!("diff --beads a/{label} b/{label}");
         }
-        print!("{}", issue_diff::render(&changes, issue_diff::Style::for_stdout()));
+        out!("{}", issue_diff::render(&changes, issue_diff::Style::for_stdout()));
     }
     Ok(if exit_code && differs { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -7,6 +7,10 @@
 //! ever but stays out of `--help`. This file holds the clap tree, the shared flags' rules and the
 //! dispatch.
 
+#[path = "../common/mod.rs"]
+#[macro_use]
+mod common;
+
 mod dedupe;
 mod diff;
 mod driver;
@@ -14,9 +18,6 @@ mod resolve;
 mod review;
 mod textconv;
 mod update_branch;
-
-#[path = "../common/mod.rs"]
-mod common;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

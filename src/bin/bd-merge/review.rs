@@ -101,9 +101,9 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
     let listed = with_commit_trailers(&cwd, all.clone());
     let shown = merge_log::select(listed, &merge_log::Filter { last, since, id });
     if json {
-        println!("{}", serde_json::to_string_pretty(&shown)?);
+        outln!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
-        print!("{}", merge_log::render(&shown, &common::fix::word));
+        out!("{}", merge_log::render(&shown, &common::fix::word));
     }
     // Listing them is reviewing them: `bd-sync check` stops mentioning what was shown.
     let shown_here: Vec<merge_log::Entry> = shown.into_iter().filter(|e| e.commit.is_none()).collect();

@@ -15,6 +15,6 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { file } = args;
     let content = beads_git::jsonl::read(&file)?;
-    print!("{}", issue_diff::textconv(&content));
+    out!("{}", issue_diff::textconv(&content));
     Ok(ExitCode::SUCCESS)
 }

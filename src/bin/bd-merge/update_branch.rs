@@ -41,7 +41,7 @@ pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode>
         other => anyhow::anyhow!(other.text(&crate::common::fix::word)),
     })?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
         match &outcome {
             UpdateOutcome::UpToDate { .. } => eprintln!("bd-merge: already up to date with {}", options.base),

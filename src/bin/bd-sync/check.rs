@@ -36,7 +36,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
         for f in &report.findings {
             let line = f.lines.first().map(|l| format!(":{l}")).unwrap_or_default();
             let id = f.id.as_deref().map(|i| format!(" {}:", escaped(i))).unwrap_or_default();
-            println!("{}{line}: {} {}:{id} {}", escaped(&report.file), f.severity, f.kind, escaped(&f.message));
+            outln!("{}{line}: {} {}:{id} {}", escaped(&report.file), f.severity, f.kind, escaped(&f.message));
         }
         eprintln!("bd-sync: check {}: {}", escaped(&report.file), report.summary());
     }

@@ -62,7 +62,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     let budget = args.budget.map_or(DEFAULT_BUDGET, |b| b as usize);
     let share = budget / contexts.len();
     for c in &contexts {
-        print!("{}", fit(&sections(c), share));
+        out!("{}", fit(&sections(c), share));
     }
     Ok(ExitCode::SUCCESS)
 }

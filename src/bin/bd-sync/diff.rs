@@ -28,7 +28,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     if global.json {
         Global::print_json(&report)?;
     } else {
-        print!("{}", issue_diff::render(&report.issues, Style::for_stdout()));
+        out!("{}", issue_diff::render(&report.issues, Style::for_stdout()));
         if report.issues.is_empty() {
             eprintln!("bd-sync: no issue changed between {} and {}", escaped(&report.old), escaped(&report.new));
         }

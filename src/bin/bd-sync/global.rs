@@ -66,7 +66,7 @@ impl Global {
 
     /// Prints `value` as pretty JSON on stdout.
     pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<()> {
-        println!("{}", serde_json::to_string_pretty(value)?);
+        outln!("{}", serde_json::to_string_pretty(value)?);
         Ok(())
     }
 }

@@ -99,13 +99,13 @@ pub(crate) fn print_actions(global: &Global, actions: &[Action], dry_run: bool, 
     for a in actions.iter().filter(changed) {
         let change = if dry_run { format!("would be {}", a.change) } else { a.change.to_string() };
         let path = if a.path == a.what { String::new() } else { format!("  {}", escaped(&a.path)) };
-        println!("{:<width$}  {change}{path}", escaped(&a.what));
+        outln!("{:<width$}  {change}{path}", escaped(&a.what));
     }
     if actions.iter().all(|a| matches!(a.change, Change::Unchanged | Change::Absent)) {
-        println!("nothing to change");
+        outln!("nothing to change");
     }
     if let Some(r) = imported.filter(|r| !r.noop) {
-        println!("{:<width$}  imported {} issue(s)", "cache", r.added.len() + r.changed.len());
+        outln!("{:<width$}  imported {} issue(s)", "cache", r.added.len() + r.changed.len());
     }
     Ok(())
 }

@@ -57,18 +57,18 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     for e in &entries {
         let c = &e.commit;
         let short = &c.commit[..c.commit.len().min(12)];
-        println!("commit {}  {}  {} <{}>", escaped(short), escaped(&c.date), escaped(&c.author), escaped(&c.email));
-        println!("    {}", escaped(&c.subject));
+        outln!("commit {}  {}  {} <{}>", escaped(short), escaped(&c.date), escaped(&c.author), escaped(&c.email));
+        outln!("    {}", escaped(&c.subject));
         for line in issue_diff::render(std::slice::from_ref(&e.change), Style::for_stdout()).lines() {
-            println!("  {line}");
+            outln!("  {line}");
         }
-        println!();
+        outln!();
     }
     if entries.is_empty() {
         eprintln!("bd-sync: no commit changed {id:?}");
     }
     if !linked.is_empty() {
-        println!("code commits linked to {} ({}):", escaped(&id), linked.len());
+        outln!("code commits linked to {} ({}):", escaped(&id), linked.len());
         print_links(&linked);
     }
     Ok(ExitCode::SUCCESS)
@@ -93,6 +93,6 @@ fn print_links(linked: &[beads_git::bridge::links::Link]) {
             beads_git::bridge::links::How::Trailer => "trailer",
             beads_git::bridge::links::How::Mention => "mention",
         };
-        println!("{}  {how:<7}  {}", escaped(&l.commit[..l.commit.len().min(12)]), l.subject);
+        outln!("{}  {how:<7}  {}", escaped(&l.commit[..l.commit.len().min(12)]), l.subject);
     }
 }

@@ -6,6 +6,10 @@
 //! `global.rs` ([`Global`]), and each subcommand is one file holding its arguments, its `run` and
 //! its printer.
 
+#[path = "../common/mod.rs"]
+#[macro_use]
+mod common;
+
 mod check;
 mod context;
 mod diff;
@@ -21,9 +25,6 @@ mod schema;
 mod show;
 mod status;
 mod uninstall;
-
-#[path = "../common/mod.rs"]
-mod common;
 
 /// bd-sync's allocator. The cold import allocates a few strings per field on one thread and
 /// frees them on another: under glibc's allocator a fifth of its samples were `malloc`, `free`

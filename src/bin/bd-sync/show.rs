@@ -45,7 +45,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     } else {
         for (i, (shown, commits)) in all.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!();
             }
             print_shown(shown);
             print_commits(commits);
@@ -81,10 +81,10 @@ fn print_commits(commits: &[Link]) {
     if commits.is_empty() {
         return;
     }
-    println!();
-    println!("  COMMITS (last {})", commits.len());
+    outln!();
+    outln!("  COMMITS (last {})", commits.len());
     for c in commits {
-        println!("    {}  {}", escaped(&c.commit[..c.commit.len().min(12)]), c.subject);
+        outln!("    {}  {}", escaped(&c.commit[..c.commit.len().min(12)]), c.subject);
     }
 }
 
@@ -123,7 +123,7 @@ fn print_shown(shown: &query::Shown) {
         Some(v) => Some(escaped(&v.to_string()).into_owned()),
     };
     let raw_text = |k: &str| issue.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
-    println!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
+    outln!("{}: {}", text("id").unwrap_or_default(), text("title").unwrap_or_default());
     let mut fields: Vec<(String, String)> = Vec::new();
     for (label, key) in [("status", "status"), ("type", "issue_type"), ("assignee", "assignee"), ("owner", "owner")] {
         if let Some(v) = text(key) {
@@ -171,18 +171,18 @@ fn print_shown(shown: &query::Shown) {
     }
     for (label, value) in fields {
         // A label of 13 characters or more still gets a space before its value.
-        println!("  {:<13}{value}", format!("{label} "));
+        outln!("  {:<13}{value}", format!("{label} "));
     }
     if shown.dirty {
-        println!("  (edited in the cache, not yet exported)");
+        outln!("  (edited in the cache, not yet exported)");
     }
     let section = |heading: Option<&str>, body: &str| {
-        println!();
+        outln!();
         if let Some(h) = heading {
-            println!("  {h}");
+            outln!("  {h}");
         }
         for line in body.lines() {
-            println!("  {}{}", if heading.is_some() { "  " } else { "" }, escaped(line));
+            outln!("  {}{}", if heading.is_some() { "  " } else { "" }, escaped(line));
         }
     };
     if let Some(d) = raw_text("description").filter(|d| !d.trim().is_empty()) {
@@ -194,17 +194,13 @@ fn print_shown(shown: &query::Shown) {
         }
     }
     if let Some(serde_json::Value::Array(comments)) = issue.get("comments").filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
-        println!();
-        println!("  COMMENTS ({})", comments.len());
+        outln!();
+        outln!("  COMMENTS ({})", comments.len());
         for c in comments {
             let field = |k: &str| c.get(k).and_then(serde_json::Value::as_str).map(|v| escaped(v).into_owned());
-            println!(
-                "    {} {}",
-                field("created_at").unwrap_or_else(|| "-".into()),
-                field("author").unwrap_or_else(|| "(no author)".into())
-            );
+            outln!("    {} {}", field("created_at").unwrap_or_else(|| "-".into()), field("author").unwrap_or_else(|| "(no author)".into()));
             for line in c.get("text").and_then(serde_json::Value::as_str).unwrap_or_default().lines() {
-                println!("      {}", escaped(line));
+                outln!("      {}", escaped(line));
             }
         }
     }

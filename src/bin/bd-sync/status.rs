@@ -14,15 +14,15 @@ pub(crate) fn run(global: &Global) -> Result<ExitCode> {
     if global.json {
         Global::print_json(&s)?;
     } else if !s.cache_exists {
-        println!("file    {}", escaped(&s.file));
-        println!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", escaped(&s.db));
+        outln!("file    {}", escaped(&s.file));
+        outln!("cache   {} (none yet: `bd-sync import`, or any query, creates it)", escaped(&s.db));
     } else {
-        println!("file    {}", escaped(&s.file));
-        println!("cache   {} (schema {})", escaped(&s.db), s.schema_version);
+        outln!("file    {}", escaped(&s.file));
+        outln!("cache   {} (schema {})", escaped(&s.db), s.schema_version);
         let by: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{v} {}", escaped(k))).collect();
-        println!("issues  {} ({})", s.issues, by.join(", "));
-        println!("dirty   {} unexported edit(s)", s.dirty);
-        println!(
+        outln!("issues  {} ({})", s.issues, by.join(", "));
+        outln!("dirty   {} unexported edit(s)", s.dirty);
+        outln!(
             "fresh   {}",
             if s.file_changed_since_sync { "no: the file changed since the last sync (run bd-sync import)" } else { "yes" }
         );

@@ -7,6 +7,36 @@
 // Each binary includes this file and uses part of it.
 #![allow(dead_code)]
 
+/// `println!` for what a command prints on stdout (see [`stdout_write`]).
+macro_rules! outln {
+    () => { $crate::common::stdout_write(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::common::stdout_write(format_args!($($arg)*), true) };
+}
+
+/// `print!` for what a command prints on stdout (see [`stdout_write`]).
+#[allow(unused_macros)]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::common::stdout_write(format_args!($($arg)*), false) };
+}
+
+/// Writes to stdout, and ends the process quietly (exit 0) when the reader has gone:
+/// `bd-sync ready | head -1`. On unix SIGPIPE's default action ends it so before the write
+/// returns; where a write to a closed pipe is an error instead (Windows, and the portable switch
+/// of `src/platform.rs`), this does the same by hand rather than panic as `println!` does. Any
+/// other failure to write (a full disk) is said on stderr and ends the process with exit 2.
+pub fn stdout_write(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(args).and_then(|()| if newline { stdout.write_all(b"\n") } else { Ok(()) });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
 pub mod args;
 pub mod complete;
 pub mod fix;
@@ -32,7 +62,7 @@ pub fn print_json_error_for(kind: &str, e: &anyhow::Error) {
 
 fn print_json_object(kind: &str, message: &str, fix: Option<&str>) {
     let value = serde_json::json!({"error": {"kind": kind, "message": message, "fix": fix}});
-    println!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
+    outln!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
 }
 
 /// Ends the process for a command line clap refused (or `--help`, `--version`): under `--json`

@@ -176,16 +176,14 @@ fn fresh_batch(recycled: &std::sync::mpsc::Receiver<Batch>) -> Batch {
     batch
 }
 
-/// Reads exactly `buf.len()` bytes at `offset`, leaving the descriptor's position alone.
-#[cfg(unix)]
+/// Reads exactly `buf.len()` bytes at `offset`, leaving the descriptor's position alone (`pread`).
+/// Elsewhere than unix: a clone of the descriptor, moved to the offset (the clone shares the
+/// position, and the targeted pass is the only reader then).
 fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-/// Elsewhere: a clone of the descriptor, moved to the offset (the clone shares the position,
-/// and the targeted pass is the only reader then).
-#[cfg(not(unix))]
-fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    if crate::platform::unix_calls() {
+        return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
+    }
     use std::io::{Read as _, Seek as _};
     let mut file = file.try_clone()?;
     file.seek(std::io::SeekFrom::Start(offset))?;

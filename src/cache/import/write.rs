@@ -333,13 +333,10 @@ fn latest_copy(copies: &[(usize, &str)]) -> usize {
 /// other facts are compared there).
 pub(super) fn change_time(meta: &std::fs::Metadata) -> (i64, i64) {
     #[cfg(unix)]
-    {
+    if crate::platform::unix_calls() {
         use std::os::unix::fs::MetadataExt as _;
-        (meta.ctime(), meta.ctime_nsec())
+        return (meta.ctime(), meta.ctime_nsec());
     }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        (0, 0)
-    }
+    let _ = meta;
+    (0, 0)
 }
