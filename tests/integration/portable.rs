@@ -121,3 +121,48 @@ fn a_reader_that_goes_away_ends_every_printing_command_quietly_both_ways() {
         }
     }
 }
+
+/// The hooks as Git for Windows' `sh` (and dash, and any POSIX shell) reads them: no bash-only
+/// syntax, and a hook an editor saved with CRLF line ends is found outdated and mended by one
+/// `install`, never given a second block.
+#[test]
+fn hook_files_are_posix_sh_and_a_crlf_copy_is_mended_by_one_install() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &jsonl(&[issue("bd-1").line()]), "issues");
+    crate::support::bd_sync_ok(repo.path(), &["install"]);
+    let hooks = repo.path().join(".git/hooks");
+    let ours: Vec<std::path::PathBuf> = std::fs::read_dir(&hooks)
+        .expect("hooks")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("beads-git >>>")))
+        .collect();
+    assert!(ours.len() >= 5, "{ours:?}");
+    let parses = |path: &Path| {
+        let out = run(Command::new("dash").arg("-n").arg(path));
+        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(path).expect("read");
+        let text: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| format!("{l}\n")).collect();
+        for bashism in ["[[", "function ", "$'", "<<<", "&>", "${!", "pushd", "source "] {
+            assert!(!text.contains(bashism), "{} holds {bashism:?}:\n{text}", path.display());
+        }
+    };
+    ours.iter().for_each(|p| parses(p));
+    for path in &ours {
+        let crlf = std::fs::read_to_string(path).expect("read").replace('\n', "\r\n");
+        std::fs::write(path, crlf).expect("write");
+    }
+    let check = crate::support::bd_sync(repo.path(), &["check"]);
+    let said = String::from_utf8_lossy(&check.stdout).into_owned() + &String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("hook-outdated") && said.contains("bd-sync install"), "{said}");
+    crate::support::bd_sync_ok(repo.path(), &["install"]);
+    for path in &ours {
+        let text = std::fs::read_to_string(path).expect("read");
+        assert_eq!(text.matches("beads-git >>>").count(), 1, "{}:\n{text}", path.display());
+        let block_start = text.find("# >>> beads-git").expect("block");
+        let block_end = text.find("# <<< beads-git <<<").expect("block end");
+        assert!(!text[block_start..block_end].contains('\r'), "{}: the block is written with LF", path.display());
+    }
+    let check = crate::support::bd_sync(repo.path(), &["check"]);
+    let said = String::from_utf8_lossy(&check.stdout).into_owned() + &String::from_utf8_lossy(&check.stderr);
+    assert!(!said.contains("hook-outdated"), "{said}");
+}
