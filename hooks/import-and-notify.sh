@@ -9,7 +9,7 @@ elif [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   if [ -x "$beads_git_bin/bd-sync" ] && [ -x "$beads_git_bin/bd-hook" ]; then
     # post-rewrite after a rebase: records the replay left older than before are stamped first.
     beads_git_after=; [ "${1-}" = rebase ] && beads_git_after=--after-rebase
-    "$beads_git_bin/bd-sync" import --print-changed -z --timeout 60 $beads_git_after </dev/null | "$beads_git_bin/bd-hook" --stdin -z --timeout 2 || :
+    "$beads_git_bin/bd-sync" import --print-changed -z --timeout 60 $beads_git_after </dev/null | "$beads_git_bin/bd-hook" stdin -z --timeout 2 || :
     unset beads_git_after
   fi
   if [ -x "$beads_git_bin/bd-merge" ]; then

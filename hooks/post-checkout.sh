@@ -7,7 +7,7 @@ if [ "${BD_HOOKS:-1}" != 0 ] && [ "${3:-0}" = 1 ] && [ -d .beads ] && [ -e .bead
 elif [ "${BD_HOOKS:-1}" != 0 ] && [ "${3:-0}" = 1 ] && [ -d .beads ]; then
 @FIND_BINARIES@
   if [ -x "$beads_git_bin/bd-sync" ] && [ -x "$beads_git_bin/bd-hook" ]; then
-    "$beads_git_bin/bd-sync" import --print-changed -z --timeout 60 </dev/null | "$beads_git_bin/bd-hook" --stdin -z --timeout 2 || :
+    "$beads_git_bin/bd-sync" import --print-changed -z --timeout 60 </dev/null | "$beads_git_bin/bd-hook" stdin -z --timeout 2 || :
   fi
   unset beads_git_bin
 fi

@@ -1,4 +1,4 @@
-//! Running a command on the user's behalf (`bd-hook --source-cmd`, a tracker's own export) with a
+//! Running a command on the user's behalf (`bd-hook since-last --source-cmd`, a tracker's own export) with a
 //! time bound that holds whatever the command does.
 //!
 //! A shell command can leave a background process behind that keeps its stdout open

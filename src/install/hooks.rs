@@ -40,7 +40,7 @@ pub enum OneHookError {
     Failed(#[from] anyhow::Error),
 }
 
-/// Installs the block of one hook where `install` would put it (`bd-hook --install-git-hook`).
+/// Installs the block of one hook where `install` would put it (`bd-hook install-hook`).
 pub fn install_one(repo: &Path, hook: Hook, bin_dir: &Path) -> Result<(PathBuf, Change), OneHookError> {
     let (path, binaries, mode) = match manager(repo)? {
         Manager::Plain => (hooks_dir(repo)?.join(hook.file_name()), Binaries::Dir(bin_dir.to_path_buf()), ModePolicy::Executable),

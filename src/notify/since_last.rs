@@ -1,7 +1,7 @@
-//! `bd-hook --since-last`: every id changed since the last successful run, exactly once.
+//! `bd-hook since-last`: every id changed since the last successful run, exactly once.
 //!
 //! A cron job or a wrapper around a tracker cannot know which commits landed, were rewritten or
-//! thrown away since it last ran, and `--from-diff HEAD~1` misses or repeats changes when several
+//! thrown away since it last ran, and `from-diff HEAD~1` misses or repeats changes when several
 //! commits, none, a rebase or a reset happened in between. This mode does not look at history at
 //! all: it compares the issues as they are now (the working file, or the output of a command such
 //! as `bd export`) with what it last delivered, kept in the git dir. The state holds, per source

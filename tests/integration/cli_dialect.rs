@@ -461,3 +461,75 @@ fn merge_is_the_drivers_visible_name_and_does_what_gits_form_does() {
         assert!(help.contains(flag), "{flag} in merge's help:\n{help}");
     }
 }
+
+/// bd-hook's subcommands against the mode flags they replace, each in a fresh repository and
+/// with a real server: the same ids reach the server, the same stdout and exit code. The old
+/// flags are hidden from every `--help`, and refused beside a subcommand.
+#[test]
+fn bd_hook_subcommands_do_what_the_old_mode_flags_did_and_the_old_flags_are_hidden_aliases() {
+    let pairs: [(&[&str], &[&str], &[u8]); 9] = [
+        (&["send", "bd-1", "bd-2"], &["--id", "bd-1", "--id", "bd-2"], b""),
+        (&["send", "bd-1", "--dry-run", "-z"], &["--id", "bd-1", "--dry-run", "-z"], b""),
+        (&["stdin", "-z"], &["--stdin", "-z"], b"bd-7\0bd 8\0"),
+        (&["stdin"], &["--stdin"], b"# a comment\nbd-7\n\n"),
+        (&["from-diff", "HEAD~1"], &["--from-diff", "HEAD~1"], b""),
+        (&["from-diff", "HEAD~1", "--path", ".beads/issues.jsonl"], &["--from-diff", "HEAD~1", "--path", ".beads/issues.jsonl"], b""),
+        (&["since-last", "--state", "cron"], &["--state", "cron"], b""),
+        (&["since-last", "--source-cmd", "cat .beads/issues.jsonl"], &["--source-cmd", "cat .beads/issues.jsonl"], b""),
+        (&["post-commit"], &["--post-commit"], b""),
+    ];
+    for (new, old, input) in pairs {
+        let outcome = |args: &[&str]| {
+            let repo = repo_with_two_commits();
+            let server = crate::support::CaptureServer::start(|_, _| crate::support::Reply::Status(200));
+            let mut full = args.to_vec();
+            full.push("--strict");
+            let mut cmd = ours("bd-hook");
+            cmd.current_dir(repo.path()).args(&full).env("GEMBA_NOTIFY_URL", &server.url).write_stdin(input);
+            let first = run(cmd.timeout(Duration::from_secs(20)));
+            // A since-last run records a baseline first: the second run is the one that sends.
+            repo.commit_file(".beads/issues.jsonl", &jsonl(&[issue("bd-1").title("moved").line(), issue("bd-2").line()]), "three");
+            let second = run(ours("bd-hook").current_dir(repo.path()).args(&full).env("GEMBA_NOTIFY_URL", &server.url).write_stdin(input));
+            let got = |o: &Output| (o.status.code(), stdout(o));
+            (got(&first), got(&second), server.items())
+        };
+        let (with_new, with_old) = (outcome(new), outcome(old));
+        assert_eq!(with_new, with_old, "bd-hook {new:?} against {old:?}");
+        assert_eq!(with_new.0 .0, Some(0), "bd-hook {new:?}: {with_new:?}");
+        let did_something = !with_new.2.is_empty() || !with_new.0 .1.is_empty();
+        assert!(did_something, "bd-hook {new:?} sent or printed nothing: the comparison would prove nothing");
+    }
+    // install-hook writes the bytes --install-git-hook wrote.
+    let hook_of = |args: &[&str]| {
+        let repo = repo_with_two_commits();
+        let dir = repo.path().to_str().expect("utf8").to_owned();
+        let args: Vec<&str> = args.iter().map(|a| if *a == "REPO" { dir.as_str() } else { a }).collect();
+        let out = tool(repo.path(), "bd-hook", &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        std::fs::read(repo.path().join(".git/hooks/post-commit")).expect("the hook")
+    };
+    assert_eq!(hook_of(&["-C", "REPO", "install-hook"]), hook_of(&["--install-git-hook", "REPO"]));
+    let dir = tempfile::tempdir().expect("tmp");
+    let old_flags = ["--id", "--stdin", "--from-diff", "--since-last", "--watch", "--post-commit", "-git-hook"];
+    let subs = subcommands(dir.path(), "bd-hook");
+    assert_eq!(subs, ["send", "stdin", "from-diff", "since-last", "watch", "post-commit", "install-hook", "uninstall-hook"]);
+    for sub in subs.iter().map(|s| vec![s.as_str()]).chain([vec![]]) {
+        let help = stdout(&tool(dir.path(), "bd-hook", &[&sub[..], &["--help"]].concat()));
+        // A mode's own options are its subcommand's now: hidden only at the top.
+        let own = ["--state", "--source-cmd", "--poll", "--debounce", "--path"];
+        for old in old_flags.into_iter().chain(own).filter(|f| sub.is_empty() || !own.contains(f)) {
+            let listed = help.lines().any(|l| l.trim_start().starts_with('-') && l.contains(old));
+            assert!(!listed, "bd-hook {sub:?} --help lists the old {old}:\n{help}");
+        }
+    }
+    // An old mode flag beside a subcommand is refused, naming it; nothing is printed or sent.
+    let repo = repo_with_two_commits();
+    for args in [&["--id", "bd-9", "send", "bd-1"][..], &["--stdin", "from-diff", "HEAD~1"], &["--watch", ".", "since-last"]] {
+        let mut full = args.to_vec();
+        full.extend(["--dry-run", "--strict"]);
+        let out = tool(repo.path(), "bd-hook", &full);
+        assert_eq!(out.status.code(), Some(2), "bd-hook {full:?}: {}", text(&out));
+        assert!(text(&out).contains(args[0]) && text(&out).contains("old spelling"), "bd-hook {full:?}: {}", text(&out));
+        assert!(stdout(&out).is_empty(), "bd-hook {full:?}: {}", stdout(&out));
+    }
+}

@@ -71,7 +71,7 @@ fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_an
     let spawns = std::fs::read_to_string(&log).expect("log");
     assert_eq!(
         spawns.lines().collect::<Vec<_>>(),
-        ["bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ", "bd-hook --post-commit --timeout 2"],
+        ["bd-sync link prepare-commit-msg .git/COMMIT_EDITMSG message ", "bd-hook post-commit --timeout 2"],
         "none for pre-commit (file times say nothing is to do) and commit-msg, one for each of the others, no bd-merge"
     );
     // No rev-parse either: a stat finds the git dir.

@@ -146,7 +146,9 @@ fn hook_files_are_posix_sh_and_a_crlf_copy_is_mended_by_one_install() {
             assert!(!text.contains(bashism), "{} holds {bashism:?}:\n{text}", path.display());
         }
     };
-    ours.iter().for_each(|p| parses(p));
+    for path in &ours {
+        parses(path);
+    }
     for path in &ours {
         let crlf = std::fs::read_to_string(path).expect("read").replace('\n', "\r\n");
         std::fs::write(path, crlf).expect("write");

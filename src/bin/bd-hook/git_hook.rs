@@ -1,4 +1,5 @@
-//! `bd-hook --install-git-hook REPO` and `--uninstall-git-hook REPO`: put our post-commit block
+//! `bd-hook install-hook` and `uninstall-hook` (old spellings `--install-git-hook REPO`,
+//! `--uninstall-git-hook REPO`): put our post-commit block
 //! into a repository's hooks, or take it out, and exit.
 
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
-//! `bd-hook --id ID`, `--stdin` and `--from-diff REV`: notify the ids given, read, or found in a
-//! diff of the issues file (any mix of the three, each id once).
+//! `bd-hook send ID...`, `stdin` and `from-diff REV`: notify the ids given, read, or found in a
+//! diff of the issues file (the old flags `--id`, `--stdin`, `--from-diff` may still mix the
+//! three; each id once).
 
 use std::process::ExitCode;
 
@@ -18,7 +19,7 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
     Ok(deliver(cli, outlet, &ids))
 }
 
-/// `--stdin` (with `--id`s, without a diff): the ids are read before the server is looked up,
+/// `stdin` (with `--id`s, without a diff): the ids are read before the server is looked up,
 /// so nothing to notify costs nothing.
 pub(crate) fn run_stdin_first(cli: &Cli) -> Result<ExitCode> {
     let ids = collect(cli)?;

@@ -34,96 +34,188 @@ use deliver::Outlet;
 #[derive(Parser, Debug)]
 #[command(name = "bd-hook", version = beads_git::VERSION)]
 struct Cli {
-    /// An id to notify (repeatable).
-    #[arg(long = "id", value_name = "ID")]
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    // The flags that chose a mode before the subcommands: hidden aliases, kept for a release
+    // (CHANGELOG.md). A subcommand fills them in too ([`Mode::fold_into`]), so the modes read
+    // one set of fields.
+    /// Old spelling of `send ID`.
+    #[arg(long = "id", value_name = "ID", hide = true)]
     ids: Vec<String>,
-    /// Read ids from stdin, one per line (trimmed; `#` comments and blank lines skipped).
-    #[arg(long)]
+    /// Old spelling of `stdin`.
+    #[arg(long, hide = true)]
     stdin: bool,
+    /// Old spelling of `from-diff REV`.
+    #[arg(long, value_name = "REV[..REV]", hide = true)]
+    from_diff: Option<String>,
+    /// Old spelling of `since-last`.
+    #[arg(long, hide = true, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    since_last: bool,
+    /// Old spelling of `since-last --state NAME`.
+    #[arg(long, value_name = "NAME", value_parser = parse_state, hide = true, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    state: Option<String>,
+    /// Old spelling of `since-last --source-cmd CMD`.
+    #[arg(long, value_name = "CMD", hide = true, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
+    source_cmd: Option<String>,
+    /// Old spelling of `since-last --source-cmd-timeout SECS`.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd", hide = true)]
+    source_cmd_timeout: f64,
+    /// Old spelling of `from-diff --path` and `since-last --path`.
+    #[arg(long, value_name = "PATH", conflicts_with = "source_cmd", hide = true)]
+    path: Option<String>,
+    /// Old spelling of `watch DIR`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["ids", "stdin", "from_diff"], hide = true)]
+    watch: Option<PathBuf>,
+    /// Old spelling of `watch --poll MS`.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000), hide = true)]
+    poll: Option<u64>,
+    /// Old spelling of `watch --debounce MS`.
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000), hide = true)]
+    debounce: u64,
+    /// Old spelling of `post-commit` (what hooks installed before the subcommands run).
+    #[arg(long, hide = true, conflicts_with_all = ["ids", "stdin", "from_diff", "since_last", "state", "source_cmd", "watch", "dry_run"])]
+    post_commit: bool,
+    /// Old spelling of `-C REPO install-hook`.
+    #[arg(long, value_name = "REPO", conflicts_with = "uninstall_git_hook", hide = true)]
+    install_git_hook: Option<PathBuf>,
+    /// Old spelling of `-C REPO uninstall-hook`.
+    #[arg(long, value_name = "REPO", hide = true)]
+    uninstall_git_hook: Option<PathBuf>,
     /// Ids on stdin are NUL-separated and taken byte for byte (any id crosses a pipe intact;
     /// `bd-sync import --print-changed -z` writes them); --dry-run prints NUL-separated too.
-    #[arg(short = 'z', long = "null")]
+    #[arg(short = 'z', long = "null", global = true)]
     null: bool,
-    /// Notify ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
-    #[arg(long, value_name = "REV[..REV]")]
-    from_diff: Option<String>,
-    /// Notify every id changed since the last successful --since-last run in this clone, whatever
-    /// happened in between (commits, rebases, resets, edits). The state lives in the git dir and
-    /// advances only for delivered ids; the first run records a baseline and notifies nothing.
-    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
-    since_last: bool,
-    /// The name of the --since-last state, so several consumers keep their own (implies --since-last) [default: default].
-    #[arg(long, value_name = "NAME", value_parser = parse_state, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
-    state: Option<String>,
-    /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g.
-    /// `bd export` for a tracker whose JSONL export is off; implies --since-last (the last
-    /// snapshot's hashes are kept in the git dir).
-    #[arg(long, value_name = "CMD", conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
-    source_cmd: Option<String>,
-    /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most
-    /// 86400: then the command and every process it started are stopped, and nothing is notified.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
-    source_cmd_timeout: f64,
-    /// The issues file's path inside the repository, for --from-diff and --since-last [default: .beads/issues.jsonl, else .beads/beads.jsonl].
-    #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
-    path: Option<String>,
-    /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["ids", "stdin", "from_diff"])]
-    watch: Option<PathBuf>,
-    /// With --watch: poll every MS milliseconds (10 to 3600000) instead of using file-system events.
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
-    poll: Option<u64>,
-    /// With --watch: quiet time in milliseconds (0 to 60000) before a change is read; a change is
-    /// read at the latest 250 ms after that, however busy the directory.
-    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
-    debounce: u64,
     /// Server base URL [env: GEMBA_NOTIFY_URL; else git config beads.notifyUrl].
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", global = true)]
     url: Option<String>,
     /// Read the bearer token from this file [default: env GEMBA_NOTIFY_AUTH]. Never pass it in argv.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     auth_file: Option<PathBuf>,
     /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; else git config beads.notifySource; default: bd-hook].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", global = true)]
     source: Option<String>,
     /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(long, value_name = "PREFIX", global = true)]
     workspace: Option<String>,
-    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with --watch).
-    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds)]
+    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with `watch`).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds, global = true)]
     timeout: f64,
     /// Requests in flight at once (1 to 64).
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64), global = true)]
     concurrency: u16,
     /// Fail (exit 1) when an id is not delivered, and exit 2 on usage or collection errors.
-    #[arg(long)]
+    #[arg(long, global = true)]
     strict: bool,
     /// Print what would be sent and send nothing.
-    #[arg(long)]
+    #[arg(long, global = true)]
     dry_run: bool,
-    /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as
-    /// `--from-diff HEAD~1`) when a server is configured, then, when `git config
-    /// beads.commitComments` is true, run `bd-sync link post-commit` (the tracker's note). With
-    /// neither, it reads git config once and exits.
-    #[arg(long, conflicts_with_all = ["ids", "stdin", "from_diff", "since_last", "state", "source_cmd", "watch", "dry_run"])]
-    post_commit: bool,
-    /// Install the post-commit hook block into the repository at REPO, and exit.
-    #[arg(long, value_name = "REPO", conflicts_with = "uninstall_git_hook")]
-    install_git_hook: Option<PathBuf>,
-    /// Remove any beads-git post-commit block from the repository at REPO, and exit.
-    #[arg(long, value_name = "REPO")]
-    uninstall_git_hook: Option<PathBuf>,
     #[command(flatten)]
     directory: common::args::Directory,
 }
 
+/// What bd-hook notifies, or sets up.
+#[derive(clap::Subcommand, Debug)]
+enum Mode {
+    /// Notify these ids.
+    Send {
+        /// The ids (each once, in the order given).
+        #[arg(value_name = "ID", required = true)]
+        ids: Vec<String>,
+    },
+    /// Notify the ids read from stdin, one per line (trimmed; `#` comments and blank lines skipped), or NUL-separated with -z.
+    Stdin,
+    /// Notify the ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
+    FromDiff {
+        /// REV (compared with HEAD) or A..B.
+        #[arg(value_name = "REV[..REV]")]
+        rev: String,
+        /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].
+        #[arg(long, value_name = "PATH")]
+        path: Option<String>,
+    },
+    /// Notify every id changed since the last successful run in this clone, whatever happened in between (commits, rebases, resets, edits); the first run records a baseline and notifies nothing.
+    ///
+    /// The state lives in the git dir and advances only for delivered ids.
+    SinceLast {
+        /// The name of the state, so several consumers keep their own [default: default].
+        #[arg(long, value_name = "NAME", value_parser = parse_state)]
+        state: Option<String>,
+        /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g. `bd export` for a tracker whose JSONL export is off (the last snapshot's hashes are kept in the git dir).
+        #[arg(long, value_name = "CMD")]
+        source_cmd: Option<String>,
+        /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most 86400: then the command and every process it started are stopped, and nothing is notified.
+        #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
+        source_cmd_timeout: f64,
+        /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].
+        #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
+        path: Option<String>,
+    },
+    /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
+    Watch {
+        /// The directory to watch.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Poll every MS milliseconds (10 to 3600000) instead of using file-system events.
+        #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+        poll: Option<u64>,
+        /// Quiet time in milliseconds (0 to 60000) before a change is read; a change is read at the latest 250 ms after that, however busy the directory.
+        #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        debounce: u64,
+    },
+    /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as `from-diff HEAD~1`) when a server is configured, then, when `git config beads.commitComments` is true, run `bd-sync link post-commit`.
+    ///
+    /// With neither, it reads git config once and exits.
+    PostCommit,
+    /// Install the post-commit hook block into this repository (or -C REPO's), and exit.
+    InstallHook,
+    /// Remove any beads-git post-commit block from this repository (or -C REPO's), and exit.
+    UninstallHook,
+}
+
+impl Mode {
+    /// Fills in the fields the modes read, as the old flags would have.
+    fn fold_into(self, cli: &mut Cli) {
+        match self {
+            Mode::Send { ids } => cli.ids = ids,
+            Mode::Stdin => cli.stdin = true,
+            Mode::FromDiff { rev, path } => (cli.from_diff, cli.path) = (Some(rev), path),
+            Mode::SinceLast { state, source_cmd, source_cmd_timeout, path } => {
+                cli.since_last = true;
+                (cli.state, cli.source_cmd, cli.source_cmd_timeout, cli.path) = (state, source_cmd, source_cmd_timeout, path);
+            }
+            Mode::Watch { dir, poll, debounce } => (cli.watch, cli.poll, cli.debounce) = (Some(dir), poll, debounce),
+            Mode::PostCommit => cli.post_commit = true,
+            Mode::InstallHook => cli.install_git_hook = Some(PathBuf::from(".")),
+            Mode::UninstallHook => cli.uninstall_git_hook = Some(PathBuf::from(".")),
+        }
+    }
+}
+
+/// The hidden flags that chose a mode before the subcommands; refused beside a subcommand.
+const OLD_MODE_FLAGS: [&str; 14] = [
+    "ids",
+    "stdin",
+    "from_diff",
+    "since_last",
+    "state",
+    "source_cmd",
+    "source_cmd_timeout",
+    "path",
+    "watch",
+    "poll",
+    "debounce",
+    "post_commit",
+    "install_git_hook",
+    "uninstall_git_hook",
+];
+
 /// Flags that only mean something beside another: each, the words that name it, and the flags
 /// one of which it needs. Outside their mode they are refused, never silently ignored.
 const NEEDS: [(&str, &str, &[&str], &str); 4] = [
-    ("poll", "--poll", &["watch"], "--watch DIR"),
-    ("debounce", "--debounce", &["watch"], "--watch DIR"),
-    ("path", "--path", &["from_diff", "since_last", "state"], "--from-diff or --since-last"),
-    ("null", "-z/--null", &["stdin", "dry_run"], "--stdin or --dry-run"),
+    ("poll", "--poll", &["watch"], "`watch DIR`"),
+    ("debounce", "--debounce", &["watch"], "`watch DIR`"),
+    ("path", "--path", &["from_diff", "since_last", "state"], "`from-diff` or `since-last`"),
+    ("null", "-z/--null", &["stdin", "dry_run"], "`stdin` or --dry-run"),
 ];
 
 /// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
@@ -182,7 +274,31 @@ fn main() -> ExitCode {
 fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     let matches = command.try_get_matches_from_mut(args)?;
-    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let sub = matches.subcommand();
+    let given_here = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    // A global flag given after the subcommand is recorded in the subcommand's matches.
+    let given_global = |id: &str| {
+        given_here(id)
+            || sub.is_some_and(|(_, m)| m.ids().any(|i| i == id) && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+    };
+    if let Some((name, _)) = sub {
+        if let Some(old) = OLD_MODE_FLAGS.iter().find(|id| given_here(id)) {
+            let message = format!("--{} is the old spelling of a mode: with `{name}`, leave it out", old.replace('_', "-"));
+            return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+        }
+        if name == "post-commit" && given_global("dry_run") {
+            let message = "`post-commit` is what the hook runs: --dry-run has nothing to do there (try `from-diff HEAD~1 --dry-run`)";
+            return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+        }
+    }
+    // What the subcommand stands for, in the old flags' ids.
+    let mode = sub.map(|(name, _)| match name {
+        "send" => "ids",
+        "install-hook" => "install_git_hook",
+        "uninstall-hook" => "uninstall_git_hook",
+        other => other,
+    });
+    let given = |id: &str| given_global(id) || mode.is_some_and(|m| m.replace('-', "_") == id);
     for (id, flag, needs, needs_words) in NEEDS {
         if given(id) && !needs.iter().any(|n| given(n)) {
             let message = format!("{flag} only applies with {needs_words}");
@@ -193,10 +309,15 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     if let (Some(hook), Some(other)) = (git_hook, NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
         command.build();
         let name = |id: &str| command.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_long()).unwrap_or(id).to_owned();
-        let message = format!("--{} installs or removes the hook and exits: --{} has nothing to do there", name(hook), name(other));
+        let hook = if mode.is_some() { hook.replace("_git_", "-") } else { format!("--{}", name(hook)) };
+        let message = format!("{hook} installs or removes the hook and exits: --{} has nothing to do there", name(other));
         return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
     }
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let Some(mode) = cli.mode.take() {
+        mode.fold_into(&mut cli);
+    }
+    Ok(cli)
 }
 
 /// Without a server: a silent no-op, or exit 2 under `--strict`.

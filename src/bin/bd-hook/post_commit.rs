@@ -1,8 +1,8 @@
-//! `bd-hook --post-commit`: the post-commit hook's work in one process. A hook runs on every
+//! `bd-hook post-commit`: the post-commit hook's work in one process. A hook runs on every
 //! commit, and most commits touch no issue in a clone with no notify server and no commit
 //! comments: then this reads git config once (one `git config` call for the notifier's keys and
 //! `beads.commitComments`) and exits. With a server it notifies the ids HEAD changed, as
-//! `--from-diff HEAD~1` does; with commit comments on it runs `bd-sync link post-commit` (our
+//! `from-diff HEAD~1` does; with commit comments on it runs `bd-sync link post-commit` (our
 //! sibling binary, else the one on PATH), which asks the tracker to note the commit.
 
 use std::path::Path;

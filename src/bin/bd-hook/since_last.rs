@@ -1,4 +1,4 @@
-//! `bd-hook --since-last` (also `--state NAME`, `--source-cmd CMD`): notify every id changed
+//! `bd-hook since-last` (also `--state NAME`, `--source-cmd CMD`): notify every id changed
 //! since the last successful run in this clone, from state kept in the git dir; the first run
 //! records a baseline.
 
@@ -11,7 +11,7 @@ use beads_git::notify::since_last::{self, RunOutcome};
 use crate::deliver::Outlet;
 use crate::Cli;
 
-/// Runs one `--since-last` pass and says what it did on stderr.
+/// Runs one `since-last` pass and says what it did on stderr.
 pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
     let name = cli.state.clone().unwrap_or_else(|| "default".into());
     let source = match &cli.source_cmd {
@@ -34,12 +34,12 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
     .map_err(word_error)?;
     Ok(match outcome {
         RunOutcome::Busy => {
-            eprintln!("bd-hook: another --since-last run of state {name:?} is under way; nothing done");
+            eprintln!("bd-hook: another since-last run of state {name:?} is under way; nothing done");
             ExitCode::SUCCESS
         }
         RunOutcome::Baseline { records, source, state: Some(path) } => {
             eprintln!(
-                "bd-hook: --since-last: first run of state {name:?} for {source}: recorded a baseline of {records} issue(s) in {}; \
+                "bd-hook: since-last: first run of state {name:?} for {source}: recorded a baseline of {records} issue(s) in {}; \
                  nothing notified (later runs notify what changes from here)",
                 path.display()
             );
@@ -47,7 +47,7 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
         }
         RunOutcome::Baseline { records, source, state: None } => {
             eprintln!(
-                "bd-hook: --since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) and notifies nothing"
+                "bd-hook: since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) and notifies nothing"
             );
             ExitCode::SUCCESS
         }
@@ -67,10 +67,10 @@ fn word_error(e: since_last::Error) -> anyhow::Error {
             anyhow::anyhow!("--source-cmd {command:?} failed ({status}); nothing was notified and the state is unchanged")
         }
         Error::NotInRepository { dir } => {
-            anyhow::anyhow!("--since-last keeps its state in the git dir, and {} is not in a git repository", dir.display())
+            anyhow::anyhow!("since-last keeps its state in the git dir, and {} is not in a git repository", dir.display())
         }
         Error::NotAState { path, cause } => anyhow::Error::new(cause)
-            .context(format!("{} is not a --since-last state; remove it to start again with a baseline", path.display())),
+            .context(format!("{} is not a since-last state; remove it to start again with a baseline", path.display())),
         Error::NewerState { path, version } => {
             anyhow::anyhow!("{} was written by a newer bd-hook (state version {version})", path.display())
         }

@@ -1,4 +1,4 @@
-//! `bd-hook --watch DIR`: keep watching a `.beads` directory and notify each change, until a
+//! `bd-hook watch DIR`: keep watching a `.beads` directory and notify each change, until a
 //! signal stops it (or, under `--strict`, a batch is not delivered).
 
 use std::path::Path;
@@ -34,7 +34,7 @@ pub(crate) fn run(cli: &Cli, dir: &Path, outlet: &Outlet) -> Result<ExitCode> {
 /// The warning about an issues file its tracker may no longer write, and what to run instead.
 fn stale_warning(stale: &watch::StaleFile) -> String {
     let advice = "bd 1.0.4+ keeps issues in its database and no longer exports JSONL by default; \
-                  notify from the tracker instead: bd-hook --since-last --source-cmd 'bd export' (see the README)";
+                  notify from the tracker instead: bd-hook since-last --source-cmd 'bd export' (see the README)";
     match stale.behind {
         Some(behind) => format!(
             "warning: {} is {} s older than {}: the tracker may not be writing it; {advice}",

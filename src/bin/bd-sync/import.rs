@@ -14,12 +14,12 @@ use crate::{common, explain, Global};
 pub(crate) struct Args {
     /// The issues file [default: .beads/issues.jsonl, or .beads/beads.jsonl].
     file: Option<PathBuf>,
-    /// Print the ids added, changed or removed, one per line (for `bd-hook --stdin`).
+    /// Print the ids added, changed or removed, one per line (for `bd-hook stdin`).
     #[arg(long)]
     print_changed: bool,
     /// With --print-changed: end each id with NUL instead of a newline, so every id crosses a
-    /// pipe intact (for `bd-hook --stdin -z`).
-    #[arg(short = 'z', requires = "print_changed")]
+    /// pipe intact (for `bd-hook stdin -z`).
+    #[arg(short = 'z', long = "null", requires = "print_changed")]
     z: bool,
     /// Import the valid lines and list the invalid ones instead of aborting.
     #[arg(long)]
@@ -126,7 +126,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes ids for `bd-hook --stdin`: NUL-terminated with `nul` (an id holding a NUL, which
+/// Writes ids for `bd-hook stdin`: NUL-terminated with `nul` (an id holding a NUL, which
 /// cannot cross, is left out and named on stderr), else one per line (an id a line cannot carry
 /// intact is named on stderr, with the fix).
 fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
@@ -154,7 +154,7 @@ fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
     out.flush()?;
     if !lossy.is_empty() {
         eprintln!(
-            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook --stdin -z",
+            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook stdin -z",
             lossy.len(),
             lossy.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
         );

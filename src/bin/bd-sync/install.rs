@@ -25,7 +25,8 @@ pub(crate) struct Args {
     /// Show what would change and change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// With lefthook: add our jobs to the team's lefthook.yml (committed) instead of lefthook-local.yml.
+    /// Write into the committed files the team shares: with lefthook, our jobs go into lefthook.yml
+    /// instead of lefthook-local.yml (`.gitattributes` is the team's either way).
     #[arg(long)]
     team: bool,
     /// Write into a hooks directory outside the repository (a global core.hooksPath shared by every repository).

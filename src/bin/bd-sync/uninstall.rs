@@ -18,8 +18,8 @@ pub(crate) struct Args {
     /// Show what would change and change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Also take our lines out of committed files teammates rely on (`.gitattributes`, a committed
-    /// hook manager config): this turns beads-git off for everyone who pulls the commit.
+    /// Also take our lines out of the committed files the team shares (`.gitattributes`, a
+    /// committed hook manager config): this turns beads-git off for everyone who pulls the commit.
     #[arg(long)]
     team: bool,
 }

@@ -225,7 +225,7 @@ pub fn find_error(e: beads_git::paths::FindError) -> anyhow::Error {
     }
 }
 
-/// Why `bd-hook --install-git-hook` / `--uninstall-git-hook` left the hook file alone.
+/// Why `bd-hook install-hook` / `uninstall-hook` left the hook file alone.
 pub fn one_hook_error(e: beads_git::install::OneHookError) -> anyhow::Error {
     use beads_git::install::OneHookError;
     match e {
