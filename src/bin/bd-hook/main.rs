@@ -1,12 +1,14 @@
 //! `bd-hook`: tell a Gemba-style server which issues changed. Fail-open: without a URL it does
 //! nothing, and delivery problems never fail the caller unless `--strict`.
 //!
-//! Its interface is flags only, mirroring the Gemba companion hook (`--id`, `--stdin`,
-//! `--from-diff`, `--watch`, `--install-git-hook`). The flags pick one mode, each in its own
-//! file: the ids given or found in a diff (`ids.rs`), every id changed since the last run
-//! (`since_last.rs`), watching a directory (`watch.rs`), and installing the post-commit hook
-//! (`git_hook.rs`). This file holds the flags, the rules that refuse a flag outside its mode, and
-//! the dispatch; `deliver.rs` prints or sends what a mode found.
+//! A subcommand picks the mode, each in its own file: the ids given, read or found in a diff
+//! (`send`, `stdin`, `from-diff`: `ids.rs`), every id changed since the last run (`since-last`:
+//! `since_last.rs`), watching a directory (`watch`: `watch.rs`), the post-commit hook's work
+//! (`post-commit`: `post_commit.rs`), and installing that hook (`install-hook`: `git_hook.rs`).
+//! The flags that picked a mode before (`--id`, `--stdin`, `--from-diff`, `--watch`, ...,
+//! mirroring the Gemba companion hook) are hidden aliases for a release: a subcommand is folded
+//! into the same fields they fill. This file holds the clap tree, the rules that refuse a flag
+//! outside its mode, and the dispatch; `deliver.rs` prints or sends what a mode found.
 
 #[path = "../common/mod.rs"]
 #[macro_use]
