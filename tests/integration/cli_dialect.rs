@@ -321,7 +321,7 @@ fn bd_sync_timeout_takes_seconds_with_a_fraction_as_bd_hook_does() {
         assert_eq!(out.status.code(), Some(2), "--timeout {bad}: {}", text(&out));
         assert!(text(&out).contains("--timeout") || bad == "-1", "--timeout {bad}: {}", text(&out));
     }
-    for (program, sub) in [("bd-sync", Some("import")), ("bd-sync", Some("export")), ("bd-hook", None)] {
+    for (program, sub) in [("bd-sync", Some("import")), ("bd-sync", Some("export")), ("bd-hook", Some("send"))] {
         let args: Vec<&str> = sub.into_iter().chain(["--help"]).collect();
         let help = stdout(&tool(dir.path(), program, &args));
         let timeout = option_help(&help, "--timeout");
@@ -532,4 +532,76 @@ fn bd_hook_subcommands_do_what_the_old_mode_flags_did_and_the_old_flags_are_hidd
         assert!(text(&out).contains(args[0]) && text(&out).contains("old spelling"), "bd-hook {full:?}: {}", text(&out));
         assert!(stdout(&out).is_empty(), "bd-hook {full:?}: {}", stdout(&out));
     }
+}
+
+/// A value each kind of option takes (by the name its help shows).
+fn sample_value(name: &str) -> &'static str {
+    match name {
+        "DIR" | "REPO" => ".",
+        "CMD" => "true",
+        "CONFLICT" => "ours",
+        "WHEN" => "never",
+        "URL" => "http://127.0.0.1:9",
+        "ID" => "bd-1",
+        "P" => "1",
+        "TYPE" => "task",
+        "FILE" | "PATH" => "none.jsonl",
+        "N" => "2",
+        "BYTES" | "MS" | "SECS" => "100",
+        _ => "x",
+    }
+}
+
+/// Every option a `--help` lists, with a value when it takes one: `(flag, value)`.
+fn listed_options(help: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for line in help.lines().skip_while(|l| !l.starts_with("Options:")).skip(1) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| w.starts_with("--")) else { continue };
+        if !line.trim_start().starts_with('-') || ["--help", "--version"].contains(&words[at]) {
+            continue;
+        }
+        let value = words.get(at + 1).filter(|w| w.starts_with('<')).map(|w| sample_value(w.trim_matches(['<', '>', '.'])).to_owned());
+        out.push((words[at].trim_end_matches(',').to_owned(), value));
+    }
+    out
+}
+
+/// What a command prints when it refuses a flag it listed (or a sample value the test chose).
+const REFUSALS: [&str; 5] = ["unexpected argument", "has no JSON output", "only applies with", "has nothing to do there", "invalid value"];
+
+/// Every flag a `--help` lists is taken by that command: the parser accepts it where it is listed
+/// (before `--help`), and a run with it alone, in an empty directory, never refuses it (it may
+/// fail for want of a repository or a file, never for the flag). Each binary, each subcommand.
+#[test]
+fn every_flag_a_help_lists_is_taken_by_that_command() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut checked = 0;
+    for program in ["bd-sync", "bd-merge", "bd-hook"] {
+        let mut pending: Vec<Vec<String>> = vec![Vec::new()];
+        while let Some(path) = pending.pop() {
+            let sub: Vec<&str> = path.iter().map(String::as_str).collect();
+            let help = stdout(&tool(dir.path(), program, &[&sub[..], &["--help"]].concat()));
+            pending.extend(subcommands_in(&help).into_iter().map(|s| path.iter().cloned().chain([s]).collect()));
+            for (flag, value) in listed_options(&help) {
+                let mut args: Vec<&str> = sub.clone();
+                args.push(&flag);
+                args.extend(value.as_deref());
+                let parsed = tool(dir.path(), program, &[&args[..], &["--help"]].concat());
+                assert_eq!(parsed.status.code(), Some(0), "{program} {args:?} --help: {}", text(&parsed));
+                let ran = tool(dir.path(), program, &args);
+                let said = text(&ran);
+                let refusal = REFUSALS.iter().find(|r| said.contains(*r));
+                assert!(refusal.is_none(), "{program} {args:?} lists {flag} in its help and refuses it:\n{said}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 150, "{checked} flags checked");
+}
+
+/// The subcommands a `--help` lists under `Commands:` (clap's `help` left out).
+fn subcommands_in(help: &str) -> Vec<String> {
+    let listed = help.lines().skip_while(|l| !l.starts_with("Commands:")).skip(1).take_while(|l| l.starts_with("  "));
+    listed.filter_map(|l| l.split_whitespace().next()).filter(|name| *name != "help").map(str::to_owned).collect()
 }

@@ -83,36 +83,81 @@ struct Cli {
     /// Old spelling of `-C REPO uninstall-hook`.
     #[arg(long, value_name = "REPO", hide = true)]
     uninstall_git_hook: Option<PathBuf>,
-    /// Ids on stdin are NUL-separated and taken byte for byte (any id crosses a pipe intact;
-    /// `bd-sync import --print-changed -z` writes them); --dry-run prints NUL-separated too.
-    #[arg(short = 'z', long = "null", global = true)]
+    /// Old place of `stdin -z` and `--dry-run -z`.
+    #[arg(short = 'z', long = "null", hide = true)]
     null: bool,
-    /// Server base URL [env: GEMBA_NOTIFY_URL; else git config beads.notifyUrl].
-    #[arg(long, value_name = "URL", global = true)]
+    /// Old place of the subcommands' --url.
+    #[arg(long, value_name = "URL", hide = true)]
     url: Option<String>,
-    /// Read the bearer token from this file [default: env GEMBA_NOTIFY_AUTH]. Never pass it in argv.
-    #[arg(long, value_name = "FILE", global = true)]
+    /// Old place of the subcommands' --auth-file.
+    #[arg(long, value_name = "FILE", hide = true)]
     auth_file: Option<PathBuf>,
-    /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; else git config beads.notifySource; default: bd-hook].
-    #[arg(long, value_name = "NAME", global = true)]
+    /// Old place of the subcommands' --source.
+    #[arg(long, value_name = "NAME", hide = true)]
     source: Option<String>,
-    /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
-    #[arg(long, value_name = "PREFIX", global = true)]
+    /// Old place of the subcommands' --workspace.
+    #[arg(long, value_name = "PREFIX", hide = true)]
     workspace: Option<String>,
-    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with `watch`).
-    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds, global = true)]
+    /// Old place of the subcommands' --timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds, hide = true)]
     timeout: f64,
-    /// Requests in flight at once (1 to 64).
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64), global = true)]
+    /// Old place of the subcommands' --concurrency.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64), hide = true)]
     concurrency: u16,
+    /// Old place of the subcommands' --dry-run.
+    #[arg(long, hide = true)]
+    dry_run: bool,
     /// Fail (exit 1) when an id is not delivered, and exit 2 on usage or collection errors.
     #[arg(long, global = true)]
     strict: bool,
-    /// Print what would be sent and send nothing.
-    #[arg(long, global = true)]
-    dry_run: bool,
     #[command(flatten)]
     directory: common::args::Directory,
+}
+
+/// Where and how the notices go: the options of every subcommand that sends.
+#[derive(clap::Args, Debug)]
+struct Delivery {
+    /// Server base URL [env: GEMBA_NOTIFY_URL; else git config beads.notifyUrl].
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Read the bearer token from this file [default: env GEMBA_NOTIFY_AUTH]. Never pass it in argv.
+    #[arg(long, value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// The `source` of each notice [env: GEMBA_NOTIFY_SOURCE; else git config beads.notifySource; default: bd-hook].
+    #[arg(long, value_name = "NAME")]
+    source: Option<String>,
+    /// Prefix ids as PREFIX/<id> [env: GEMBA_NOTIFY_WORKSPACE; else git config beads.notifyWorkspace].
+    #[arg(long, value_name = "PREFIX")]
+    workspace: Option<String>,
+    /// Total time allowed for delivery, in seconds, a fraction allowed, more than 0 and at most 86400 (per batch with `watch`).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = common::args::positive_seconds)]
+    timeout: f64,
+    /// Requests in flight at once (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
+}
+
+impl Delivery {
+    fn fold_into(self, cli: &mut Cli) {
+        (cli.url, cli.auth_file, cli.source, cli.workspace, cli.timeout, cli.concurrency) =
+            (self.url, self.auth_file, self.source, self.workspace, self.timeout, self.concurrency);
+    }
+}
+
+/// `--dry-run`, for the subcommands that send.
+#[derive(clap::Args, Debug)]
+struct DryRun {
+    /// Print what would be sent and send nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// `-z` where ids are only printed (by --dry-run).
+#[derive(clap::Args, Debug)]
+struct PrintedNul {
+    /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them, and as --dry-run prints them.
+    #[arg(short = 'z', long = "null", requires = "dry_run")]
+    null: bool,
 }
 
 /// What bd-hook notifies, or sets up.
@@ -123,9 +168,23 @@ enum Mode {
         /// The ids (each once, in the order given).
         #[arg(value_name = "ID", required = true)]
         ids: Vec<String>,
+        #[command(flatten)]
+        nul: PrintedNul,
+        #[command(flatten)]
+        dry: DryRun,
+        #[command(flatten)]
+        delivery: Delivery,
     },
     /// Notify the ids read from stdin, one per line (trimmed; `#` comments and blank lines skipped), or NUL-separated with -z.
-    Stdin,
+    Stdin {
+        /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them (`bd-sync import --print-changed -z` writes them so), and as --dry-run prints them.
+        #[arg(short = 'z', long = "null")]
+        null: bool,
+        #[command(flatten)]
+        dry: DryRun,
+        #[command(flatten)]
+        delivery: Delivery,
+    },
     /// Notify the ids added, modified or deleted in the issues file between REV and HEAD, or A..B.
     FromDiff {
         /// REV (compared with HEAD) or A..B.
@@ -134,6 +193,12 @@ enum Mode {
         /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].
         #[arg(long, value_name = "PATH")]
         path: Option<String>,
+        #[command(flatten)]
+        nul: PrintedNul,
+        #[command(flatten)]
+        dry: DryRun,
+        #[command(flatten)]
+        delivery: Delivery,
     },
     /// Notify every id changed since the last successful run in this clone, whatever happened in between (commits, rebases, resets, edits); the first run records a baseline and notifies nothing.
     ///
@@ -151,6 +216,12 @@ enum Mode {
         /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].
         #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
         path: Option<String>,
+        #[command(flatten)]
+        nul: PrintedNul,
+        #[command(flatten)]
+        dry: DryRun,
+        #[command(flatten)]
+        delivery: Delivery,
     },
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
     Watch {
@@ -163,11 +234,20 @@ enum Mode {
         /// Quiet time in milliseconds (0 to 60000) before a change is read; a change is read at the latest 250 ms after that, however busy the directory.
         #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
         debounce: u64,
+        #[command(flatten)]
+        nul: PrintedNul,
+        #[command(flatten)]
+        dry: DryRun,
+        #[command(flatten)]
+        delivery: Delivery,
     },
     /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as `from-diff HEAD~1`) when a server is configured, then, when `git config beads.commitComments` is true, run `bd-sync link post-commit`.
     ///
     /// With neither, it reads git config once and exits.
-    PostCommit,
+    PostCommit {
+        #[command(flatten)]
+        delivery: Delivery,
+    },
     /// Install the post-commit hook block into this repository (or -C REPO's), and exit.
     InstallHook,
     /// Remove any beads-git post-commit block from this repository (or -C REPO's), and exit.
@@ -178,23 +258,49 @@ impl Mode {
     /// Fills in the fields the modes read, as the old flags would have.
     fn fold_into(self, cli: &mut Cli) {
         match self {
-            Mode::Send { ids } => cli.ids = ids,
-            Mode::Stdin => cli.stdin = true,
-            Mode::FromDiff { rev, path } => (cli.from_diff, cli.path) = (Some(rev), path),
-            Mode::SinceLast { state, source_cmd, source_cmd_timeout, path } => {
-                cli.since_last = true;
-                (cli.state, cli.source_cmd, cli.source_cmd_timeout, cli.path) = (state, source_cmd, source_cmd_timeout, path);
+            Mode::Send { ids, nul, dry, delivery } => {
+                (cli.ids, cli.null, cli.dry_run) = (ids, nul.null, dry.dry_run);
+                delivery.fold_into(cli);
             }
-            Mode::Watch { dir, poll, debounce } => (cli.watch, cli.poll, cli.debounce) = (Some(dir), poll, debounce),
-            Mode::PostCommit => cli.post_commit = true,
+            Mode::Stdin { null, dry, delivery } => {
+                (cli.stdin, cli.null, cli.dry_run) = (true, null, dry.dry_run);
+                delivery.fold_into(cli);
+            }
+            Mode::FromDiff { rev, path, nul, dry, delivery } => {
+                (cli.from_diff, cli.path, cli.null, cli.dry_run) = (Some(rev), path, nul.null, dry.dry_run);
+                delivery.fold_into(cli);
+            }
+            Mode::SinceLast { state, source_cmd, source_cmd_timeout, path, nul, dry, delivery } => {
+                cli.since_last = true;
+                (cli.state, cli.source_cmd, cli.source_cmd_timeout, cli.path, cli.null, cli.dry_run) =
+                    (state, source_cmd, source_cmd_timeout, path, nul.null, dry.dry_run);
+                delivery.fold_into(cli);
+            }
+            Mode::Watch { dir, poll, debounce, nul, dry, delivery } => {
+                (cli.watch, cli.poll, cli.debounce, cli.null, cli.dry_run) = (Some(dir), poll, debounce, nul.null, dry.dry_run);
+                delivery.fold_into(cli);
+            }
+            Mode::PostCommit { delivery } => {
+                cli.post_commit = true;
+                delivery.fold_into(cli);
+            }
             Mode::InstallHook => cli.install_git_hook = Some(PathBuf::from(".")),
             Mode::UninstallHook => cli.uninstall_git_hook = Some(PathBuf::from(".")),
         }
     }
 }
 
-/// The hidden flags that chose a mode before the subcommands; refused beside a subcommand.
-const OLD_MODE_FLAGS: [&str; 14] = [
+/// The hidden flags that chose a mode before the subcommands (and `-z` before one); refused
+/// beside a subcommand.
+const OLD_MODE_FLAGS: [&str; 22] = [
+    "null",
+    "url",
+    "auth_file",
+    "source",
+    "workspace",
+    "timeout",
+    "concurrency",
+    "dry_run",
     "ids",
     "stdin",
     "from_diff",
@@ -285,11 +391,10 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     };
     if let Some((name, _)) = sub {
         if let Some(old) = OLD_MODE_FLAGS.iter().find(|id| given_here(id)) {
-            let message = format!("--{} is the old spelling of a mode: with `{name}`, leave it out", old.replace('_', "-"));
-            return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
-        }
-        if name == "post-commit" && given_global("dry_run") {
-            let message = "`post-commit` is what the hook runs: --dry-run has nothing to do there (try `from-diff HEAD~1 --dry-run`)";
+            let old = if *old == "null" { "-z/--null".to_owned() } else { format!("--{}", old.replace('_', "-")) };
+            let message = format!(
+                "{old} is the old spelling, before the subcommands: with `{name}`, give its own options after it (`bd-hook {name} --help`)"
+            );
             return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
         }
     }
