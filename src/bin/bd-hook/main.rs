@@ -152,12 +152,24 @@ struct DryRun {
     dry_run: bool,
 }
 
-/// `-z` where ids are only printed (by --dry-run).
+/// The options of a subcommand that sends ids it found: `-z` for what --dry-run prints, and how
+/// the notices go.
 #[derive(clap::Args, Debug)]
-struct PrintedNul {
+struct Sends {
     /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them, and as --dry-run prints them.
     #[arg(short = 'z', long = "null", requires = "dry_run")]
     null: bool,
+    #[command(flatten)]
+    dry: DryRun,
+    #[command(flatten)]
+    delivery: Delivery,
+}
+
+impl Sends {
+    fn fold_into(self, cli: &mut Cli) {
+        (cli.null, cli.dry_run) = (self.null, self.dry.dry_run);
+        self.delivery.fold_into(cli);
+    }
 }
 
 /// What bd-hook notifies, or sets up.
@@ -169,11 +181,7 @@ enum Mode {
         #[arg(value_name = "ID", required = true)]
         ids: Vec<String>,
         #[command(flatten)]
-        nul: PrintedNul,
-        #[command(flatten)]
-        dry: DryRun,
-        #[command(flatten)]
-        delivery: Delivery,
+        sends: Sends,
     },
     /// Notify the ids read from stdin, one per line (trimmed; `#` comments and blank lines skipped), or NUL-separated with -z.
     Stdin {
@@ -194,11 +202,7 @@ enum Mode {
         #[arg(long, value_name = "PATH")]
         path: Option<String>,
         #[command(flatten)]
-        nul: PrintedNul,
-        #[command(flatten)]
-        dry: DryRun,
-        #[command(flatten)]
-        delivery: Delivery,
+        sends: Sends,
     },
     /// Notify every id changed since the last successful run in this clone, whatever happened in between (commits, rebases, resets, edits); the first run records a baseline and notifies nothing.
     ///
@@ -217,11 +221,7 @@ enum Mode {
         #[arg(long, value_name = "PATH", conflicts_with = "source_cmd")]
         path: Option<String>,
         #[command(flatten)]
-        nul: PrintedNul,
-        #[command(flatten)]
-        dry: DryRun,
-        #[command(flatten)]
-        delivery: Delivery,
+        sends: Sends,
     },
     /// Keep watching DIR (a .beads directory, or a repo root) and notify each change.
     Watch {
@@ -235,11 +235,7 @@ enum Mode {
         #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
         debounce: u64,
         #[command(flatten)]
-        nul: PrintedNul,
-        #[command(flatten)]
-        dry: DryRun,
-        #[command(flatten)]
-        delivery: Delivery,
+        sends: Sends,
     },
     /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as `from-diff HEAD~1`) when a server is configured, then, when `git config beads.commitComments` is true, run `bd-sync link post-commit`.
     ///
@@ -258,27 +254,26 @@ impl Mode {
     /// Fills in the fields the modes read, as the old flags would have.
     fn fold_into(self, cli: &mut Cli) {
         match self {
-            Mode::Send { ids, nul, dry, delivery } => {
-                (cli.ids, cli.null, cli.dry_run) = (ids, nul.null, dry.dry_run);
-                delivery.fold_into(cli);
+            Mode::Send { ids, sends } => {
+                cli.ids = ids;
+                sends.fold_into(cli);
             }
             Mode::Stdin { null, dry, delivery } => {
                 (cli.stdin, cli.null, cli.dry_run) = (true, null, dry.dry_run);
                 delivery.fold_into(cli);
             }
-            Mode::FromDiff { rev, path, nul, dry, delivery } => {
-                (cli.from_diff, cli.path, cli.null, cli.dry_run) = (Some(rev), path, nul.null, dry.dry_run);
-                delivery.fold_into(cli);
+            Mode::FromDiff { rev, path, sends } => {
+                (cli.from_diff, cli.path) = (Some(rev), path);
+                sends.fold_into(cli);
             }
-            Mode::SinceLast { state, source_cmd, source_cmd_timeout, path, nul, dry, delivery } => {
+            Mode::SinceLast { state, source_cmd, source_cmd_timeout, path, sends } => {
                 cli.since_last = true;
-                (cli.state, cli.source_cmd, cli.source_cmd_timeout, cli.path, cli.null, cli.dry_run) =
-                    (state, source_cmd, source_cmd_timeout, path, nul.null, dry.dry_run);
-                delivery.fold_into(cli);
+                (cli.state, cli.source_cmd, cli.source_cmd_timeout, cli.path) = (state, source_cmd, source_cmd_timeout, path);
+                sends.fold_into(cli);
             }
-            Mode::Watch { dir, poll, debounce, nul, dry, delivery } => {
-                (cli.watch, cli.poll, cli.debounce, cli.null, cli.dry_run) = (Some(dir), poll, debounce, nul.null, dry.dry_run);
-                delivery.fold_into(cli);
+            Mode::Watch { dir, poll, debounce, sends } => {
+                (cli.watch, cli.poll, cli.debounce) = (Some(dir), poll, debounce);
+                sends.fold_into(cli);
             }
             Mode::PostCommit { delivery } => {
                 cli.post_commit = true;
@@ -290,8 +285,10 @@ impl Mode {
     }
 }
 
-/// The hidden flags that chose a mode before the subcommands (and `-z` before one); refused
-/// beside a subcommand.
+/// The hidden flags that chose a mode before the subcommands, and the options given before one;
+/// refused beside a subcommand. Beside `--install-git-hook` / `--uninstall-git-hook` (which install
+/// or remove a hook and exit: nothing would be notified, printed or waited for), every other one
+/// is refused.
 const OLD_MODE_FLAGS: [&str; 22] = [
     "null",
     "url",
@@ -326,30 +323,6 @@ const NEEDS: [(&str, &str, &[&str], &str); 4] = [
     ("null", "-z/--null", &["stdin", "dry_run"], "`stdin` or --dry-run"),
 ];
 
-/// The flags of the other modes, refused beside `--install-git-hook` / `--uninstall-git-hook`
-/// (which install or remove a hook and exit: nothing would be notified, printed or waited for).
-const NOT_WITH_GIT_HOOK: [&str; 19] = [
-    "ids",
-    "stdin",
-    "null",
-    "from_diff",
-    "since_last",
-    "state",
-    "source_cmd",
-    "path",
-    "watch",
-    "poll",
-    "debounce",
-    "url",
-    "auth_file",
-    "source",
-    "workspace",
-    "timeout",
-    "concurrency",
-    "dry_run",
-    "post_commit",
-];
-
 fn main() -> ExitCode {
     beads_git::reset_sigpipe();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -378,7 +351,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Parses the flags, refusing one given outside its mode ([`NEEDS`], [`NOT_WITH_GIT_HOOK`]).
+/// Parses the flags, refusing one given outside its mode ([`NEEDS`], [`OLD_MODE_FLAGS`]).
 fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     let matches = command.try_get_matches_from_mut(args)?;
@@ -413,7 +386,7 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
         }
     }
     let git_hook = ["install_git_hook", "uninstall_git_hook"].into_iter().find(|id| given(id));
-    if let (Some(hook), Some(other)) = (git_hook, NOT_WITH_GIT_HOOK.iter().find(|id| given(id))) {
+    if let (Some(hook), Some(other)) = (git_hook, OLD_MODE_FLAGS.iter().find(|id| !id.ends_with("git_hook") && given(id))) {
         command.build();
         let name = |id: &str| command.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_long()).unwrap_or(id).to_owned();
         let hook = if mode.is_some() { hook.replace("_git_", "-") } else { format!("--{}", name(hook)) };
@@ -479,7 +452,7 @@ mod tests {
         let command = super::Cli::command();
         let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
         let named = super::NEEDS.iter().flat_map(|(id, _, needs, _)| std::iter::once(*id).chain(needs.iter().copied()));
-        for id in named.chain(super::NOT_WITH_GIT_HOOK) {
+        for id in named.chain(super::OLD_MODE_FLAGS) {
             assert!(ids.contains(&id), "{id}");
         }
     }
