@@ -3,6 +3,8 @@
 //! The library holds everything; the three binaries only parse arguments and map outcomes to
 //! exit codes.
 //!
+//! - [`index`]: one index of an issues file by record key, shared by the merge, the import, the
+//!   diff and the checks.
 //! - [`record`] and [`jsonl`]: an issue record is its id plus the exact bytes of its line, split
 //!   into raw key/value spans only when a merge or an export must change it. Files keep their
 //!   BOM, line endings and final-newline presence, and are written atomically through
@@ -11,6 +13,8 @@
 //!   matched by id and copied without parsing; records changed on both sides go through
 //!   per-kind rules (timestamps, sets, objects, text, the status group) and then the conflict
 //!   policy. [`merge::driver`] is the git-facing wrapper with the `git merge-file` fallback.
+//! - [`replay`]: after a rebase, the records the replay left older than what the tracker already
+//!   imported. [`merge_trailers`]: `update-branch`'s decisions as trailers of its merge commit.
 //! - [`timestamp`]: RFC 3339 instants, so "later" means later across UTC offsets.
 //! - [`cache`]: the SQLite cache behind `bd-sync`: incremental import, export by patching stored
 //!   lines, dirty tracking by triggers, ready/blocked views.
@@ -18,6 +22,10 @@
 //!   them with the installation's health for `bd-sync check`.
 //! - [`conventions`]: what br and bd expect of a record they rewrite (key order, array sorts).
 //! - [`git`]: the git subprocesses the driver, the cache and the history need.
+//! - [`issue_diff`]: what changed in issues, field by field (`bd-merge diff`, `bd-sync diff` and
+//!   `log`, git's text conversion); [`history`] reads those changes out of git's history.
+//! - [`bridge`]: the git–issue bridge: what links commits to issues, for agents.
+//! - [`fix`]: typed advice, what a user can do about a finding, an error or an outcome.
 //! - [`diff`] and [`notify`]: which ids changed, and telling a server about them (collecting ids,
 //!   watching the file, the `--since-last` state, delivery).
 //! - [`install`]: the driver, the attribute lines and our marked blocks in git hook files.

@@ -10,8 +10,7 @@ use beads_git::bridge::context::{self, Context};
 use beads_git::cache::query;
 use beads_git::record::{escaped, printable};
 
-use crate::list::priority_label;
-use crate::show::{ambiguous, linked, links_index, not_found};
+use crate::cli_util::{ambiguous, linked, links_index, not_found, priority_label};
 use crate::Global;
 
 #[derive(clap::Args, Debug)]

@@ -1,5 +1,5 @@
-//! `bd-sync install`: set up the merge driver, the attribute lines and the git hooks; and the
-//! printer of what install and uninstall changed.
+//! `bd-sync install`: set up the merge driver, the attribute lines and the git hooks (the printer
+//! of what it changed, shared with uninstall, is in `cli_util.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use beads_git::cache::{import, Cache, OpenMode, Paths};
-use beads_git::install::{self, Action, Change, InstallOutcome};
-use beads_git::record::{escaped, printable_lines};
+use beads_git::install::{self, InstallOutcome};
+use beads_git::record::printable_lines;
 
-use crate::common::fix::install_warning;
+use crate::cli_util::{print_actions, refusal_exit};
 use crate::{explain, notice, Global};
 
 #[derive(clap::Args, Debug)]
@@ -62,51 +62,4 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     }
     print_actions(global, &actions, args.dry_run, imported.as_ref())?;
     Ok(refusal_exit(&actions))
-}
-
-/// Exit 1 when install or uninstall left a file alone that the user must see to by hand.
-pub(crate) fn refusal_exit(actions: &[Action]) -> ExitCode {
-    if actions.iter().any(|a| a.change == Change::Refused) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// An action as `--json` shows it: its warning worded as on stderr.
-#[derive(serde::Serialize)]
-struct Shown<'a> {
-    #[serde(flatten)]
-    action: &'a Action,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warning: Option<String>,
-}
-
-/// Prints what install or uninstall did (or would do, with `dry_run`): one line per file that
-/// changed, warnings on stderr, the first import's count.
-pub(crate) fn print_actions(global: &Global, actions: &[Action], dry_run: bool, imported: Option<&import::ImportReport>) -> Result<()> {
-    if global.json {
-        let actions: Vec<Shown<'_>> =
-            actions.iter().map(|action| Shown { action, warning: action.warning.as_ref().map(install_warning) }).collect();
-        return Global::print_json(&serde_json::json!({ "dry_run": dry_run, "actions": actions, "import": imported }));
-    }
-    let changed = |a: &&Action| a.change != Change::Unchanged && a.change != Change::Absent;
-    let width = actions.iter().filter(changed).map(|a| escaped(&a.what).chars().count()).max().unwrap_or(0);
-    for a in actions {
-        if let Some(w) = &a.warning {
-            eprintln!("bd-sync: warning: {}", printable_lines(&install_warning(w)));
-        }
-    }
-    for a in actions.iter().filter(changed) {
-        let change = if dry_run { format!("would be {}", a.change) } else { a.change.to_string() };
-        let path = if a.path == a.what { String::new() } else { format!("  {}", escaped(&a.path)) };
-        outln!("{:<width$}  {change}{path}", escaped(&a.what));
-    }
-    if actions.iter().all(|a| matches!(a.change, Change::Unchanged | Change::Absent)) {
-        outln!("nothing to change");
-    }
-    if let Some(r) = imported.filter(|r| !r.noop) {
-        outln!("{:<width$}  imported {} issue(s)", "cache", r.added.len() + r.changed.len());
-    }
-    Ok(())
 }

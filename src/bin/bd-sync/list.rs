@@ -10,6 +10,7 @@ use beads_git::color::{paint, sgr};
 use beads_git::issue_diff::Style;
 use beads_git::record::escaped;
 
+use crate::cli_util::priority_label;
 use crate::Global;
 
 // Filters of `ready` and `blocked` (a plain comment: clap would take a doc comment as their about text).
@@ -102,15 +103,6 @@ pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode>
     }
     snapshot.rollback()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `P1` for a numeric priority, the text of a named one.
-pub(crate) fn priority_label(p: &serde_json::Value) -> String {
-    match p {
-        serde_json::Value::Number(n) => format!("P{n}"),
-        serde_json::Value::String(s) => escaped(s).into_owned(),
-        _ => "P?".into(),
-    }
 }
 
 /// `  (in bd-e1 "Epic"; blocks bd-2; unblocks bd-2, bd-3)`: the neighbourhood after a ready

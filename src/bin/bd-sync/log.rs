@@ -8,7 +8,7 @@ use beads_git::history;
 use beads_git::issue_diff::{self, Style};
 use beads_git::record::escaped;
 
-use crate::show::ambiguous;
+use crate::cli_util::ambiguous;
 use crate::Global;
 
 #[derive(clap::Args, Debug)]

@@ -11,6 +11,7 @@
 mod common;
 
 mod check;
+mod cli_util;
 mod context;
 mod diff;
 mod export;

@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use beads_git::bridge::links::{Index, Link};
+use beads_git::bridge::links::Link;
 use beads_git::cache::query;
-use beads_git::record::{escaped, escaped_path};
+use beads_git::record::escaped;
 
-use crate::list::priority_label;
+use crate::cli_util::{ambiguous, linked, links_index, not_found, priority_label};
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
@@ -57,26 +57,6 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
 /// How many linked commits `show` names.
 const RECENT_COMMITS: usize = 5;
 
-/// The commits index of the repository at `dir`, brought up to date once for the command;
-/// `None` when the bridge is off or git cannot say (a command never fails for want of it: the
-/// reason goes to stderr).
-pub(crate) fn links_index(dir: &std::path::Path, cache: &beads_git::cache::Cache) -> Result<Option<Index>> {
-    let prefixes = query::id_prefixes(cache)?;
-    Ok(beads_git::bridge::links_index(dir, &prefixes).unwrap_or_else(|e| {
-        eprintln!("bd-sync: linked commits: {}", beads_git::record::printable_lines(&format!("{e:#}")));
-        None
-    }))
-}
-
-/// The commits linked to `id`, newest first (none without an index, or when it cannot be read).
-pub(crate) fn linked(index: Option<&Index>, id: &str) -> Vec<Link> {
-    let Some(index) = index else { return Vec::new() };
-    index.links(id).unwrap_or_else(|e| {
-        eprintln!("bd-sync: linked commits of {}: {}", escaped(id), beads_git::record::printable_lines(&format!("{e:#}")));
-        Vec::new()
-    })
-}
-
 fn print_commits(commits: &[Link]) {
     if commits.is_empty() {
         return;
@@ -86,32 +66,6 @@ fn print_commits(commits: &[Link]) {
     for c in commits {
         outln!("    {}  {}", escaped(&c.commit[..c.commit.len().min(12)]), c.subject);
     }
-}
-
-/// Reports an id no issue has (exit 1); under `--json` as an error object on stdout too.
-pub(crate) fn not_found(global: &Global, id: &str, cache: &beads_git::cache::Cache) -> ExitCode {
-    let message = format!("no issue {id:?} in {}: run `bd-sync ready` or `bd-sync blocked` to list ids", cache.paths.file.display());
-    if global.json {
-        crate::common::print_json_error("not-found", &message);
-    }
-    eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
-    ExitCode::from(1)
-}
-
-/// Reports a partial id that several issues match (exit 1), listing them; under `--json` as an
-/// error object on stdout too.
-pub(crate) fn ambiguous(global: &Global, id: &str, candidates: &[String]) -> ExitCode {
-    let listed = candidates.iter().take(20).map(String::as_str).collect::<Vec<_>>().join(", ");
-    if global.json {
-        crate::common::print_json_error("ambiguous", &format!("{id:?} matches {} issues: {listed}; give more of the id", candidates.len()));
-    }
-    eprintln!(
-        "bd-sync: {} matches {} issues: {}; give more of the id",
-        escaped(&format!("{id:?}")),
-        candidates.len(),
-        candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ")
-    );
-    ExitCode::from(1)
 }
 
 fn print_shown(shown: &query::Shown) {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use beads_git::install;
 
-use crate::install::{print_actions, refusal_exit};
+use crate::cli_util::{print_actions, refusal_exit};
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
