@@ -14,17 +14,17 @@ use crate::support::{bin, hermetic, path_with_our_binaries, real_br, real_faketi
 
 /// A scratch world: a bare origin and clones, all with one private HOME and our binaries first on
 /// PATH (the installed hooks call them by name).
-struct World {
-    dir: tempfile::TempDir,
+pub(crate) struct World {
+    pub(crate) dir: tempfile::TempDir,
     br: PathBuf,
     /// Clones whose br runs with a clock this far behind (libfaketime's `-f` offset).
     skewed: Vec<(PathBuf, &'static str)>,
     /// Merges use the real clock instead of the tests' fixed `BD_MERGE_NOW`.
-    real_clock: bool,
+    pub(crate) real_clock: bool,
 }
 
 impl World {
-    fn new(br: PathBuf) -> World {
+    pub(crate) fn new(br: PathBuf) -> World {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("home")).expect("mkdir home");
         let world = World { dir, br, skewed: Vec::new(), real_clock: false };
@@ -32,7 +32,7 @@ impl World {
         world
     }
 
-    fn command(&self, program: &Path, cwd: &Path) -> Command {
+    pub(crate) fn command(&self, program: &Path, cwd: &Path) -> Command {
         // br where the hooks look for it, as an installed br is.
         let path = path_with_our_binaries(&[self.br.parent().unwrap_or(Path::new("/"))]);
         let mut cmd = hermetic(program);
@@ -43,19 +43,24 @@ impl World {
         cmd
     }
 
-    fn git(&self, cwd: &Path, args: &[&str]) -> String {
+    pub(crate) fn git(&self, cwd: &Path, args: &[&str]) -> String {
         let out = run(self.command(Path::new("git"), cwd).args(args));
         assert!(out.status.success(), "git {args:?} in {}:\n{}", cwd.display(), String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn clone(&self, name: &str) -> PathBuf {
+    pub(crate) fn clone(&self, name: &str) -> PathBuf {
         self.git(self.dir.path(), &["clone", "-q", "origin.git", name]);
         self.dir.path().join(name)
     }
 
+    /// Runs br (no faketime) and returns its output whatever the exit status.
+    pub(crate) fn br_output(&self, clone: &Path, args: &[&str]) -> std::process::Output {
+        run(self.command(&self.br, clone).args(args))
+    }
+
     /// Runs br and returns stdout, failing the test (with br's words) when it fails.
-    fn br(&self, clone: &Path, args: &[&str]) -> String {
+    pub(crate) fn br(&self, clone: &Path, args: &[&str]) -> String {
         let out = match self.skewed.iter().find(|(c, _)| c == clone) {
             Some((_, offset)) => run(self.command(Path::new("faketime"), clone).args(["-f", offset]).arg(&self.br).args(args)),
             None => run(self.command(&self.br, clone).args(args)),
@@ -71,7 +76,7 @@ impl World {
     }
 
     /// `br q`: creates an issue and returns its id.
-    fn create(&self, clone: &Path, title: &str, extra: &[&str]) -> String {
+    pub(crate) fn create(&self, clone: &Path, title: &str, extra: &[&str]) -> String {
         let mut args = vec!["q", title];
         args.extend_from_slice(extra);
         let id = self.br(clone, &args).trim().to_owned();
@@ -79,7 +84,7 @@ impl World {
         id
     }
 
-    fn show(&self, clone: &Path, id: &str) -> Value {
+    pub(crate) fn show(&self, clone: &Path, id: &str) -> Value {
         let text = self.br(clone, &["show", id, "--json"]);
         let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("br show --json {id}: {e}: {text}"));
         match value {
@@ -88,12 +93,12 @@ impl World {
         }
     }
 
-    fn install(&self, clone: &Path) {
+    pub(crate) fn install(&self, clone: &Path) {
         let out = run(self.command(&bin("bd-sync"), clone).arg("install"));
         assert!(out.status.success(), "bd-sync install:\n{}", String::from_utf8_lossy(&out.stderr));
     }
 
-    fn commit_issues(&self, clone: &Path, message: &str) {
+    pub(crate) fn commit_issues(&self, clone: &Path, message: &str) {
         self.br(clone, &["sync", "--flush-only"]);
         self.git(clone, &["add", ".beads/issues.jsonl"]);
         self.git(clone, &["commit", "-q", "-m", message]);
@@ -314,7 +319,7 @@ fn regression_br_refused_merged_comment_ids_and_skipped_merged_records_after_pul
 impl World {
     /// Runs git and returns its whole output (hooks write to its stderr), failing the test when
     /// git fails.
-    fn git_output(&self, cwd: &Path, args: &[&str]) -> std::process::Output {
+    pub(crate) fn git_output(&self, cwd: &Path, args: &[&str]) -> std::process::Output {
         let out = run(self.command(Path::new("git"), cwd).args(args));
         assert!(out.status.success(), "git {args:?} in {}:\n{}", cwd.display(), String::from_utf8_lossy(&out.stderr));
         out
@@ -322,7 +327,7 @@ impl World {
 
     // A method like the other helpers of the world, though it needs nothing of it.
     #[allow(clippy::unused_self)]
-    fn issues(&self, clone: &Path) -> Vec<u8> {
+    pub(crate) fn issues(&self, clone: &Path) -> Vec<u8> {
         std::fs::read(clone.join(".beads/issues.jsonl")).expect("issues file")
     }
 

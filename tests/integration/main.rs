@@ -7,6 +7,7 @@ mod advice;
 mod br_check;
 mod br_collisions;
 mod br_roundtrip;
+mod br_soak;
 mod bridge_context;
 mod bridge_hooks;
 mod bridge_links;
