@@ -65,6 +65,48 @@ fn bridge_off(dir: &std::path::Path) -> Option<Finding> {
     ))
 }
 
+/// A note for each remote on a GitLab host: GitLab.com's merge requests never run a custom merge
+/// driver, and a GitLab Self-Managed or Dedicated server runs ours only where an administrator
+/// registered it in Gitaly's configuration (`bd-sync install --print-gitaly` prints it). A
+/// server without "gitlab" in its name is not recognised.
+fn gitlab_remotes(dir: &std::path::Path) -> Vec<Finding> {
+    let Ok(urls) = crate::git::run(dir, &["config", "--get-regexp", r"^remote\..*\.url$"]) else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in urls.lines() {
+        let Some((key, url)) = line.split_once(' ') else { continue };
+        let Some(name) = key.strip_prefix("remote.").and_then(|k| k.strip_suffix(".url")) else { continue };
+        let Some(host) = url_host(url).filter(|h| h.split('.').any(|label| label.to_ascii_lowercase().starts_with("gitlab"))) else {
+            continue;
+        };
+        let (name, shown) = (crate::record::printable(name, 100), crate::record::printable(host, 200));
+        let message = if host.eq_ignore_ascii_case("gitlab.com") {
+            format!(
+                "the remote {name} is on GitLab.com, whose merge requests never run a custom merge driver: \
+                 the update-branch job of the GitLab template merges the target branch into them with it"
+            )
+        } else {
+            format!(
+                "the remote {name} is on the GitLab server {shown}: its merge requests run the driver only where an administrator \
+                 registered it in Gitaly's configuration (`bd-sync install --print-gitaly /path/to/bd-merge` prints it)"
+            )
+        };
+        out.push(Finding::new(FindingKind::GitlabRemote, None, Vec::new(), message));
+    }
+    out
+}
+
+/// The host of a git URL (`https://host/...`, `ssh://user@host:22/...`, `user@host:path`);
+/// `None` for a local path.
+fn url_host(url: &str) -> Option<&str> {
+    let authority = match url.split_once("://") {
+        Some((_, rest)) => rest.split('/').next()?,
+        None if url.starts_with(['/', '.']) || !url.contains(':') => return None,
+        None => url.split(':').next()?,
+    };
+    let host = authority.rsplit('@').next()?.split(':').next()?;
+    (!host.is_empty()).then_some(host)
+}
+
 /// A note while bd 1.3 migrates its database (`.beads/MIGRATION-FREEZE` beside the file): bd
 /// refuses its own writes then (exit 14), and our hooks import, export and flush nothing.
 fn migration_freeze(path: &std::path::Path) -> Option<Finding> {
@@ -150,6 +192,9 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         findings.extend(unreviewed_overrides(dir));
         findings.extend(notify_settings(dir));
         findings.extend(bridge_off(dir));
+        if crate::git::git_dir(dir).is_some() {
+            findings.extend(gitlab_remotes(dir));
+        }
     }
     Ok(CheckReport::new(path.display().to_string(), findings, external))
 }

@@ -95,6 +95,9 @@ pub enum FindingKind {
     /// `.beads/MIGRATION-FREEZE` exists (bd 1.3 is migrating its database): the hooks import,
     /// export and flush nothing until it is gone. A note.
     MigrationFreeze,
+    /// A remote is on a GitLab host, whose server-side merges run the driver only where an
+    /// administrator registered it (never on GitLab.com). A note.
+    GitlabRemote,
 }
 
 impl FindingKind {
@@ -134,7 +137,7 @@ impl FindingKind {
             // An error where br keeps this clone's issues (`check` raises it then).
             | BrRefuses => Severity::Warning,
             // Nothing is wrong; something to look at.
-            UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze => Severity::Note,
+            UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze | GitlabRemote => Severity::Note,
         }
     }
 
@@ -173,6 +176,7 @@ impl FindingKind {
             NotifySettings => "notify-settings",
             BridgeOff => "bridge-off",
             MigrationFreeze => "migration-freeze",
+            GitlabRemote => "gitlab-remote",
             BrRefuses => "br-refuses",
             ExportStale => "export-stale",
             HooksPathWithoutBlocks => "hooks-path-without-blocks",

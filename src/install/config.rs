@@ -17,12 +17,78 @@ pub fn textconv_command(bin_dir: &Path) -> String {
 
 /// The merge driver command for git config.
 pub fn driver_command(bin_dir: &Path) -> String {
-    format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
+    driver_command_of(&bin_dir.join("bd-merge").display().to_string())
+}
+
+/// The merge driver command running the bd-merge at `program`.
+fn driver_command_of(program: &str) -> String {
+    format!("{} %O %A %B -l %L -p %P -s %S -x %X -y %Y", shell_quote(program))
 }
 
 /// The append-only merge driver command (`merge.beads-append.driver`).
 pub fn append_driver_command(bin_dir: &Path) -> String {
-    format!("{} --append %O %A %B -p %P", shell_quote(&bin_dir.join("bd-merge").display().to_string()))
+    append_driver_command_of(&bin_dir.join("bd-merge").display().to_string())
+}
+
+fn append_driver_command_of(program: &str) -> String {
+    format!("{} --append %O %A %B -p %P", shell_quote(program))
+}
+
+/// `merge.beads.name`.
+const DRIVER_NAME: &str = "beads JSONL merge (bd-merge)";
+/// `merge.beads-append.name`.
+const APPEND_DRIVER_NAME: &str = "beads append-only log merge (bd-merge --append)";
+
+/// The git config keys and values that register both drivers, as install sets them.
+fn driver_keys(program: &str) -> [(&'static str, String); 4] {
+    [
+        ("merge.beads.driver", driver_command_of(program)),
+        ("merge.beads.name", DRIVER_NAME.to_owned()),
+        ("merge.beads-append.driver", append_driver_command_of(program)),
+        ("merge.beads-append.name", APPEND_DRIVER_NAME.to_owned()),
+    ]
+}
+
+/// Why [`gitaly_lines`] printed nothing.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum GitalyError {
+    /// The path is not absolute: Gitaly runs the driver from the repository's directory.
+    #[error("{0:?} is not an absolute path: give where bd-merge is on the Gitaly node, such as /usr/local/bin/bd-merge")]
+    NotAbsolute(String),
+    /// The path holds a control character (a newline would end the configuration's line).
+    #[error("{0:?} holds a control character: give a plain path")]
+    ControlCharacter(String),
+}
+
+/// The configuration that registers our drivers with the git of a GitLab Self-Managed or
+/// Dedicated server (Gitaly), for bd-merge at `program` on the Gitaly node: the lines for
+/// `/etc/gitlab/gitlab.rb` (the Linux package) and for `gitaly.toml` (a self-compiled GitLab).
+/// GitLab.com runs no custom merge driver.
+pub fn gitaly_lines(program: &str) -> Result<String, GitalyError> {
+    if program.chars().any(char::is_control) {
+        return Err(GitalyError::ControlCharacter(program.to_owned()));
+    }
+    if !program.starts_with('/') {
+        return Err(GitalyError::NotAbsolute(program.to_owned()));
+    }
+    // A TOML basic string escapes a backslash and a quote; a Ruby double-quoted one also `#{`.
+    let toml = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let ruby = |s: &str| toml(s).replace("#{", "\\#{");
+    let keys = driver_keys(program);
+    let mut out = String::from(
+        "# /etc/gitlab/gitlab.rb (the Linux package): add these entries to gitaly['configuration'],\n\
+         # then run `gitlab-ctl reconfigure`.\n\
+         gitaly['configuration'] = {\n  # ...\n  git: {\n    # ...\n    config: [\n      # ...\n",
+    );
+    for (key, value) in &keys {
+        out.push_str(&format!("      {{ key: {}, value: {} }},\n", ruby(key), ruby(value)));
+    }
+    out.push_str("    ],\n  },\n}\n\n# gitaly.toml (a self-compiled GitLab): add these tables, then restart Gitaly.\n");
+    for (key, value) in &keys {
+        out.push_str(&format!("[[git.config]]\nkey = {}\nvalue = {}\n\n", toml(key), toml(value)));
+    }
+    out.pop();
+    Ok(out)
 }
 
 pub(super) fn install_driver(
@@ -43,9 +109,9 @@ pub(super) fn install_driver(
     let mut wanted = Vec::new();
     for (key, want, previous, first) in [
         ("merge.beads.driver", want_driver.as_str(), &mut state.previous_driver, first_install),
-        ("merge.beads.name", "beads JSONL merge (bd-merge)", &mut state.previous_name, first_install),
+        ("merge.beads.name", DRIVER_NAME, &mut state.previous_name, first_install),
         ("merge.beads-append.driver", want_append.as_str(), &mut state.previous_append_driver, first_append),
-        ("merge.beads-append.name", "beads append-only log merge (bd-merge --append)", &mut state.previous_append_name, first_append),
+        ("merge.beads-append.name", APPEND_DRIVER_NAME, &mut state.previous_append_name, first_append),
         ("diff.beads.textconv", want_textconv.as_str(), &mut state.previous_textconv, first_textconv),
     ] {
         let current = config_get(repo, key);

@@ -37,7 +37,7 @@ use anyhow::{Context, Result};
 pub use attr_source::AttrSource;
 pub use attributes::ATTRIBUTE_LINES;
 pub use block::{install_block, uninstall_block, ModePolicy, BEGIN, END};
-pub use config::{append_driver_command, driver_command, textconv_command};
+pub use config::{append_driver_command, driver_command, gitaly_lines, textconv_command, GitalyError};
 pub use git_hooks::Hook;
 pub use health::health;
 pub use hooks::{install_one, run_hook, uninstall_one, OneHookError};

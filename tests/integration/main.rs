@@ -21,6 +21,7 @@ mod conventions;
 mod crash;
 mod docs_links;
 mod generate;
+mod gitlab_server;
 mod history;
 mod hook;
 mod hook_spawns;

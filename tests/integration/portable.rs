@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::{bin, hermetic, issue, jsonl, run, TestRepo};
+use crate::support::{bin, binaries_in, hermetic, issue, jsonl, run, TestRepo};
 
 const FILE: &str = ".beads/issues.jsonl";
 const PORTABLE: &str = "BEADS_GIT_PORTABLE";
@@ -50,14 +50,6 @@ fn a_merge_through_the_driver_gives_the_same_bytes_the_portable_way() {
     assert_eq!(String::from_utf8_lossy(&portable), String::from_utf8_lossy(&linux));
     let text = String::from_utf8_lossy(&portable);
     assert!(text.contains(r#""title":"Renamed""#) && text.contains(r#""priority":0"#) && text.contains("bd-3"), "{text}");
-}
-
-/// Copies our binaries into `dir` (created), as an unpacked release archive would put them.
-fn binaries_in(dir: &Path) {
-    std::fs::create_dir_all(dir).expect("mkdir");
-    for name in ["bd-merge", "bd-sync", "bd-hook"] {
-        std::fs::copy(bin(name), dir.join(name)).expect("copy a binary");
-    }
 }
 
 #[test]

@@ -200,6 +200,14 @@ pub fn jsonl(lines: &[String]) -> Vec<u8> {
     lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
 }
 
+/// Copies our three binaries into `dir` (created), as an unpacked release archive puts them.
+pub fn binaries_in(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for name in ["bd-merge", "bd-sync", "bd-hook"] {
+        std::fs::copy(bin(name), dir.join(name)).expect("copy a binary");
+    }
+}
+
 /// A PATH with our binaries first, then `extra` directories, then the inherited PATH: what an
 /// installed hook (which calls `bd-sync`, `bd-hook`, `bd-merge` by name) and a hook manager see.
 pub fn path_with_our_binaries(extra: &[&Path]) -> std::ffi::OsString {
