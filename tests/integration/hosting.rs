@@ -155,7 +155,7 @@ fn action_steps() -> Vec<serde_norway::Value> {
 
 /// What a GitHub runner does for one `run:` step of a composite action in `mode`; `None` when
 /// the step's `if:` skips it.
-fn action_step_env(step: &serde_norway::Value, mode: &str, base: &str) -> Option<Vec<(String, String)>> {
+fn action_step_env(step: &serde_norway::Value, mode: &str, inputs: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
     if let Some(cond) = step["if"].as_str() {
         let (_, wanted) = cond.split_once("==").expect("conditions compare the mode");
         if wanted.trim().trim_matches('\'') != mode {
@@ -167,7 +167,11 @@ fn action_step_env(step: &serde_norway::Value, mode: &str, base: &str) -> Option
         .map(|m| {
             m.iter()
                 .map(|(k, v)| {
-                    let v = v.as_str().expect("string env").replace("${{ inputs.base }}", base);
+                    let mut v = v.as_str().expect("string env").to_owned();
+                    for (name, value) in inputs {
+                        v = v.replace(&format!("${{{{ inputs.{name} }}}}"), value);
+                    }
+                    assert!(!v.contains("${{ inputs."), "an input the test does not give: {v}");
                     (k.as_str().expect("key").to_owned(), v)
                 })
                 .collect()
@@ -180,6 +184,11 @@ fn action_step_env(step: &serde_norway::Value, mode: &str, base: &str) -> Option
 /// pipefail, `GITHUB_PATH` entries prepended to PATH for later steps. Returns the last step's
 /// output and the step summary.
 fn run_action(dir: &Path, mode: &str, base: &str) -> (Output, String) {
+    run_action_with(dir, mode, &[("base", base), ("pull-request", ""), ("token", "t")], &[])
+}
+
+/// [`run_action`] with the action's `inputs` and more environment (`PATH` entries first).
+fn run_action_with(dir: &Path, mode: &str, inputs: &[(&str, &str)], env: &[(&str, std::ffi::OsString)]) -> (Output, String) {
     let work = tempfile::tempdir().expect("tmp");
     let home = work.path().join("home");
     // The cache restored the binaries: the install step finds them and skips cargo.
@@ -191,8 +200,9 @@ fn run_action(dir: &Path, mode: &str, base: &str) -> (Output, String) {
     let mut last = None;
     for step in action_steps() {
         let Some(script) = step["run"].as_str() else { continue };
-        let Some(env) = action_step_env(&step, mode, base) else { continue };
-        let extra: Vec<PathBuf> = std::fs::read_to_string(&path_file).expect("read").lines().map(PathBuf::from).collect();
+        let Some(step_env) = action_step_env(&step, mode, inputs) else { continue };
+        let mut extra: Vec<PathBuf> = std::fs::read_to_string(&path_file).expect("read").lines().map(PathBuf::from).collect();
+        extra.extend(env.iter().filter(|(k, _)| *k == "PATH").map(|(_, v)| PathBuf::from(v)));
         // Nothing of ours on PATH except what the steps put there.
         let path = std::env::join_paths(extra.iter().cloned().chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
             .expect("PATH");
@@ -206,7 +216,8 @@ fn run_action(dir: &Path, mode: &str, base: &str) -> (Output, String) {
             .env("GITHUB_PATH", &path_file)
             .env("GITHUB_STEP_SUMMARY", &summary)
             .env("RUNNER_TEMP", work.path())
-            .envs(env));
+            .envs(env.iter().filter(|(k, _)| *k != "PATH").map(|(k, v)| (k, v)))
+            .envs(step_env));
         let failed = !out.status.success();
         last = Some(out);
         if failed {
@@ -533,4 +544,103 @@ fn regression_a_forged_update_branch_trailer_was_restored() {
     assert!(!out.status.success(), "the restore is refused: {}", text(&out));
     assert!(text(&out).contains("does not bear out"), "{}", text(&out));
     assert_eq!(std::fs::read(fresh.join(FILE)).expect("read"), file_before, "nothing written");
+}
+
+/// A stand-in for `gh` (no GitHub is reachable here): it logs its arguments, answers `api
+/// graphql` with `GH_STUB_RESPONSE` run through the real jq with the caller's `--jq`, and fails
+/// where `GH_STUB_FAIL` names the subcommand.
+fn stub_gh(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let script = r#"#!/bin/sh
+echo "$*" >> "$GH_STUB_LOG"
+case "$1 $2" in
+  "api graphql")
+    [ "$GH_STUB_FAIL" = api ] && exit 1
+    expr=
+    while [ $# -gt 0 ]; do [ "$1" = --jq ] && expr=$2; shift; done
+    printf '%s' "$GH_STUB_RESPONSE" | jq -r "$expr" ;;
+  "pr merge")
+    [ "$GH_STUB_FAIL" = merge ] && exit 1
+    exit 0 ;;
+  *) exit 2 ;;
+esac
+"#;
+    std::fs::write(dir.join("gh"), script).expect("write");
+    let mut perms = std::fs::metadata(dir.join("gh")).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(dir.join("gh"), perms).expect("chmod");
+}
+
+/// GitHub's answer to the action's query: auto-merge on or off, and the last merge queue event.
+fn merge_state(auto: bool, last: Option<&str>) -> String {
+    let auto = if auto { r#"{"enabledAt":"2025-11-03T10:00:00Z"}"# } else { "null" };
+    let nodes = last.map(|t| format!(r#"{{"__typename":"{t}"}}"#)).unwrap_or_default();
+    format!(r#"{{"data":{{"repository":{{"pullRequest":{{"autoMergeRequest":{auto},"timelineItems":{{"nodes":[{nodes}]}}}}}}}}}}"#)
+}
+
+/// After the bot's merge, a pull request that had auto-merge on, or that the merge queue removed,
+/// goes back with `gh pr merge --auto`; one that was neither is left alone; a failing `gh`
+/// never fails the job; and the step summary says which happened.
+#[test]
+fn after_the_merge_the_action_puts_a_queued_or_auto_merge_pull_request_back_and_says_so() {
+    let cases: [(&str, String, Option<&str>, bool, &str); 5] = [
+        ("auto-merge on", merge_state(true, Some("AddedToMergeQueueEvent")), None, true, "put back"),
+        ("ejected from the queue", merge_state(false, Some("RemovedFromMergeQueueEvent")), None, true, "put back"),
+        ("neither", merge_state(false, None), None, false, "left for a person"),
+        ("the state cannot be read", merge_state(true, None), Some("api"), false, "could not be read"),
+        ("the queue refuses it", merge_state(true, None), Some("merge"), true, "failed: queue it by hand"),
+    ];
+    for (what, response, fail, merged_again, said) in cases {
+        let s = Scenario::new(false);
+        let pr = s.shallow_clone("pr", "topic");
+        let stub = s.root.path().join("stub");
+        stub_gh(&stub);
+        let log = s.root.path().join("gh.log");
+        let env = [
+            ("PATH", stub.clone().into_os_string()),
+            ("GH_STUB_LOG", log.clone().into_os_string()),
+            ("GH_STUB_RESPONSE", response.into()),
+            ("GH_STUB_FAIL", fail.unwrap_or("").into()),
+            ("GITHUB_REPOSITORY", "owner/repo".into()),
+        ];
+        let (out, summary) = run_action_with(&pr, "update-branch", &[("base", "main"), ("pull-request", "7"), ("token", "secret")], &env);
+        assert!(out.status.success(), "{what}: the job succeeds whatever gh did:\n{}", text(&out));
+        assert!(summary.contains("\"outcome\": \"merged\"") && summary.contains(said), "{what}:\n{summary}");
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(calls.contains("api graphql -F owner=owner -F name=repo -F number=7"), "{what}: {calls}");
+        assert_eq!(calls.contains("pr merge 7 --auto --repo owner/repo"), merged_again, "{what}: {calls}");
+    }
+    // Nothing merged (already up to date): gh is never asked.
+    let s = Scenario::new(false);
+    let first = s.shallow_clone("first", "topic");
+    assert!(run_action(&first, "update-branch", "main").0.status.success());
+    let again = s.shallow_clone("again", "topic");
+    let stub = s.root.path().join("stub");
+    stub_gh(&stub);
+    let log = s.root.path().join("gh.log");
+    let env = [("PATH", stub.into_os_string()), ("GH_STUB_LOG", log.clone().into_os_string()), ("GITHUB_REPOSITORY", "o/r".into())];
+    let (out, summary) = run_action_with(&again, "update-branch", &[("base", "main"), ("pull-request", "7"), ("token", "t")], &env);
+    assert!(out.status.success() && summary.contains("nothing merged"), "{summary}");
+    assert!(!log.exists(), "gh was not called: {:?}", std::fs::read_to_string(&log));
+}
+
+/// The example workflow runs the gate on the merge queue's temporary branches as on pull
+/// requests (a required check that never reports there stalls the queue), and hands the update
+/// job each pull request's number so the action can put it back into the queue.
+#[test]
+fn the_example_workflow_gates_merge_queue_runs_and_hands_the_bot_each_pull_request() {
+    let workflow = yaml("examples/github/beads-git.yml");
+    let on = &workflow["on"];
+    assert!(on.get("merge_group").is_some() && on.get("pull_request").is_some(), "{on:?}");
+    let gate = workflow["jobs"]["gate"]["if"].as_str().expect("gate's if");
+    assert!(gate.contains("'pull_request'") && gate.contains("'merge_group'"), "{gate}");
+    let list = workflow["jobs"]["list"]["if"].as_str().expect("list's if");
+    assert!(list.contains("'merge_group'"), "no update-branch run on a queue's branch: {list}");
+    let steps = workflow["jobs"]["update"]["steps"].as_sequence().expect("steps");
+    let action = steps.iter().find(|s| s["with"]["mode"].as_str() == Some("update-branch")).expect("the action");
+    assert_eq!(action["with"]["pull-request"].as_str(), Some("${{ matrix.pull.number }}"));
+    let inputs = yaml("action.yml")["inputs"].clone();
+    for name in ["mode", "base", "pull-request", "token"] {
+        assert!(inputs.get(name).is_some(), "action.yml lacks the input {name}");
+    }
 }
