@@ -37,9 +37,7 @@ impl LineBlocks {
     /// Opens `path` for reading in blocks of about `block_size` bytes. It must be a regular
     /// file: a symlink, FIFO or device is refused by name (see [`crate::safe_fs`]).
     pub fn open(path: &Path, block_size: usize) -> Result<LineBlocks> {
-        let file = crate::safe_fs::open_regular(path)?
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-            .with_context(|| format!("reading {}", path.display()))?;
+        let file = crate::safe_fs::open_existing(path).with_context(|| format!("reading {}", path.display()))?;
         Ok(LineBlocks::from_file(file, path, block_size))
     }
 

@@ -211,6 +211,15 @@ pub fn open_regular(path: &Path) -> Result<Option<File>, FileError> {
     Ok(Some(file))
 }
 
+/// [`open_regular`] for a file that must exist: its absence is an error that says so ("No such
+/// file or directory", as the system words it), never a bare "entity not found".
+pub fn open_existing(path: &Path) -> Result<File, FileError> {
+    open_regular(path)?.ok_or_else(|| io(path, std::io::Error::from_raw_os_error(NOT_FOUND)))
+}
+
+/// The system's error number for a missing file (the same on every system this builds for).
+const NOT_FOUND: i32 = 2;
+
 /// Reads a whole regular file of at most `limit` bytes; `Ok(None)` when it does not exist.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, FileError> {
     let Some(file) = open_regular(path)? else { return Ok(None) };
@@ -365,6 +374,15 @@ fn exchange_unsupported(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file removed between two looks (git writes a merged file by removing it first) is
+    /// said to be missing in the system's words; it was "entity not found" before.
+    #[test]
+    fn regression_a_missing_file_was_entity_not_found() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let said = open_existing(&dir.path().join("issues.jsonl")).expect_err("missing").to_string();
+        assert!(said.contains("issues.jsonl") && said.contains("No such file or directory"), "{said}");
+    }
 
     #[test]
     fn links_fifos_and_devices_are_refused_by_name() {

@@ -49,4 +49,5 @@ mod repair_history;
 mod review;
 mod scripts;
 mod stale_export;
+mod stress;
 mod sync;

@@ -107,10 +107,7 @@ fn import_once(cache: &mut Cache, options: &ImportOptions, block_size: usize) ->
     // Both passes read this one descriptor, and the version recorded as synced is the one it
     // opened: another writer renaming a new file over the path meanwhile is seen by the next
     // look at the path, never mistaken for what was read.
-    let file = crate::safe_fs::open_regular(&path)
-        .map_err(anyhow::Error::from)?
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-        .with_context(|| format!("reading {display}"))?;
+    let file = crate::safe_fs::open_existing(&path).with_context(|| format!("reading {display}"))?;
     let opened_meta = file.metadata().with_context(|| format!("reading {display}"))?;
     let (opened, opened_ctime) = (Identity::of(&opened_meta), write::change_time(&opened_meta));
     let mut scan = Scan::read(file.try_clone().with_context(|| format!("reading {display}"))?, &path, &display, block_size)?;
