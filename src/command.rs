@@ -50,12 +50,27 @@ pub enum CommandError {
 
 fn timed_out(after: Duration, exited: Option<ExitStatus>) -> String {
     let secs = after.as_secs_f64();
-    match exited {
-        Some(_) => format!(
+    let group = crate::platform::unix_calls();
+    match (exited, group) {
+        (Some(_), true) => format!(
             "did not finish within {secs} s: it exited, but a process it started in the background still held its stdout; \
              that process and the rest of its process group were stopped (redirect a background process's output, e.g. `>/dev/null`)"
         ),
-        None => format!("did not finish within {secs} s; it was stopped with every process it started"),
+        (Some(_), false) => format!(
+            "did not finish within {secs} s: it exited, but a process it started in the background still held its stdout \
+             (it runs on: this system has no process groups; redirect a background process's output, e.g. `>/dev/null`)"
+        ),
+        (None, true) => format!("did not finish within {secs} s; it was stopped with every process it started"),
+        (None, false) => format!("did not finish within {secs} s; it was stopped (what it started in the background runs on)"),
+    }
+}
+
+/// How [`Captured::lingering`] was dealt with, for a caller's message.
+pub fn lingering_stopped() -> &'static str {
+    if crate::platform::unix_calls() {
+        "that process group was stopped"
+    } else {
+        "that process runs on (this system has no process groups)"
     }
 }
 

@@ -10,9 +10,9 @@
 //! timed-out command so). The table of what differs where is in `docs/install.md#platforms`.
 //!
 //! Two things are not switched, because taking the other system's way would break Linux itself
-//! rather than imitate Windows: file modes (git on Linux runs only executable hooks, and a new
-//! issues file must not be private), and `O_NONBLOCK` when opening an input (a FIFO exists only
-//! on unix, and opening one blocking would hang).
+//! rather than imitate Windows: file modes (git on Linux runs only executable hooks, so their
+//! mode is set and checked, and a new issues file must not be private), and `O_NONBLOCK` when
+//! opening an input (a FIFO exists only on unix, and opening one blocking would hang).
 
 use std::sync::OnceLock;
 

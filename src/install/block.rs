@@ -193,13 +193,14 @@ fn set_mode(_: &Path, _: u32) -> Result<()> {
 }
 
 /// Whether git can execute the file. Elsewhere than unix a file has no execute bit and git runs
-/// any hook file there is.
+/// any hook file there is. Not under the portable switch: on Linux git needs the bit.
 pub fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
-    if crate::platform::unix_calls() {
+    {
         use std::os::unix::fs::PermissionsExt;
-        return fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+        fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
     }
+    #[cfg(not(unix))]
     path.is_file()
 }
 

@@ -71,9 +71,10 @@ pub fn gitaly_lines(program: &str) -> Result<String, GitalyError> {
     if !program.starts_with('/') {
         return Err(GitalyError::NotAbsolute(program.to_owned()));
     }
-    // A TOML basic string escapes a backslash and a quote; a Ruby double-quoted one also `#{`.
+    // A TOML basic string escapes a backslash and a quote; a Ruby double-quoted one also every
+    // `#` (`#{`, `#@` and `#$` interpolate).
     let toml = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
-    let ruby = |s: &str| toml(s).replace("#{", "\\#{");
+    let ruby = |s: &str| toml(s).replace('#', "\\#");
     let keys = driver_keys(program);
     let mut out = String::from(
         "# /etc/gitlab/gitlab.rb (the Linux package): add these entries to gitaly['configuration'],\n\

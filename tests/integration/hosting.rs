@@ -578,17 +578,19 @@ fn merge_state(auto: bool, last: Option<&str>) -> String {
     format!(r#"{{"data":{{"repository":{{"pullRequest":{{"autoMergeRequest":{auto},"timelineItems":{{"nodes":[{nodes}]}}}}}}}}}}"#)
 }
 
-/// After the bot's merge, a pull request that had auto-merge on, or that the merge queue removed,
-/// goes back with `gh pr merge --auto`; one that was neither is left alone; a failing `gh`
-/// never fails the job; and the step summary says which happened.
+/// After the bot's merge, a pull request that was in the merge queue (the push takes it out) or
+/// that the queue removed goes back with `gh pr merge --auto`; one with auto-merge still on, or
+/// never queued, is left alone; a failing `gh` never fails the job; and the step summary says
+/// which happened.
 #[test]
 fn after_the_merge_the_action_puts_a_queued_or_auto_merge_pull_request_back_and_says_so() {
-    let cases: [(&str, String, Option<&str>, bool, &str); 5] = [
-        ("auto-merge on", merge_state(true, Some("AddedToMergeQueueEvent")), None, true, "put back"),
+    let cases: [(&str, String, Option<&str>, bool, &str); 6] = [
+        ("in the queue: the push takes it out", merge_state(false, Some("AddedToMergeQueueEvent")), None, true, "put back"),
         ("ejected from the queue", merge_state(false, Some("RemovedFromMergeQueueEvent")), None, true, "put back"),
+        ("auto-merge still on", merge_state(true, None), None, false, "auto-merge is still on"),
         ("neither", merge_state(false, None), None, false, "left for a person"),
         ("the state cannot be read", merge_state(true, None), Some("api"), false, "could not be read"),
-        ("the queue refuses it", merge_state(true, None), Some("merge"), true, "failed: queue it by hand"),
+        ("the queue refuses it", merge_state(false, Some("RemovedFromMergeQueueEvent")), Some("merge"), true, "failed: queue it by hand"),
     ];
     for (what, response, fail, merged_again, said) in cases {
         let s = Scenario::new(false);
@@ -607,7 +609,7 @@ fn after_the_merge_the_action_puts_a_queued_or_auto_merge_pull_request_back_and_
         assert!(out.status.success(), "{what}: the job succeeds whatever gh did:\n{}", text(&out));
         assert!(summary.contains("\"outcome\": \"merged\"") && summary.contains(said), "{what}:\n{summary}");
         let calls = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(calls.contains("api graphql -F owner=owner -F name=repo -F number=7"), "{what}: {calls}");
+        assert!(calls.contains("api graphql -f owner=owner -f name=repo -F number=7"), "{what}: {calls}");
         assert_eq!(calls.contains("pr merge 7 --auto --repo owner/repo"), merged_again, "{what}: {calls}");
     }
     // Nothing merged (already up to date): gh is never asked.
@@ -635,7 +637,7 @@ fn the_example_workflow_gates_merge_queue_runs_and_hands_the_bot_each_pull_reque
     let gate = workflow["jobs"]["gate"]["if"].as_str().expect("gate's if");
     assert!(gate.contains("'pull_request'") && gate.contains("'merge_group'"), "{gate}");
     let list = workflow["jobs"]["list"]["if"].as_str().expect("list's if");
-    assert!(list.contains("'merge_group'"), "no update-branch run on a queue's branch: {list}");
+    assert!(list.contains("!= 'merge_group'"), "no update-branch run on a queue's branch: {list}");
     let steps = workflow["jobs"]["update"]["steps"].as_sequence().expect("steps");
     let action = steps.iter().find(|s| s["with"]["mode"].as_str() == Some("update-branch")).expect("the action");
     assert_eq!(action["with"]["pull-request"].as_str(), Some("${{ matrix.pull.number }}"));

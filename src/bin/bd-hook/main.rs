@@ -214,7 +214,7 @@ enum Mode {
         /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g. `bd export` for a tracker whose JSONL export is off (the last snapshot's hashes are kept in the git dir).
         #[arg(long, value_name = "CMD")]
         source_cmd: Option<String>,
-        /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most 86400: then the command and every process it started are stopped, and nothing is notified.
+        /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most 86400: then the command and every process it started are stopped (on Windows the command alone), and nothing is notified.
         #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
         source_cmd_timeout: f64,
         /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].

@@ -130,9 +130,26 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
 /// cannot cross, is left out and named on stderr), else one per line (an id a line cannot carry
 /// intact is named on stderr, with the fix).
 fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
+    let mut lossy = Vec::new();
+    match write_ids(ids, nul, &mut lossy) {
+        // The reader went away (`| head`): done, as SIGPIPE ends it on unix.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        written => written?,
+    }
+    if !lossy.is_empty() {
+        eprintln!(
+            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook stdin -z",
+            lossy.len(),
+            lossy.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The ids on stdout; `lossy` gets those a line cannot carry intact.
+fn write_ids(ids: &[&str], nul: bool, lossy: &mut Vec<String>) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let mut lossy = Vec::new();
     for id in ids {
         if nul {
             if id.contains('\0') {
@@ -151,13 +168,5 @@ fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
             out.write_all(b"\n")?;
         }
     }
-    out.flush()?;
-    if !lossy.is_empty() {
-        eprintln!(
-            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook stdin -z",
-            lossy.len(),
-            lossy.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(())
+    out.flush()
 }

@@ -39,6 +39,12 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
     if let Some(program) = &args.print_gitaly {
+        if global.json {
+            let message = "--print-gitaly prints configuration for a server's files, and has no JSON output";
+            crate::common::print_json_error("usage", message);
+            eprintln!("bd-sync: {message}");
+            return Ok(ExitCode::from(2));
+        }
         return match install::gitaly_lines(program) {
             Ok(lines) => {
                 out!("{lines}");
