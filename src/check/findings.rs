@@ -98,6 +98,9 @@ pub enum FindingKind {
     /// A remote is on a GitLab host, whose server-side merges run the driver only where an
     /// administrator registered it (never on GitLab.com). A note.
     GitlabRemote,
+    /// jj manages the repository: it runs no merge driver and no hook, only the merge tool it is
+    /// asked for. A note.
+    JjRepository,
 }
 
 impl FindingKind {
@@ -137,7 +140,7 @@ impl FindingKind {
             // An error where br keeps this clone's issues (`check` raises it then).
             | BrRefuses => Severity::Warning,
             // Nothing is wrong; something to look at.
-            UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze | GitlabRemote => Severity::Note,
+            UnreviewedOverrides | NotifySettings | BridgeOff | MigrationFreeze | GitlabRemote | JjRepository => Severity::Note,
         }
     }
 
@@ -177,6 +180,7 @@ impl FindingKind {
             BridgeOff => "bridge-off",
             MigrationFreeze => "migration-freeze",
             GitlabRemote => "gitlab-remote",
+            JjRepository => "jj-repository",
             BrRefuses => "br-refuses",
             ExportStale => "export-stale",
             HooksPathWithoutBlocks => "hooks-path-without-blocks",

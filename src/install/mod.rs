@@ -22,6 +22,7 @@ mod config;
 mod git_hooks;
 mod health;
 mod hooks;
+mod jj;
 mod managed;
 pub mod managers;
 mod state;
@@ -41,6 +42,7 @@ pub use config::{append_driver_command, driver_command, gitaly_lines, textconv_c
 pub use git_hooks::Hook;
 pub use health::health;
 pub use hooks::{install_one, run_hook, uninstall_one, OneHookError};
+pub use jj::is_jj_repo;
 pub use state::{hooks_dir, manager, InstallState};
 pub use types::{Action, Binaries, Change, InstallError, InstallOptions, InstallOutcome, InstallRefusal};
 pub use uninstall::uninstall;
@@ -101,6 +103,7 @@ fn install_steps(options: &InstallOptions) -> Result<Vec<Action>, Stop> {
         install_driver(options, prior.is_none(), &mut state, &mut recorder, &mut actions)?;
         install_attributes(options, &mut state, &mut recorder, &mut actions)?;
         install_hooks(options, &top, &hooks, &manager, &mut state, &mut recorder, &mut actions)?;
+        actions.extend(jj::install_jj(&top, &options.bin_dir, options.dry_run)?);
         if !options.dry_run {
             record_system_config(repo);
         }

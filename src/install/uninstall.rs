@@ -81,6 +81,7 @@ pub fn uninstall(repo: &Path, dry_run: bool, team: bool) -> Result<Vec<Action>> 
             let _ = fs::remove_file(state_path(repo)?);
         }
     }
+    actions.extend(super::jj::uninstall_jj(&top, dry_run)?);
     // Last: every write above goes through a temporary file, whose first use in a repository
     // adds the exclude lines this takes out.
     if let Ok(common) = super::state::common_dir(repo) {

@@ -34,6 +34,7 @@ mod hosting;
 mod import_renames;
 mod import_targeted;
 mod install;
+mod jj;
 mod layout;
 mod manager_hook_types;
 mod managers;
