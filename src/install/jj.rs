@@ -58,10 +58,10 @@ fn jj(top: &Path, args: &[&str]) -> Result<Output> {
         .context("running jj (is it installed?)")
 }
 
-/// The program our tool runs now, if it is registered.
-fn registered(top: &Path) -> Option<String> {
-    let out = jj(top, &["config", "get", &format!("{TABLE}.program")]).ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+/// The program our tool runs now, if it is registered; an error when jj cannot run.
+fn registered(top: &Path) -> Result<Option<String>> {
+    let out = jj(top, &["config", "get", &format!("{TABLE}.program")])?;
+    Ok(out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned()))
 }
 
 /// Registers the tool in a jj repository; `None` where jj does not manage the repository.
@@ -70,7 +70,7 @@ pub(super) fn install_jj(top: &Path, bin_dir: &Path, dry_run: bool) -> Result<Op
         return Ok(None);
     }
     let path = top.join(".jj").join(TABLE);
-    if jj(top, &["--version"]).is_err() {
+    let Ok(registered) = registered(top) else {
         // A repository jj manages, on a machine without jj: nothing to register it with.
         let mut action = Action::new("jj merge tool", &path, Change::Absent);
         action.warning = Some(super::Warning::Text(
@@ -79,9 +79,9 @@ pub(super) fn install_jj(top: &Path, bin_dir: &Path, dry_run: bool) -> Result<Op
                 .into(),
         ));
         return Ok(Some(action));
-    }
+    };
     let program = bin_dir.join("bd-merge").display().to_string();
-    let change = match registered(top) {
+    let change = match registered {
         None => Change::Added,
         Some(p) if p == program => Change::Unchanged,
         Some(_) => Change::Updated,
@@ -103,7 +103,7 @@ pub(super) fn uninstall_jj(top: &Path, dry_run: bool) -> Result<Option<Action>> 
         return Ok(None);
     }
     let path = top.join(".jj").join(TABLE);
-    if registered(top).is_none() {
+    if registered(top).ok().flatten().is_none() {
         return Ok(Some(Action::new("jj merge tool", &path, Change::Absent)));
     }
     if !dry_run {

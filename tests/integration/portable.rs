@@ -13,6 +13,16 @@ use crate::support::{bin, binaries_in, hermetic, issue, jsonl, run, TestRepo};
 const FILE: &str = ".beads/issues.jsonl";
 const PORTABLE: &str = "BEADS_GIT_PORTABLE";
 
+/// Asks `cmd` for the portable way, or for the unix way (`.ci/portable.sh` sets the switch for
+/// the whole run, so the unix way is asked for explicitly).
+fn the_way(cmd: &mut Command, portable: bool) {
+    if portable {
+        cmd.env(PORTABLE, "1");
+    } else {
+        cmd.env_remove(PORTABLE);
+    }
+}
+
 /// A repository where main and feature both edit bd-1 (different fields) and each adds an issue,
 /// with the driver registered as `driver`.
 fn diverged(driver: &str) -> TestRepo {
@@ -33,12 +43,7 @@ fn diverged(driver: &str) -> TestRepo {
 fn merge(repo: &TestRepo, portable: bool) -> Vec<u8> {
     let mut git = hermetic("git");
     git.current_dir(repo.path()).args(["merge", "-q", "--no-edit", "feature"]);
-    if portable {
-        git.env(PORTABLE, "1");
-    } else {
-        // `.ci/portable.sh` sets it for the whole run: the unix way is asked for here.
-        git.env_remove(PORTABLE);
-    }
+    the_way(&mut git, portable);
     let out = run(&mut git);
     assert!(out.status.success(), "merge (portable: {portable}): {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(repo.git(&["ls-files", "--unmerged"]), "", "portable: {portable}");
@@ -70,11 +75,7 @@ fn a_driver_installed_under_a_path_with_spaces_backslashes_and_quotes_runs_and_c
             repo.git(&["config", "--unset", "merge.beads.driver"]);
             let mut install = hermetic(dir.join("bd-sync"));
             install.current_dir(repo.path()).args(["install"]).env("PATH", &path);
-            if portable {
-                install.env(PORTABLE, "1");
-            } else {
-                install.env_remove(PORTABLE);
-            }
+            the_way(&mut install, portable);
             let out = run(&mut install);
             assert!(out.status.success(), "{name:?}: install: {}", String::from_utf8_lossy(&out.stderr));
             let driver = repo.git(&["config", "merge.beads.driver"]);
@@ -104,11 +105,7 @@ fn a_reader_that_goes_away_ends_every_printing_command_quietly_both_ways() {
         for args in [&["ready"][..], &["ready", "--json"], &["ready", "--all-types"], &show] {
             let mut cmd: Command = hermetic(bin("bd-sync"));
             cmd.current_dir(repo.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-            if portable {
-                cmd.env(PORTABLE, "1");
-            } else {
-                cmd.env_remove(PORTABLE);
-            }
+            the_way(&mut cmd, portable);
             let mut child = cmd.spawn().expect("spawn bd-sync");
             let mut first = [0u8; 16];
             let mut stdout = child.stdout.take().expect("stdout");
