@@ -37,12 +37,16 @@ pub enum Fix {
         /// The file, relative to the work tree.
         path: String,
     },
+    /// Read the command's help: the command line asked for something the command does not do.
+    ReadHelp,
     /// Name the branch a checkout with a detached HEAD is for.
     NameBranch,
     /// Run the CI merge of a base branch again (once what stopped it is fixed).
     UpdateBranch,
 
     // ---- cache, install, check, notifier ----
+    /// List the ids of the issues in the cache (ready ones; blocked ones the same way).
+    ListIds,
     /// Install (or repair) the merge driver, attributes and hook blocks in this clone.
     Install,
     /// Correct or remove the lines listed (the file check lists every problem in the file).

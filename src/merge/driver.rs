@@ -88,7 +88,7 @@ pub enum DriverOutcome {
     NeedsReview,
     /// Structural merge refused the input; a line merge was done instead.
     Fallback {
-        /// Why, naming the file and line.
+        /// Why: which version, and its line (the caller names the file, [`display_name`]).
         reason: String,
         /// Whether the line merge left conflict markers.
         conflicted: bool,
@@ -122,7 +122,8 @@ impl DriverReport {
     }
 }
 
-/// Runs the driver. Errors mean nothing was written.
+/// Runs the driver. Errors mean nothing was written; neither they nor a fallback's reason name
+/// the file (the caller does, with [`display_name`]).
 pub fn run(options: &DriverOptions) -> Result<DriverReport> {
     let (base, ours, theirs) = read_inputs(options)?;
     let mut merge_options = options.merge.clone();
@@ -280,7 +281,7 @@ fn describe(options: &DriverOptions, u: &Unmergeable) -> String {
         super::Input::Ours => &options.ours,
         super::Input::Theirs => &options.theirs,
     };
-    format!("{}: {} version ({}), line {}: {}", display_name(options), u.input, path.display(), u.line, u.problem)
+    format!("{} version ({}), line {}: {}", u.input, path.display(), u.line, u.problem)
 }
 
 /// The name to use in messages: `%P` when git gave it, else the ours path.

@@ -304,3 +304,37 @@ fn schema_describes_every_json_output() {
     let unknown = tool(repo.path(), "bd-sync", &["schema", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+/// A `--json` error's `fix` is the one the error's type names, worded by the binary: never a
+/// command read back out of the message, where data (an id, a path) can put any text. Before the
+/// binaries shared one error type, the fix was the first `` `...` `` after "run" in the message,
+/// so an id holding "run `x`" made `x` the fix.
+#[test]
+fn a_json_errors_fix_comes_from_its_type_never_from_its_text() {
+    let repo = repo();
+    let json = |program: &str, args: &[&str]| -> (Option<i32>, serde_json::Value) {
+        let out = tool(repo.path(), program, args);
+        let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&out.stdout)));
+        (out.status.code(), value)
+    };
+    // Data that reads like advice is only data.
+    let (code, value) = json("bd-sync", &["show", "run `rm -rf ~`", "--json"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(value["error"]["kind"], "not-found", "{value}");
+    assert_eq!(value["error"]["fix"], "bd-sync ready", "{value}");
+    // A refused file: the fix names the file, from the type.
+    repo.write(".beads/issues.jsonl", b"<<<<<<< ours\n{\"id\":\"bd-1\"}\n=======\n{\"id\":\"bd-1\",\"title\":\"x\"}\n>>>>>>> theirs\n");
+    let (code, value) = json("bd-sync", &["ready", "--json"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(value["error"]["kind"], "error", "{value}");
+    assert_eq!(value["error"]["fix"], "bd-merge resolve --stage .beads/issues.jsonl", "{value}");
+    // A usage error the command found (not clap): the fix is the help.
+    let (code, value) = json("bd-merge", &["--json", "review", "--restore", "1"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(value["error"]["kind"], "usage", "{value}");
+    assert_eq!(value["error"]["fix"], "--help", "{value}");
+    // An error whose type knows no fix says none, whatever its text.
+    let (code, value) = json("bd-sync", &["--db", ".beads/issues.jsonl/cache.db", "ready", "--json"]);
+    assert_eq!(code, Some(2));
+    assert!(value["error"]["fix"].is_null(), "{value}");
+}

@@ -2,6 +2,7 @@
 //! diff of the issues file (the old flags `--id`, `--stdin`, `--from-diff` may still mix the
 //! three; each id once).
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -11,7 +12,7 @@ use crate::deliver::Outlet;
 use crate::Cli;
 
 /// Collects the ids and delivers them in one batch.
-pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
+pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> CommandResult {
     let ids = collect(cli)?;
     if ids.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -21,7 +22,7 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
 
 /// `stdin` (with `--id`s, without a diff): the ids are read before the server is looked up,
 /// so nothing to notify costs nothing.
-pub(crate) fn run_stdin_first(cli: &Cli) -> Result<ExitCode> {
+pub(crate) fn run_stdin_first(cli: &Cli) -> CommandResult {
     let ids = collect(cli)?;
     if ids.is_empty() && !cli.strict {
         return Ok(ExitCode::SUCCESS);

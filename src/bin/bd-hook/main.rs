@@ -21,6 +21,7 @@ mod post_commit;
 mod since_last;
 mod watch;
 
+use common::error::{CommandError, CommandResult, Kind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -342,12 +343,9 @@ fn main() -> ExitCode {
             };
         }
     };
-    match cli.directory.enter().map_err(anyhow::Error::msg).and_then(|()| run(&cli)) {
+    match cli.directory.enter().map_err(|e| CommandError::new(Kind::Error, e)).and_then(|()| run(&cli)) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("bd-hook: {}", beads_git::record::printable_lines(&format!("{e:#}")));
-            ExitCode::from(if cli.strict { 2 } else { 0 })
-        }
+        Err(e) => e.report_with_code("bd-hook", false, if cli.strict { 2 } else { 0 }),
     }
 }
 
@@ -415,7 +413,7 @@ fn parse_state(text: &str) -> std::result::Result<String, String> {
 }
 
 /// Runs the mode the flags chose.
-fn run(cli: &Cli) -> Result<ExitCode> {
+fn run(cli: &Cli) -> CommandResult {
     if cli.install_git_hook.is_some() || cli.uninstall_git_hook.is_some() {
         return git_hook::run(cli);
     }

@@ -5,6 +5,7 @@
 //! `from-diff HEAD~1` does; with commit comments on it runs `bd-sync link post-commit` (our
 //! sibling binary, else the one on PATH), which asks the tracker to note the commit.
 
+use crate::common::error::CommandResult;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
@@ -14,7 +15,7 @@ use beads_git::notify::ids::{collect_ids, IdSources};
 use crate::deliver::Outlet;
 use crate::Cli;
 
-pub(crate) fn run(cli: &Cli) -> Result<ExitCode> {
+pub(crate) fn run(cli: &Cli) -> CommandResult {
     let (settings, comments) = beads_git::notify::settings_with(Path::new("."), Some("beads.commitcomments"));
     let mut outcome: Result<ExitCode> = Ok(ExitCode::SUCCESS);
     if let Some(outlet) = Outlet::with_settings(cli, &settings)? {
@@ -40,5 +41,5 @@ pub(crate) fn run(cli: &Cli) -> Result<ExitCode> {
             eprintln!("bd-hook: beads.commitComments is on, but bd-sync could not run ({e})");
         }
     }
-    outcome
+    Ok(outcome?)
 }

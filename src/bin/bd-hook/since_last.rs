@@ -2,17 +2,18 @@
 //! since the last successful run in this clone, from state kept in the git dir; the first run
 //! records a baseline.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use beads_git::notify::since_last::{self, RunOutcome};
 
 use crate::deliver::Outlet;
 use crate::Cli;
 
 /// Runs one `since-last` pass and says what it did on stderr.
-pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> Result<ExitCode> {
+pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> CommandResult {
     let name = cli.state.clone().unwrap_or_else(|| "default".into());
     let source = match &cli.source_cmd {
         Some(cmd) => since_last::Source::Command(cmd.clone()),

@@ -1,6 +1,7 @@
 //! `bd-merge dedupe`: merge every id that stands on several lines into one record, redoing the
 //! merge that produced the copies when the repository still holds it.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,7 +20,7 @@ pub(crate) struct Args {
     dry_run: bool,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> CommandResult {
     use beads_git::merge::repair;
     let Args { file, dry_run } = args;
     let path = default_issues_file(file.as_ref())?;

@@ -1,6 +1,7 @@
 //! `bd-merge diff OLD NEW`: what changed in issues between two files, field by field; also git's
 //! external diff (7 arguments, plumbing: left out of `--help`, described in the reference).
 
+use crate::common::error::{CommandError, CommandResult, Kind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,14 +25,14 @@ pub(crate) struct Args {
     pub(crate) json: crate::common::args::Json,
 }
 
-pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
     let Args { old, new, git, exit_code, json: _ } = args;
     let json = global.json;
     // In git's form the first two are PATH and OLD-FILE, and NEW-FILE is the third of the rest.
     let (label, old, new) = match git.as_slice() {
         [] => (None, &old, &new),
         [_, _, new_file, _, _] => (Some(escaped_path(&old)), &new, new_file),
-        _ => anyhow::bail!("diff takes OLD NEW, or git's 7 arguments (got {})", git.len() + 2),
+        _ => return Err(CommandError::new(Kind::Usage, format!("diff takes OLD NEW, or git's 7 arguments (got {})", git.len() + 2))),
     };
     let changes = issue_diff::diff_files(beads_git::jsonl::read(old)?, beads_git::jsonl::read(new)?)?;
     let differs = !changes.is_empty();

@@ -67,13 +67,7 @@ pub(crate) fn run(cli: Args, global: crate::Global) -> ExitCode {
             ExitCode::from(report.exit_code())
         }
         Err(e) => {
-            let text = printable_lines(&format!("{e:#}")).into_owned();
-            // A reason that already names the file is not prefixed twice.
-            if text.starts_with(&format!("{name}: ")) {
-                eprintln!("bd-merge: {text}");
-            } else {
-                eprintln!("bd-merge: {name}: {text}");
-            }
+            eprintln!("bd-merge: {name}: {}", printable_lines(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -97,7 +91,7 @@ pub(crate) fn print_report(name: &str, report: &driver::DriverReport, quiet: boo
             eprintln!("bd-merge: {name}: merged, but a side deleted most records: review it (exit 1 under --conflict markers)");
         }
         DriverOutcome::Fallback { reason, conflicted } => eprintln!(
-            "bd-merge: {}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
+            "bd-merge: {name}: {}\nbd-merge: {name}: cannot merge record by record; merged line by line{}",
             printable_lines(reason),
             if *conflicted { " and left conflict markers" } else { " cleanly" }
         ),

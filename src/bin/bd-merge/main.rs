@@ -22,8 +22,8 @@ mod update_branch;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use beads_git::record::printable_lines;
 use clap::{Parser, Subcommand};
+use common::error::{CommandError, Kind};
 
 /// Field-level three-way merge of beads `issues.jsonl` files, and the commands around it.
 ///
@@ -118,7 +118,7 @@ fn main() -> ExitCode {
     };
     let global = Global { json, quiet: cli.quiet.quiet };
     if let Err(e) = cli.directory.enter() {
-        return fail(global, &e);
+        return CommandError::new(Kind::Error, e).report("bd-merge", global.json);
     }
     beads_git::color::set(cli.color.color.into());
     let result = match cli.command {
@@ -131,10 +131,7 @@ fn main() -> ExitCode {
         Some(Command::Review(args)) => review::run(args, global),
         Some(Command::Dedupe(args)) => dedupe::run(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => fail(global, &format!("{e:#}")),
-    }
+    result.unwrap_or_else(|e| e.report("bd-merge", global.json))
 }
 
 /// The clap tree: [`Cli`]'s, with the driver's arguments shown under `merge` (the same arguments
@@ -186,15 +183,6 @@ fn json_refused(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
         Some(name) if unexpected_json => no_json_output(name),
         _ => e,
     }
-}
-
-/// Says what failed (also as a JSON error object on stdout under `--json`), and exits 2.
-fn fail(global: Global, message: &str) -> ExitCode {
-    if global.json {
-        common::print_json_error("error", message);
-    }
-    eprintln!("bd-merge: {}", printable_lines(message));
-    ExitCode::from(2)
 }
 
 /// The issues file a command names, else the repository's (found from the current directory).

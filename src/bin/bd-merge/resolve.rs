@@ -1,6 +1,7 @@
 //! `bd-merge resolve`: merge a conflicted issues file as the driver would have, from git's index
 //! stages or from the conflict markers in the file; and the next step to run.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,7 +26,7 @@ pub(crate) struct Args {
     dry_run: bool,
 }
 
-pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
     use beads_git::merge::repair::{self, History, ResolveOptions, ResolveOutcome, Sides};
     let Args { file, conflict, stage, dry_run } = args;
     let quiet = global.quiet;

@@ -1,6 +1,7 @@
 //! `bd-merge review`: the values merges dropped in this clone (the merge log), and putting one
 //! back with `--restore`.
 
+use crate::common::error::{CommandError, CommandResult, Kind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,20 +46,20 @@ pub(crate) struct Args {
     pub(crate) json: crate::common::args::Json,
 }
 
-pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
     let Args { last, since, id, restore, file, file_flag, announce, json: _ } = args;
     let (json, file) = (global.json, file.or(file_flag));
     // Given after `review`, clap refuses these together; given before it, `--json` is the
     // parent's flag, out of reach of review's rules.
     if json && (restore.is_some() || announce.is_some()) {
-        anyhow::bail!("review --restore has no JSON output: leave out --json");
+        return Err(CommandError::new(Kind::Usage, "review --restore has no JSON output: leave out --json"));
     }
     let cwd = std::env::current_dir()?;
     let Some(dir) = merge_log::log_dir(&cwd) else {
         if announce.is_some() {
             return Ok(ExitCode::SUCCESS);
         }
-        anyhow::bail!("not in a git repository: the merge log lives in the repository's git directory");
+        return Err(CommandError::new(Kind::Error, "not in a git repository: the merge log lives in the repository's git directory"));
     };
     if let Some(hook_arg) = announce {
         let event = merge_log::HookEvent::from_arg(Some(hook_arg.as_str()).filter(|a| !a.is_empty()));

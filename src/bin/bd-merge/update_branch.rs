@@ -1,6 +1,7 @@
 //! `bd-merge update-branch BASE`: merge a base branch into a pull request's branch in CI, with the
 //! field-level driver registered for this command only.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -20,7 +21,7 @@ pub(crate) struct Args {
     pub(crate) json: crate::common::args::Json,
 }
 
-pub(crate) fn run(args: Args, global: crate::Global) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
     let Args { base, push, message, branch, json: _ } = args;
     let json = global.json;
     use beads_git::update_branch::{update_branch, UpdateError, UpdateOptions, UpdateOutcome};

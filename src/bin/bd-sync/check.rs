@@ -1,9 +1,9 @@
 //! `bd-sync check` (alias `doctor`): problems in the issues file and the installation.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::record::escaped;
 use beads_git::{doctor, install};
 
@@ -22,7 +22,7 @@ pub(crate) struct Args {
     ci: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let file = match args.file {
         Some(f) => f,
         None => global.paths(None)?.file,

@@ -8,9 +8,11 @@ use anyhow::Result;
 use beads_git::bridge::links::{Index, Link};
 use beads_git::cache::import;
 use beads_git::cache::query;
+use beads_git::fix::Fix;
 use beads_git::install::{Action, Change};
 use beads_git::record::{escaped, escaped_path, printable_lines};
 
+use crate::common::error::{CommandError, Kind};
 use crate::common::fix::install_warning;
 use crate::Global;
 
@@ -43,30 +45,22 @@ pub(crate) fn linked(index: Option<&Index>, id: &str) -> Vec<Link> {
     })
 }
 
-/// Reports an id no issue has (exit 1); under `--json` as an error object on stdout too.
-pub(crate) fn not_found(global: &Global, id: &str, cache: &beads_git::cache::Cache) -> ExitCode {
-    let message = format!("no issue {id:?} in {}: run `bd-sync ready` or `bd-sync blocked` to list ids", cache.paths.file.display());
-    if global.json {
-        crate::common::print_json_error("not-found", &message);
-    }
-    eprintln!("bd-sync: no issue {} in {}", escaped(&format!("{id:?}")), escaped_path(&cache.paths.file));
-    ExitCode::from(1)
+/// An id no issue has (exit 1; kind `not-found` under `--json`).
+pub(crate) fn not_found(id: &str, cache: &beads_git::cache::Cache) -> CommandError {
+    let message = format!(
+        "no issue {} in {}: run `{}` or `bd-sync blocked` to list ids",
+        escaped(&format!("{id:?}")),
+        escaped_path(&cache.paths.file),
+        crate::common::fix::word(&Fix::ListIds)
+    );
+    CommandError::new(Kind::NotFound, message).with_fix(Fix::ListIds)
 }
 
-/// Reports a partial id that several issues match (exit 1), listing them; under `--json` as an
-/// error object on stdout too.
-pub(crate) fn ambiguous(global: &Global, id: &str, candidates: &[String]) -> ExitCode {
-    let listed = candidates.iter().take(20).map(String::as_str).collect::<Vec<_>>().join(", ");
-    if global.json {
-        crate::common::print_json_error("ambiguous", &format!("{id:?} matches {} issues: {listed}; give more of the id", candidates.len()));
-    }
-    eprintln!(
-        "bd-sync: {} matches {} issues: {}; give more of the id",
-        escaped(&format!("{id:?}")),
-        candidates.len(),
-        candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ")
-    );
-    ExitCode::from(1)
+/// A partial id that several issues match (exit 1; kind `ambiguous` under `--json`), listing them.
+pub(crate) fn ambiguous(id: &str, candidates: &[String]) -> CommandError {
+    let listed = candidates.iter().take(20).map(|c| escaped(c)).collect::<Vec<_>>().join(", ");
+    let message = format!("{} matches {} issues: {listed}; give more of the id", escaped(&format!("{id:?}")), candidates.len());
+    CommandError::new(Kind::Ambiguous, message)
 }
 
 /// An action as `--json` shows it: its warning worded as on stderr.

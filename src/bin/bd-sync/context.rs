@@ -3,6 +3,7 @@
 //! order: Task, Checkpoints, Commits, Files, Dependencies, Next; each keeps its first line when
 //! the budget allows any, then the rest is shared out in that order.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -26,14 +27,14 @@ pub(crate) struct Args {
 /// The text output's budget when none is given.
 const DEFAULT_BUDGET: usize = 2048;
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let cache = global.open_fresh()?;
     let dir = crate::repo_dir(None)?;
     let ids = match &args.id {
         Some(partial) => match query::resolve_id(&cache, partial)? {
             query::IdMatch::One(id) => vec![id],
-            query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(global, partial, &candidates)),
-            query::IdMatch::None => return Ok(not_found(global, partial, &cache)),
+            query::IdMatch::Ambiguous(candidates) => return Err(ambiguous(partial, &candidates)),
+            query::IdMatch::None => return Err(not_found(partial, &cache)),
         },
         None => default_ids(&cache, &dir)?,
     };

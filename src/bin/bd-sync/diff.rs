@@ -1,8 +1,8 @@
 //! `bd-sync diff`: what changed in issues, field by field, between revisions of the issues file.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::history;
 use beads_git::issue_diff::{self, Style};
 use beads_git::record::escaped;
@@ -18,7 +18,7 @@ pub(crate) struct Args {
     exit_code: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let file = global.paths(None)?.file;
     let file = std::path::absolute(&file).unwrap_or(file);
     let report = history::diff(&history::DiffOptions { spec: args.revs, working_file: file })?;

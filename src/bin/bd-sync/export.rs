@@ -1,10 +1,10 @@
 //! `bd-sync export`: write the cache's edits back to the issues file, or a snapshot elsewhere.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
 use beads_git::cache::{export, import, Binding, Cache, OpenMode};
 use beads_git::record::{escaped_path, printable};
 use beads_git::tracker;
@@ -32,7 +32,7 @@ pub(crate) struct Args {
     resolve_markers: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     if args.stage && names_its_paths(global, &args) {
         return Ok(ExitCode::SUCCESS);
     }

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use beads_git::cache::{self, Cache, OpenMode, Paths};
 use beads_git::record::{escaped_path, printable_lines};
 
+use crate::common::error::CommandResult;
 use crate::explain;
 
 /// The options every subcommand takes (before or after its name), as the commands use them.
@@ -35,21 +36,21 @@ pub(crate) fn repo_dir(repo: Option<&PathBuf>) -> Result<PathBuf> {
 
 impl Global {
     /// The issues file and the cache database for a command.
-    pub(crate) fn paths(&self, file: Option<&PathBuf>) -> Result<Paths> {
+    pub(crate) fn paths(&self, file: Option<&PathBuf>) -> CommandResult<Paths> {
         let start = repo_dir(None)?;
         Paths::discover(&start, file.map(PathBuf::as_path), self.db.as_deref()).map_err(|e| explain(e, false))
     }
 
     /// Opens the cache for writing, bound to the issues file it was last synced with (the rules
     /// are the cache's: [`Cache::open_bound`]), waiting at most `timeout` for its lock.
-    pub(crate) fn open_bound(&self, file: Option<&PathBuf>, timeout: Duration) -> Result<(Cache, cache::Binding)> {
+    pub(crate) fn open_bound(&self, file: Option<&PathBuf>, timeout: Duration) -> CommandResult<(Cache, cache::Binding)> {
         let start = repo_dir(None)?;
         let options = OpenMode::write(timeout).with_notice(notice);
         Cache::open_bound(&start, file.map(PathBuf::as_path), self.db.as_deref(), options).map_err(|e| explain(e, false))
     }
 
     /// Opens the cache for a query, importing a changed file first (and saying so on stderr).
-    pub(crate) fn open_fresh(&self) -> Result<Cache> {
+    pub(crate) fn open_fresh(&self) -> CommandResult<Cache> {
         let options = OpenMode::read(Duration::from_secs(60)).with_notice(notice);
         let (cache, imported) = Cache::open_fresh(&self.paths(None)?, options).map_err(|e| explain(e, false))?;
         if let Some(r) = imported.filter(|r| !r.noop) {

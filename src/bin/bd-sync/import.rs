@@ -1,5 +1,6 @@
 //! `bd-sync import`: bring the cache up to date with the issues file.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -44,7 +45,7 @@ pub(crate) struct Args {
     after_rebase: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let (mut cache, binding) = global.open_bound(args.file.as_ref(), Duration::from_secs_f64(args.timeout))?;
     if let Binding::Other(other) = binding {
         if !args.rebind {

@@ -1,11 +1,11 @@
 //! `bd-sync install`: set up the merge driver, the attribute lines and the git hooks (the printer
 //! of what it changed, shared with uninstall, is in `cli_util.rs`).
 
+use crate::common::error::{CommandError, CommandResult, Kind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
 use beads_git::cache::{import, Cache, OpenMode, Paths};
 use beads_git::install::{self, InstallOutcome};
 use beads_git::record::printable_lines;
@@ -37,13 +37,11 @@ pub(crate) struct Args {
     print_gitaly: Option<String>,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     if let Some(program) = &args.print_gitaly {
         if global.json {
             let message = "--print-gitaly prints configuration for a server's files, and has no JSON output";
-            crate::common::print_json_error("usage", message);
-            eprintln!("bd-sync: {message}");
-            return Ok(ExitCode::from(2));
+            return Err(CommandError::new(Kind::Usage, message));
         }
         return match install::gitaly_lines(program) {
             Ok(lines) => {

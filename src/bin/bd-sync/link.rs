@@ -86,8 +86,8 @@ fn said(skip: &Skip) -> String {
 /// The cache as the hook reads it: brought up to date with the file when it changed, waiting
 /// at most [`LOCK_WAIT`] for another writer.
 fn open(global: &Global, dir: &Path) -> Result<Cache> {
-    let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false))?;
-    let (cache, _) = Cache::open_fresh(&paths, OpenMode::read(LOCK_WAIT)).map_err(|e| crate::explain(e, false))?;
+    let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false).into_error())?;
+    let (cache, _) = Cache::open_fresh(&paths, OpenMode::read(LOCK_WAIT)).map_err(|e| crate::explain(e, false).into_error())?;
     Ok(cache)
 }
 
@@ -104,7 +104,7 @@ fn note(global: &Global, dir: &Path) -> Result<()> {
         Ok(out)
     };
     let beads_dir = || -> Result<PathBuf> {
-        let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false))?;
+        let paths = Paths::discover(dir, None, global.db.as_deref()).map_err(|e| crate::explain(e, false).into_error())?;
         Ok(paths.file.parent().map_or_else(|| dir.join(".beads"), Path::to_path_buf))
     };
     match commit_comment::note_commit(dir, &beads_dir, &known)? {

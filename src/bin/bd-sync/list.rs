@@ -1,6 +1,7 @@
 //! `bd-sync ready` and `bd-sync blocked`: lists of issues by priority, then age, and their
 //! printer (one aligned row per issue).
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -63,7 +64,7 @@ fn parse_priority(text: &str) -> Result<i64, String> {
     digits.parse().map_err(|_| format!("{text:?} is not a priority (a number such as 1, or P1)"))
 }
 
-pub(crate) fn run(global: &Global, which: Which, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, which: Which, args: Args) -> CommandResult {
     let cache = global.open_fresh()?;
     // One read transaction for every query below: one snapshot, and one shared lock taken once
     // instead of once per statement (thousands, for a long list's neighbourhood).

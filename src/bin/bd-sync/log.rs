@@ -1,8 +1,8 @@
 //! `bd-sync log ID [RANGE]`: the commits that changed one issue, newest first.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::cache::query;
 use beads_git::history;
 use beads_git::issue_diff::{self, Style};
@@ -24,12 +24,12 @@ pub(crate) struct Args {
     commits: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let dir = crate::repo_dir(None)?;
     // A partial id resolves against the issues file; an id no longer in it is taken as given.
     let cache = global.open_fresh().ok();
     let id = match cache.as_ref().map(|cache| query::resolve_id(cache, &args.id)) {
-        Some(Ok(query::IdMatch::Ambiguous(candidates))) => return Ok(ambiguous(global, &args.id, &candidates)),
+        Some(Ok(query::IdMatch::Ambiguous(candidates))) => return Err(ambiguous(&args.id, &candidates)),
         Some(Ok(query::IdMatch::One(full))) => full,
         _ => args.id,
     };
@@ -75,7 +75,7 @@ pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
 }
 
 /// `log --commits`: the linked commits alone (`--json`: `[{commit, time, how, subject}]`).
-fn print_linked(global: &Global, id: &str, linked: &[beads_git::bridge::links::Link]) -> Result<ExitCode> {
+fn print_linked(global: &Global, id: &str, linked: &[beads_git::bridge::links::Link]) -> CommandResult {
     if global.json {
         Global::print_json(&linked)?;
     } else {

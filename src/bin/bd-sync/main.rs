@@ -37,10 +37,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::cache;
-use beads_git::record::printable_lines;
 use clap::{Parser, Subcommand};
+use common::error::{CommandError, CommandResult, Kind};
 
 pub(crate) use global::{larger_than, notice, progress_capable, repo_dir, Global};
 
@@ -106,27 +105,18 @@ fn main() -> ExitCode {
     let cli = <Cli as clap::Parser>::try_parse_from(&args).unwrap_or_else(|e| common::exit_usage(e, &args));
     beads_git::color::set(cli.output.color.into());
     let global = Global { db: cli.db, json: cli.output.json };
-    let done = cli.directory.enter().map_err(anyhow::Error::msg).and_then(|()| run(&global, cli.command));
-    match done {
-        Ok(code) => code,
-        Err(e) => {
-            if global.json {
-                common::print_json_error_for("error", &e);
-            }
-            eprintln!("bd-sync: {}", printable_lines(&format!("{e:#}")));
-            ExitCode::from(2)
-        }
-    }
+    let done = cli.directory.enter().map_err(|e| CommandError::new(Kind::Error, e)).and_then(|()| run(&global, cli.command));
+    done.unwrap_or_else(|e| e.report("bd-sync", global.json))
 }
 
 /// A failed open, import or export as the user reads it: a refused file gets the fix a user can
 /// run (`--skip-invalid` only from a command that has it, `skip_invalid`).
-pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
-    match e {
-        cache::Error::InvalidFile(invalid) => anyhow::Error::new(common::fix::Advised {
-            text: format!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid)),
-            fix: invalid.fix(),
-        }),
+pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> CommandError {
+    let e = match e {
+        cache::Error::InvalidFile(invalid) => {
+            let text = format!("{invalid}\n{}", common::fix::invalid_file_advice(&invalid, skip_invalid));
+            return CommandError::new(Kind::Error, text).with_fix(invalid.fix());
+        }
         cache::Error::UnknownSchema { db, version, supported, dirty } => anyhow::anyhow!(
             "{} was written by schema version {version} (this bd-sync writes {supported}) and holds {dirty} unexported edit(s); \
              export them with the bd-sync that made it, or remove the file to rebuild from the issues file (losing those edits)",
@@ -139,10 +129,11 @@ pub(crate) fn explain(e: cache::Error, skip_invalid: bool) -> anyhow::Error {
         ),
         cache::Error::IssuesFile(e) => common::fix::find_error(e),
         other => other.into(),
-    }
+    };
+    e.into()
 }
 
-fn run(global: &Global, command: Command) -> Result<ExitCode> {
+fn run(global: &Global, command: Command) -> CommandResult {
     match command {
         Command::Import(args) => import::run(global, args),
         Command::Export(args) => export::run(global, args),

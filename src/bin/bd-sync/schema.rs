@@ -1,8 +1,8 @@
 //! `bd-sync schema [COMMAND]`: JSON Schemas of the `--json` outputs.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::record::escaped;
 use beads_git::schema;
 
@@ -14,7 +14,7 @@ pub(crate) struct Args {
     command: Option<String>,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> CommandResult {
     let out = match args.command {
         Some(c) => match schema::schema(&c) {
             Some(s) => s,

@@ -1,8 +1,8 @@
 //! `bd-sync show ID...`: issues in full, and the printer of one issue.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::bridge::links::Link;
 use beads_git::cache::query;
 use beads_git::record::escaped;
@@ -17,18 +17,18 @@ pub(crate) struct Args {
     ids: Vec<String>,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let cache = global.open_fresh()?;
     let links = links_index(&crate::repo_dir(None)?, &cache)?;
     let mut all = Vec::new();
     for id in &args.ids {
         let full = match query::resolve_id(&cache, id)? {
             query::IdMatch::One(full) => full,
-            query::IdMatch::Ambiguous(candidates) => return Ok(ambiguous(global, id, &candidates)),
-            query::IdMatch::None => return Ok(not_found(global, id, &cache)),
+            query::IdMatch::Ambiguous(candidates) => return Err(ambiguous(id, &candidates)),
+            query::IdMatch::None => return Err(not_found(id, &cache)),
         };
         let Some(shown) = query::show(&cache, &full)? else {
-            return Ok(not_found(global, &full, &cache));
+            return Err(not_found(&full, &cache));
         };
         let mut commits = linked(links.as_ref(), &full);
         commits.truncate(RECENT_COMMITS);

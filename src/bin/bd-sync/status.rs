@@ -1,15 +1,15 @@
 //! `bd-sync status`: paths, counts and whether the cache is in step with the file.
 
+use crate::common::error::CommandResult;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
 use beads_git::cache::query;
 use beads_git::record::escaped;
 
 use crate::Global;
 
-pub(crate) fn run(global: &Global) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global) -> CommandResult {
     let s = query::status_of(&global.paths(None)?, Duration::from_secs(10))?;
     if global.json {
         Global::print_json(&s)?;

@@ -1,9 +1,8 @@
 //! `bd-sync uninstall`: remove exactly what install added, and put back what it replaced.
 
+use crate::common::error::CommandResult;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::Result;
 use beads_git::install;
 
 use crate::cli_util::{print_actions, refusal_exit};
@@ -24,7 +23,7 @@ pub(crate) struct Args {
     team: bool,
 }
 
-pub(crate) fn run(global: &Global, args: Args) -> Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
     let repo = crate::repo_dir(args.repo.as_ref())?;
     let actions = install::uninstall(&repo, args.dry_run, args.team)?;
     print_actions(global, &actions, args.dry_run, None)?;

@@ -20,10 +20,12 @@ pub fn word(fix: &Fix) -> String {
         Fix::ShowAtParent { commit, parent, path } => {
             format!("git show {}^{parent}:{}", printable(commit, 40), printable(path, 200))
         }
+        Fix::ReadHelp => "--help".to_owned(),
         Fix::NameBranch => "--branch NAME".to_owned(),
         Fix::UpdateBranch => "update-branch".to_owned(),
 
         // ---- cache, install, check, notifier ----
+        Fix::ListIds => "bd-sync ready".to_owned(),
         Fix::Install => "bd-sync install".to_owned(),
         Fix::CorrectLines => "bd-sync check".to_owned(),
         Fix::ReinstallBinaries => "cargo install --locked --path .".to_owned(),
@@ -238,38 +240,19 @@ pub fn one_hook_error(e: beads_git::install::OneHookError) -> anyhow::Error {
 }
 
 /// An install that failed: part way, with what undoes it and what finishes it.
-pub fn install_error(e: beads_git::install::InstallError) -> anyhow::Error {
+pub fn install_error(e: beads_git::install::InstallError) -> super::error::CommandError {
     use beads_git::install::InstallError;
     match e {
-        InstallError::PartWay(cause) => cause.context(Advised {
-            text: format!(
+        InstallError::PartWay(cause) => super::error::CommandError::from(cause)
+            .context(format!(
                 "install stopped part way; what it changed so far is recorded, and `bd-sync uninstall` undoes it \
                  (or fix the cause and run `{}` again)",
                 word(&Fix::Install)
-            ),
-            fix: Fix::Install,
-        }),
-        InstallError::Failed(e) => e,
+            ))
+            .with_fix(Fix::Install),
+        InstallError::Failed(e) => e.into(),
     }
 }
-
-/// An error (or a context line) a binary worded around a fix: `--json` reports `fix` from it
-/// (`super::print_json_error_for`) rather than from the text.
-#[derive(Debug)]
-pub struct Advised {
-    /// What is shown.
-    pub text: String,
-    /// What the user can do.
-    pub fix: Fix,
-}
-
-impl std::fmt::Display for Advised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl std::error::Error for Advised {}
 
 /// Why install stopped, and what to do.
 pub fn install_refusal(refusal: &beads_git::install::InstallRefusal) -> String {

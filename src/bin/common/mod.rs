@@ -39,27 +39,13 @@ pub fn stdout_write(args: std::fmt::Arguments<'_>, newline: bool) {
 
 pub mod args;
 pub mod complete;
+pub mod error;
 pub mod fix;
 pub mod generate;
 
 /// Writes the error object every `--json` command prints on stdout when it fails (the exit code
 /// is unchanged): `{"error": {"kind", "message", "fix"}}`, as `bd-sync schema error` describes.
-/// `fix` is the command the message names to fix it (the first `` `...` `` after "run"), when it
-/// names one. A program reading stdout always has something to parse.
-pub fn print_json_error(kind: &str, message: &str) {
-    print_json_object(kind, message, fix_in(message));
-}
-
-/// [`print_json_error`] for an error: its `fix` is the worded [`fix::Advised`] fix the error
-/// carries (`{e:#}` is the message), else the command the message names.
-pub fn print_json_error_for(kind: &str, e: &anyhow::Error) {
-    let message = format!("{e:#}");
-    match e.downcast_ref::<fix::Advised>() {
-        Some(advised) => print_json_object(kind, &message, Some(&fix::word(&advised.fix))),
-        None => print_json_error(kind, &message),
-    }
-}
-
+/// `fix` is the command worded from the error's typed fix ([`error::CommandError`]).
 fn print_json_object(kind: &str, message: &str, fix: Option<&str>) {
     let value = serde_json::json!({"error": {"kind": kind, "message": message, "fix": fix}});
     outln!("{}", serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{\"error\": null}".to_owned()));
@@ -77,16 +63,10 @@ pub fn exit_usage(e: clap::Error, args: &[std::ffi::OsString]) -> ! {
     if json && !shown {
         let text = e.to_string();
         let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_owned();
-        print_json_object("usage", &beads_git::record::printable(&first, 2000), Some("--help"));
+        let fix = fix::word(&beads_git::fix::Fix::ReadHelp);
+        print_json_object("usage", &beads_git::record::printable(&first, 2000), Some(&fix));
     }
     e.exit()
-}
-
-/// The first command quoted in backticks after the word "run" in `message`.
-fn fix_in(message: &str) -> Option<&str> {
-    let at = message.find("run `")? + "run `".len();
-    let rest = &message[at..];
-    rest.find('`').map(|end| &rest[..end])
 }
 
 use beads_git::cache::import::SyncPolicy;

@@ -147,7 +147,7 @@ fn resolve_sides(
         append_only: false,
         log: options.log.clone(),
     };
-    let mut report = driver::run(&driver_options)?;
+    let mut report = driver::run(&driver_options).with_context(|| format!("merging {}", crate::record::escaped(rel)))?;
     if matches!(history, History::Missing(_)) && report.exit_code() == 0 {
         log_rule_decisions(options, &[&base, &ours, &theirs], &mut report);
     }
