@@ -6,7 +6,8 @@
 //! Also the cost of the installed hooks on `git commit` in a 10k-issue repository (no notify
 //! server configured), against the same repository without them.
 //!
-//! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--churn-ms 10] [--commit-size 10k] [--data target/bench-data] [--bd-hook PATH]`
+//! `cargo bench --bench hook -- [--size 100k] [--writes 50] [--churn-ms 10] [--commit-size 10k] [--data target/bench-data] [--bd-hook
+//! PATH]`
 //! (`--bd-hook` measures the watcher of another build, e.g. an older one, under churn.)
 
 mod common;
@@ -93,7 +94,8 @@ fn main() {
         hermetic(bin("bd-hook")).current_dir(repo.path()).args(["--dry-run", "--strict", "--from-diff", "HEAD~1"]).output().expect("run");
     let count = out.stdout.iter().filter(|&&b| b == b'\n').count();
     println!(
-        "from-diff {size} (1% changed): {count} ids, median {:.0} ms, peak RSS {:.0} MB; git diff of the same revisions {:.0} ms; ratio {:.2}x git diff",
+        "from-diff {size} (1% changed): {count} ids, median {:.0} ms, peak RSS {:.0} MB; git diff of the same revisions {:.0} ms; ratio \
+            {:.2}x git diff",
         median(times),
         rss as f64 / 1024.0,
         median(git_times),
@@ -211,7 +213,8 @@ fn main() {
         medians.push((median(unrelated), median(issue_edit)));
     }
     println!(
-        "git commit, {commit_size} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms; ratio {:.2}x / {:.2}x",
+        "git commit, {commit_size} issues, no notify server: without hooks {:.0} ms / {:.0} ms (unrelated file / issue edit), with hooks \
+            {:.0} ms / {:.0} ms: +{:.0} ms / +{:.0} ms; ratio {:.2}x / {:.2}x",
         medians[0].0,
         medians[0].1,
         medians[1].0,

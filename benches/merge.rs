@@ -206,8 +206,11 @@ fn shapes() -> Vec<Shape> {
             "comment ids shared file-wide",
             Box::new(move |n| {
                 let base: String = (0..n)
-                .map(|k| line(&json!({"id": format!("bd-{k:08}"), "title": "t", "comments": [{"id": k / 2 + 1, "text": format!("c{k}"), "created_at": stamp(k)}]})))
-                .collect();
+                    .map(|k| {
+                        line(&json!({"id": format!("bd-{k:08}"), "title": "t", "comments": [{"id": k / 2 + 1, "text": format!("c{k}"),
+                    "created_at": stamp(k)}]}))
+                    })
+                    .collect();
                 let theirs = base.replacen("\"title\":\"t\"", "\"title\":\"u\"", 1);
                 merged_len(&base, &base, &theirs)
             }),
@@ -252,10 +255,9 @@ fn shapes() -> Vec<Shape> {
             "derived counts, one target",
             Box::new(move |n| {
                 let rec = |k: usize, title: &str| {
-                    line(
-                        &json!({"id": format!("bd-{k:08}"), "title": title, "dependencies": [{"depends_on_id": "bd-00000000", "type": "blocks"}],
-                    "dependency_count": 1, "dependent_count": if k == 0 { n } else { 0 }, "comment_count": 0}),
-                    )
+                    line(&json!({"id": format!("bd-{k:08}"), "title": title, "dependencies": [{"depends_on_id": "bd-00000000",
+                            "type": "blocks"}],
+                    "dependency_count": 1, "dependent_count": if k == 0 { n } else { 0 }, "comment_count": 0}))
                 };
                 let base: String = (0..n).map(|k| rec(k, "t")).collect();
                 let theirs: String = (0..n).map(|k| rec(k, if k == n / 2 { "u" } else { "t" })).collect();
@@ -403,7 +405,10 @@ fn main() {
         }
     }
     println!("bd: `bd-merge %O %A %B` as git runs it (the result replaces a copy of ours); ms wall, cpu user+sys; medians");
-    println!("x git, x git cpu, x floor: bd-merge's wall (cpu) time over git merge-file -p's and over the floor's, the median of the run-by-run ratios");
+    println!(
+        "x git, x git cpu, x floor: bd-merge's wall (cpu) time over git merge-file -p's and over the floor's, the median of the \
+        run-by-run ratios"
+    );
     println!("RSS/in: bd-merge's peak RSS over the three inputs' size");
     // The two paths of the merge engine in this process, in turn, on the same inputs in memory:
     // what the merge-join buys over the hash index (reading and writing left out).

@@ -207,7 +207,8 @@ fn main() {
             "  ratio", "", x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
         );
         println!(
-            "{:<6} {:>8} baselines: store (id, line) {:.0} ms ({:.0} MB), for the cold and 1% imports; open + count {:.0} ms, for the no-op import and the queries; read + write + fsync {:.0} ms, for export",
+            "{:<6} {:>8} baselines: store (id, line) {:.0} ms ({:.0} MB), for the cold and 1% imports; open + count {:.0} ms, for the \
+                no-op import and the queries; read + write + fsync {:.0} ms, for export",
             "",
             "",
             median_ms(baseline),

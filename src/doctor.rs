@@ -192,7 +192,8 @@ pub fn check(options: &CheckOptions) -> anyhow::Result<CheckReport> {
                     FindingKind::UnresolvedConflict,
                     None,
                     Vec::new(),
-                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as it was)"
+                    "git still marks this file as conflicted, yet it holds no conflict markers (the merge driver failed and left ours as \
+                        it was)"
                         .into(),
                 )
                 .with_fix(Fix::ResolveFromIndex { file: typed }),

@@ -410,8 +410,17 @@ mod tests {
 
     #[test]
     fn each_kind_of_field_change() {
-        let old = br#"{"id":"a","title":"T","status":"open","labels":["x","y"],"description":"one\ntwo\nthree","dependencies":[{"depends_on_id":"b","type":"blocks"}]}"#;
-        let new = br#"{"id":"a","title":"T","status":"closed","labels":["y","z"],"description":"one\n2\nthree","dependencies":[{"depends_on_id":"b","type":"blocks"}],"assignee":"ann"}"#;
+        let old = concat!(
+            r#"{"id":"a","title":"T","status":"open","labels":["x","y"],"#,
+            r#""description":"one\ntwo\nthree","dependencies":[{"depends_on_id":"b","type":"blocks"}]}"#
+        )
+        .as_bytes();
+        let new = concat!(
+            r#"{"id":"a","title":"T","status":"closed","labels":["y","z"],"#,
+            r#""description":"one\n2\nthree","dependencies":[{"depends_on_id":"b","#,
+            r#""type":"blocks"}],"assignee":"ann"}"#
+        )
+        .as_bytes();
         let Some(IssueChange::Changed { fields, .. }) = diff_issue("a", Some(old), Some(new)) else { panic!("changed") };
         let names: Vec<String> = fields
             .iter()

@@ -156,10 +156,12 @@ mod tests {
     #[test]
     fn hostile_lines_pass_through_byte_for_byte() {
         let old = b"{\"id\":\"a\",\"updated_at\":\"2026-01-01T10:00:05Z\"}\n\xff\xfe not json\n<<<<<<< HEAD\n";
-        let new = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T10:00:01Z\"}\r\n\xff\xfe not json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
+        let new = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T10:00:01Z\"}\r\n\xff\xfe not \
+            json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
         let (out, ids) = restamp(old, new, timestamp::parse("2026-01-01T11:00:00Z"));
         assert_eq!(ids, ["a"]);
-        let expected = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T11:00:00Z\"}\r\n\xff\xfe not json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
+        let expected = b"\xef\xbb\xbf{\"id\":\"a\",\"title\":\"\\u001b[31m\",\"updated_at\":\"2026-01-01T11:00:00Z\"}\r\n\xff\xfe not \
+            json\r\n<<<<<<< HEAD\r\n{\"id\":\"b\",\"updated_at\":\"not a time\"}\r\n";
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(expected));
     }
 }

@@ -124,14 +124,16 @@ pub fn schema(command: &str) -> Option<Value> {
         "diff" => json!({"type": "object", "required": ["old", "new", "issues"], "properties": {
             "old": {"type": "string"}, "new": {"type": "string"}, "issues": {"type": "array", "items": change()}}}),
         "log" => {
-            json!({"type": "array", "items": {"type": "object", "required": ["commit", "author", "date", "subject", "change"], "properties": {
+            json!({"type": "array", "items": {"type": "object", "required": ["commit", "author", "date", "subject", "change"],
+                "properties": {
             "commit": {"type": "string"}, "author": {"type": "string"}, "email": {"type": "string"},
             "date": {"type": "string"}, "subject": {"type": "string"}, "change": change()}}})
         }
         "log-commits" => links(),
         "context" => {
             let text = json!({"type": ["string", "null"]});
-            json!({"type": "array", "items": {"type": "object", "required": ["task", "checkpoints", "commits", "files", "dependencies", "next"], "properties": {
+            json!({"type": "array", "items": {"type": "object", "required": ["task", "checkpoints", "commits", "files", "dependencies",
+                "next"], "properties": {
             "task": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text, "status": text,
                 "priority": {"type": ["integer", "string", "null"]}, "assignee": text, "description": text, "acceptance_criteria": text}},
             "checkpoints": {"type": "array", "items": {"type": "object", "required": ["text"], "properties": {
@@ -140,8 +142,10 @@ pub fn schema(command: &str) -> Option<Value> {
             "files": {"type": "object", "required": ["committed", "uncommitted"], "properties": {"committed": ids(), "uncommitted": ids()}},
             "dependencies": {"type": "object", "required": ["blocked_by", "blocks"], "properties": {
                 "parent": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["id"]}]}, "blocked_by": ids(), "blocks": ids()}},
-            "next": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "title": text}}},
-            "suggested": {"type": "boolean", "description": "present (true) when nothing was asked for and nothing is in progress for the actor: the next ready issue, suggested"}}}})
+            "next": {"type": "array", "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"},
+                "title": text}}},
+            "suggested": {"type": "boolean", "description": "present (true) when nothing was asked for and nothing is in progress for the \
+                actor: the next ready issue, suggested"}}}})
         }
         // What every `--json` command writes on stdout when it fails (the exit code unchanged).
         "error" => json!({"type": "object", "required": ["error"], "properties": {

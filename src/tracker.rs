@@ -111,7 +111,8 @@ pub enum Error {
     /// the tracker's name is on `PATH` (outside the repository) to ask: an alias, an absolute
     /// path or a wrapper is not found.
     #[error(
-        "{} is newer than the issues file, and no `{program}` outside the repository is on PATH to ask whether it holds edits the file lacks; check with `{program} sync --status` (it says \"Dirty issues\" when the file is behind)",
+        "{} is newer than the issues file, and no `{program}` outside the repository is on PATH to ask whether it holds edits the file \
+            lacks; check with `{program} sync --status` (it says \"Dirty issues\" when the file is behind)",
         .db.display()
     )]
     NotOnPath {

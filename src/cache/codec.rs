@@ -224,7 +224,8 @@ pub(crate) fn store_issue(tx: &Transaction<'_>, id: &str, raw: &str, line_hash: 
     }
     if !rows.dependencies.is_empty() {
         let mut st = tx.prepare_cached(
-            "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+            "INSERT OR IGNORE INTO dependencies (issue_id, depends_on_id, type, created_at, created_by, position, raw) VALUES \
+                (?1,?2,?3,?4,?5,?6,?7)",
         )?;
         for (i, d) in rows.dependencies.iter().enumerate() {
             st.execute(params![id, d.depends_on_id, d.kind, d.created_at, d.created_by, i as i64, d.raw])?;
@@ -482,7 +483,8 @@ mod tests {
             }
             if !comments.is_empty() {
                 let cs: Vec<Value> = comments.into_iter().enumerate()
-                    .map(|(i, t)| json!({"id": i + 1, "issue_id": "x-1", "author": "a", "text": t, "created_at": "2025-01-01T00:00:00Z"})).collect();
+                    .map(|(i, t)| json!({"id": i + 1, "issue_id": "x-1", "author": "a", "text": t,
+                        "created_at": "2025-01-01T00:00:00Z"})).collect();
                 fields.push(("comments", Value::Array(cs)));
             }
             if let Some(u) = unknown { fields.push(("custom", json!({"note": u, "n": [1, 2.5, null]}))); }

@@ -27,7 +27,8 @@ pub enum Error {
     Busy(#[source] rusqlite::Error),
     /// The database was written by a schema this build does not know (a newer version's) and
     /// holds edits the issues file lacks: rebuilding it would lose them, so nothing was changed.
-    #[error("{} was written by schema version {version} (this version writes {supported}) and holds {dirty} unexported edit(s)", .db.display())]
+    #[error("{} was written by schema version {version} (this version writes {supported}) and holds {dirty} unexported edit(s)",
+        .db.display())]
     UnknownSchema {
         /// The database.
         db: std::path::PathBuf,
@@ -39,7 +40,8 @@ pub enum Error {
         dirty: i64,
     },
     /// The file named as the database is not a SQLite database; nothing was changed.
-    #[error("{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; nothing was changed", .db.display())]
+    #[error("{} is not a SQLite database (it does not start with the SQLite header), so it cannot be the cache; nothing was changed",
+        .db.display())]
     NotADatabase {
         /// The file.
         db: std::path::PathBuf,

@@ -299,7 +299,8 @@ fn list_with(cache: &Cache, options: &ListOptions, ready: bool, blocking: &Block
         )
     };
     let sql = format!(
-        "SELECT i.id, i.title, i.status, i.priority, i.issue_type, i.assignee, i.created_at {which}{} ORDER BY i.priority, i.created_at, i.id{limit}",
+        "SELECT i.id, i.title, i.status, i.priority, i.issue_type, i.assignee, i.created_at {which}{} ORDER BY i.priority, i.created_at, \
+            i.id{limit}",
         filter_sql(options, ready)
     );
     let mut st = cache.conn.prepare(&sql)?;

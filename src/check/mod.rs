@@ -258,7 +258,8 @@ fn comment_id_findings(comment_ids: &BTreeMap<String, Vec<(String, usize, String
             Some(issues[0]),
             lines,
             format!(
-                "comment id {number} is used by {} different comments (on {}): {consequence}; give the later one id {next_free}, one above the file's highest comment id (a merge through bd-merge does this itself)",
+                "comment id {number} is used by {} different comments (on {}): {consequence}; give the later one id {next_free}, one \
+                    above the file's highest comment id (a merge through bd-merge does this itself)",
                 uses.len(),
                 issues.join(", ")
             ),

@@ -47,7 +47,8 @@ pub fn health(repo: &Path, bin_dir: &Path) -> Result<Vec<Finding>> {
         out.push(install_fixes(
             FindingKind::DriverMissing,
             format!(
-                "beads-git is not installed in this clone (`bd-sync uninstall` ran); the committed attributes still send {} to merge=beads, so git line-merges it here",
+                "beads-git is not installed in this clone (`bd-sync uninstall` ran); the committed attributes still send {} to \
+                    merge=beads, so git line-merges it here",
                 if attributed.is_empty() { "the issues file".to_owned() } else { attributed.join(" and ") }
             ),
         ));
@@ -105,7 +106,8 @@ fn driver_findings(driver: Option<&str>, attributed: &[&str]) -> Vec<Finding> {
                     finding(
                         FindingKind::DriverMissingBinary,
                         format!(
-                            "merge.beads.driver runs {}, which does not exist (bd-merge moved or was removed), so git fails every merge of the issues file",
+                            "merge.beads.driver runs {}, which does not exist (bd-merge moved or was removed), so git fails every merge \
+                                of the issues file",
                             crate::record::printable(&program, 200)
                         ),
                     )
@@ -357,7 +359,8 @@ fn manager_skips(name: &str, configs: &[&Path]) -> Vec<Finding> {
             out.push(finding(
                 FindingKind::ManagerSkipsBlock,
                 format!(
-                    "{var}={} in this environment makes {name} skip beads-git's jobs: take beads-git out of it where it is set (a shell profile, an .envrc)",
+                    "{var}={} in this environment makes {name} skip beads-git's jobs: take beads-git out of it where it is set (a shell \
+                        profile, an .envrc)",
                     crate::record::printable(&env(var), 200)
                 ),
             ));
@@ -445,7 +448,8 @@ mod tests {
 
     #[test]
     fn lefthook_skip_on_our_job_or_our_hook_is_found() {
-        let text = "pre-commit:\n  jobs:\n    - name: lint\n      skip: true\n    - name: beads-git\n      run: x\n      skip:\n        - merge\npost-merge:\n  skip: true\n  jobs:\n    - name: beads-git\n      skip: false\nlint:\n  skip: true\n";
+        let text = "pre-commit:\n  jobs:\n    - name: lint\n      skip: true\n    - name: beads-git\n      run: x\n      skip:\n        - \
+            merge\npost-merge:\n  skip: true\n  jobs:\n    - name: beads-git\n      skip: false\nlint:\n  skip: true\n";
         let found = lefthook_skips(text);
         assert_eq!(found, vec![(7, "the beads-git job of pre-commit".to_owned()), (10, "the whole post-merge hook".to_owned())]);
         let commands = "post-checkout:\n  commands:\n    beads-git:\n      run: x\n      skip: [rebase]\n    other:\n      skip: true\n";

@@ -269,7 +269,8 @@ pub(super) fn uninstall_manager_config(path: &Path, state: &InstallState, dry_ru
                     "default_install_hook_types",
                     &path,
                     Warning::Text(format!(
-                        "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only there for beads-git",
+                        "{} changed since install added {} to its default_install_hook_types; take them out yourself if they are only \
+                            there for beads-git",
                         path.display(),
                         list.added.join(", ")
                     )),

@@ -155,7 +155,8 @@ pub fn pre_commit_block(indent: usize, with_types: bool) -> String {
     for hook in Hook::ALL {
         let name = hook.file_name();
         s.push_str(&format!(
-            "{pad}  - id: beads-git-{name}\n{pad}    name: beads-git {name}\n{pad}    entry: sh -c '{}'\n{pad}    language: system\n{pad}    always_run: true\n{pad}    pass_filenames: false\n{pad}    stages: [{name}]\n",
+            "{pad}  - id: beads-git-{name}\n{pad}    name: beads-git {name}\n{pad}    entry: sh -c '{}'\n{pad}    language: \
+                system\n{pad}    always_run: true\n{pad}    pass_filenames: false\n{pad}    stages: [{name}]\n",
             job_command(hook, "")
         ));
     }
@@ -434,7 +435,8 @@ pub fn pre_commit_with_block(path: &Path, content: &str) -> Result<Edited, Manua
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "# See https://pre-commit.com\nrepos:\n-   repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: v3.2.0\n    hooks:\n    -   id: trailing-whitespace\n";
+    const SAMPLE: &str = "# See https://pre-commit.com\nrepos:\n-   repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: \
+        v3.2.0\n    hooks:\n    -   id: trailing-whitespace\n";
 
     #[test]
     fn pre_commit_block_lines_up_with_the_items_and_comes_out_again() {
@@ -470,23 +472,28 @@ mod tests {
         for (before, list_after) in [
             (
                 "default_install_hook_types: [pre-commit]  # x\n",
-                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]  # x\n",
+                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, \
+                    post-checkout]  # x\n",
             ),
             (
                 "default_install_hook_types: [pre-push,post-merge]\n",
-                "default_install_hook_types: [pre-push,post-merge,pre-commit,prepare-commit-msg,commit-msg,post-commit,post-rewrite,post-checkout]\n",
+                "default_install_hook_types: \
+                    [pre-push,post-merge,pre-commit,prepare-commit-msg,commit-msg,post-commit,post-rewrite,post-checkout]\n",
             ),
             (
                 "default_install_hook_types: [pre-push]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
-                "default_install_hook_types: [pre-push, pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
+                "default_install_hook_types: [pre-push, pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, \
+                    post-rewrite, post-checkout]  # not pre-commit, post-commit, post-merge, post-rewrite, post-checkout\n",
             ),
             (
                 "default_install_hook_types: []\n",
-                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]\n",
+                "default_install_hook_types: [pre-commit, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, \
+                    post-checkout]\n",
             ),
             (
                 "default_install_hook_types:\n- pre-commit\n\n",
-                "default_install_hook_types:\n- pre-commit\n- prepare-commit-msg\n- commit-msg\n- post-commit\n- post-merge\n- post-rewrite\n- post-checkout\n\n",
+                "default_install_hook_types:\n- pre-commit\n- prepare-commit-msg\n- commit-msg\n- post-commit\n- post-merge\n- \
+                    post-rewrite\n- post-checkout\n\n",
             ),
         ] {
             let config = format!("{before}{SAMPLE}");

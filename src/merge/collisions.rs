@@ -690,11 +690,20 @@ mod tests {
 
     #[test]
     fn a_rename_takes_the_references_to_the_old_id_along() {
-        let line = br#"{"id":"bd-a.1","title":"t","dependencies":[{"issue_id":"bd-a.1","depends_on_id":"bd-a","type":"parent-child"}],"comments":[{"id":1,"issue_id":"bd-a.1","text":"x"}]}"#;
+        let line = concat!(
+            r#"{"id":"bd-a.1","title":"t","dependencies":[{"issue_id":"bd-a.1","#,
+            r#""depends_on_id":"bd-a","type":"parent-child"}],"comments":[{"id":1,"#,
+            r#""issue_id":"bd-a.1","text":"x"}]}"#
+        )
+        .as_bytes();
         let renamed = rename_record(line, "bd-a.1", "bd-a.2", false).expect("a record");
         assert_eq!(
             renamed,
-            r#"{"id":"bd-a.2","title":"t","dependencies":[{"issue_id":"bd-a.2","depends_on_id":"bd-a","type":"parent-child"}],"comments":[{"id":1,"issue_id":"bd-a.2","text":"x"}]}"#
+            concat!(
+                r#"{"id":"bd-a.2","title":"t","dependencies":[{"issue_id":"bd-a.2","#,
+                r#""depends_on_id":"bd-a","type":"parent-child"}],"comments":[{"id":1,"#,
+                r#""issue_id":"bd-a.2","text":"x"}]}"#
+            )
         );
     }
 

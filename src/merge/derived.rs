@@ -186,7 +186,12 @@ mod tests {
     #[test]
     fn counts_are_recomputed_and_never_added() {
         let file = concat!(
-            r#"{"id":"a","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"},{"issue_id":"a","depends_on_id":"p","type":"parent-child"}],"comments":[{"id":1},{"id":2}],"parent":"q","dependency_count":0,"dependent_count":0,"comment_count":1}"#,
+            concat!(
+                r#"{"id":"a","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"},"#,
+                r#"{"issue_id":"a","depends_on_id":"p","type":"parent-child"}],"#,
+                r#""comments":[{"id":1},{"id":2}],"parent":"q","dependency_count":0,"#,
+                r#""dependent_count":0,"comment_count":1}"#
+            ),
             "\n",
             r#"{"id":"b","dependency_count":0,"dependent_count":0,"comment_count":0}"#,
             "\n",

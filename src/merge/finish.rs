@@ -61,7 +61,8 @@ impl<'a> Merger<'_, 'a> {
         for ((side, file), gone) in [(Side::Ours, self.o), (Side::Theirs, self.t)].into_iter().zip(gone) {
             if base_records >= 2 && gone * 2 > base_records {
                 self.warnings.push(Warning::Note(format!(
-                    "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or emptied file), redo the merge",
+                    "{side} deletes {gone} of the {base_records} records of the base ({}%){}; if that was not meant (a truncated or \
+                        emptied file), redo the merge",
                     gone * 100 / base_records,
                     if file.is_empty() { ": its file is empty" } else { "" }
                 )));

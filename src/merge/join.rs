@@ -85,7 +85,8 @@ fn settle_collisions<'a>(mut first: Merged<'a>, inputs: [&'a [u8]; 3], options: 
         Planned::Nothing => return Ok(first),
         Planned::Unresolved(ids) => {
             first.warnings.push(Warning::Note(format!(
-                "{}: two different issues under one id, and no free id can be minted for the later one (an id the tracker cannot parse, or every candidate taken); both are left between conflict markers",
+                "{}: two different issues under one id, and no free id can be minted for the later one (an id the tracker cannot parse, \
+                    or every candidate taken); both are left between conflict markers",
                 ids.iter().map(|id| key_label(id).into_owned()).collect::<Vec<_>>().join(", ")
             )));
             return Ok(first);

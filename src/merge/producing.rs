@@ -71,7 +71,8 @@ pub enum NoHistory {
     /// The producing merge was found, but its parents' merge base is not in the repository (a
     /// shallow clone) or they have none.
     #[error(
-        "no merge commit with a usable history was found (merge commit {commit} produced the file, but its parents' merge base is not in this repository, as in a shallow clone)"
+        "no merge commit with a usable history was found (merge commit {commit} produced the file, but its parents' merge base is not in \
+            this repository, as in a shallow clone)"
     )]
     NoMergeBase {
         /// The merge commit, abbreviated.
@@ -80,7 +81,8 @@ pub enum NoHistory {
     /// The producing merge was found, but the file changed after it (a later commit or an
     /// uncommitted edit), and redoing the merge would undo that change.
     #[error(
-        "no merge commit was used: merge commit {commit} produced the copies, but the file has changed since (a later commit or an uncommitted edit), and redoing that merge would undo the change"
+        "no merge commit was used: merge commit {commit} produced the copies, but the file has changed since (a later commit or an \
+            uncommitted edit), and redoing that merge would undo the change"
     )]
     FileChanged {
         /// The merge commit, abbreviated.
@@ -91,7 +93,8 @@ pub enum NoHistory {
     Unreadable(String),
     /// The parents' files cannot be merged record by record.
     #[error(
-        "no merge commit was used: merge commit {commit} produced the file, but its parents' files cannot be merged record by record ({reason})"
+        "no merge commit was used: merge commit {commit} produced the file, but its parents' files cannot be merged record by record \
+            ({reason})"
     )]
     Unmergeable {
         /// The merge commit, abbreviated.

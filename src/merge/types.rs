@@ -237,7 +237,9 @@ impl Warning {
                 command(&Fix::CorrectLines)
             ),
             Warning::Rename { rename, moved, kept } => format!(
-                "{}: two different issues were created under this id; the one from {moved} is now {} (the id br gives it), with the references {moved} wrote to it, and {} stays the one from {kept} (created first); after the merge, the clone that held the moved issue is told the br command for its state",
+                "{}: two different issues were created under this id; the one from {moved} is now {} (the id br gives it), with the \
+                    references {moved} wrote to it, and {} stays the one from {kept} (created first); after the merge, the clone that \
+                    held the moved issue is told the br command for its state",
                 key_label(&rename.from),
                 key_label(&rename.to),
                 key_label(&rename.from),

@@ -149,7 +149,8 @@ impl NotRestorable {
         match self {
             NotRestorable::Rename { address } => format!("{address} is a rename, not a dropped value: both issues are in the file"),
             NotRestorable::Unverified { address } => format!(
-                "{address} is a trailer its merge commit does not bear out (the commit's issues file, or its parents', do not hold the values it names): it is not restored"
+                "{address} is a trailer its merge commit does not bear out (the commit's issues file, or its parents', do not hold the \
+                    values it names): it is not restored"
             ),
             NotRestorable::Omitted { address, count } => {
                 format!("{address} counts {count} decision(s) the merge log had no room for; it holds no value to restore")
@@ -158,12 +159,14 @@ impl NotRestorable {
                 format!("{address} is a whole record ({detail}); edit the issue with your tracker instead")
             }
             NotRestorable::CutInTrailer { address, part, bytes, fix } => format!(
-                "{address}'s trailer holds the {part} value cut to its first {TRAILER_VALUE_BYTES} bytes (it is {bytes} bytes), so it cannot be restored from there; \
+                "{address}'s trailer holds the {part} value cut to its first {TRAILER_VALUE_BYTES} bytes (it is {bytes} bytes), so it \
+                    cannot be restored from there; \
                  take it from the merge's parent: {}",
                 word(fix)
             ),
             NotRestorable::Cut { address, part, bytes, side } => format!(
-                "{address}'s {part} was logged cut ({bytes} bytes, past the merge log's bound), so it cannot be restored; take the value from {side} side of that merge"
+                "{address}'s {part} was logged cut ({bytes} bytes, past the merge log's bound), so it cannot be restored; take the value \
+                    from {side} side of that merge"
             ),
         }
     }
@@ -191,7 +194,8 @@ impl Refusal {
             Refusal::ChangedSince { file, label, field, values } => {
                 let [now, kept, dropped] = values.as_ref();
                 format!(
-                "{file}: {label}: {field} changed again since that merge (now {now}, the merge kept {kept}); not restored, edit it by hand if you still want {dropped}"
+                    "{file}: {label}: {field} changed again since that merge (now {now}, the merge kept {kept}); not restored, edit it by \
+                    hand if you still want {dropped}"
                 )
             }
             Refusal::NotAnAddress { address } => format!("{address} is not an entry's number"),

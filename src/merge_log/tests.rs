@@ -20,7 +20,12 @@ fn since_reads_instants_dates_and_ages() {
 
 #[test]
 fn a_hostile_log_line_is_rendered_escaped_and_never_panics() {
-    let line = r#"{"seq":3,"time":"2026-01-05T10:00:00Z","command":"bd-merge\u001b[2J","path":".beads/issues.jsonl","head":"aééééééééééééééé","labels":{"ours":"HEAD","theirs":"x\ny"},"id":"bd-1\u0007","field":"title","kept":"a\u001b[31mred","kept_from":"ours","dropped":"b","dropped_from":"theirs","reason":"newest"}"#;
+    let line = concat!(
+        r#"{"seq":3,"time":"2026-01-05T10:00:00Z","command":"bd-merge\u001b[2J","#,
+        r#""path":".beads/issues.jsonl","head":"aééééééééééééééé","labels":{"ours":"HEAD","#,
+        r#""theirs":"x\ny"},"id":"bd-1\u0007","field":"title","kept":"a\u001b[31mred","#,
+        r#""kept_from":"ours","dropped":"b","dropped_from":"theirs","reason":"newest"}"#
+    );
     let entry: Entry = serde_json::from_str(line).expect("an entry");
     let out = render(&[entry], &word);
     assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out}");

@@ -3,7 +3,8 @@
 //! Ids come from `send`, `stdin` and `from-diff`, combined in first-seen order with blanks and
 //! repeats dropped. An id is taken as it is: only the line format of `stdin` (meant for people)
 //! trims lines and skips `#` comments; with `-z` (NUL-separated, for programs) and from every
-//! other source, an id keeps every character, spaces, `#` and newlines included. Collection errors (an unknown revision, an unreadable stdin) and delivery
+//! other source, an id keeps every character, spaces, `#` and newlines included. Collection errors (an unknown revision, an unreadable
+//! stdin) and delivery
 //! failures are outcomes the binary maps to exit codes: fail-open by default, strict on request.
 
 use std::io::Read;

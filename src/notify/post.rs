@@ -476,7 +476,13 @@ mod tests {
         results.push(("ok".into(), Outcome::Delivered));
         let line = Report { results }.failure_summary().expect("a summary");
         assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
-        assert!(line.starts_with("116 id(s) not delivered (bd-0, bd-1, bd-2, and 113 more): HTTP 503 until the deadline (115 id(s), 230 request(s)); deadline passed (1 id(s), 2 request(s))"), "{line}");
+        assert!(
+            line.starts_with(
+                "116 id(s) not delivered (bd-0, bd-1, bd-2, and 113 more): HTTP 503 until the deadline (115 id(s), 230 \
+            request(s)); deadline passed (1 id(s), 2 request(s))"
+            ),
+            "{line}"
+        );
         assert_eq!(Report { results: vec![("a".into(), Outcome::Unknown)] }.failure_summary(), None);
     }
 }

@@ -227,7 +227,8 @@ pub fn run_source_command(command: &str, dir: &Path, timeout: Duration, notice: 
     }
     if done.lingering {
         notice(&format!(
-            "--source-cmd {}: it exited, but a process it started in the background still held its output {} s later; {} and the output read until then was used (redirect a background process's output, e.g. `>/dev/null`)",
+            "--source-cmd {}: it exited, but a process it started in the background still held its output {} s later; {} and the output \
+                read until then was used (redirect a background process's output, e.g. `>/dev/null`)",
             crate::record::printable(command, 200),
             crate::command::AFTER_EXIT.as_secs(),
             crate::command::lingering_stopped()

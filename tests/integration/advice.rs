@@ -8,16 +8,28 @@ use crate::support::{ours, run, TestRepo};
 
 const MARKED: &str = concat!(
     "<<<<<<< HEAD\n",
-    r#"{"id":"bd-1","title":"Ours","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-1","title":"Ours","status":"open","priority":1,"issue_type":"task","#,
+        r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n=======\n",
-    r#"{"id":"bd-1","title":"Theirs","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-03T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-1","title":"Theirs","status":"open","priority":1,"issue_type":"task","#,
+        r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-03T00:00:00Z"}"#
+    ),
     "\n>>>>>>> topic\n",
-    r#"{"id":"bd-2","title":"Other","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-2","title":"Other","status":"open","priority":2,"issue_type":"task","#,
+        r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
 );
 
 const CLEAN: &str = concat!(
-    r#"{"id":"bd-1","title":"One","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-1","title":"One","status":"open","priority":1,"issue_type":"task","#,
+        r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
 );
 

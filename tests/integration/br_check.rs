@@ -127,14 +127,16 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
             "dep bad metadata",
             with(&[(
                 "dependencies",
-                json!([{"issue_id": "bd-bbb", "depends_on_id": "bd-aaa", "type": "blocks", "created_at": "2024-01-02T00:00:00Z", "metadata": "not json"}]),
+                json!([{"issue_id": "bd-bbb", "depends_on_id": "bd-aaa", "type": "blocks", "created_at": "2024-01-02T00:00:00Z",
+                    "metadata": "not json"}]),
             )]),
         ),
         one(
             "dep json metadata",
             with(&[(
                 "dependencies",
-                json!([{"issue_id": "bd-bbb", "depends_on_id": "bd-aaa", "type": "blocks", "created_at": "2024-01-02T00:00:00Z", "metadata": "42"}]),
+                json!([{"issue_id": "bd-bbb", "depends_on_id": "bd-aaa", "type": "blocks", "created_at": "2024-01-02T00:00:00Z",
+                    "metadata": "42"}]),
             )]),
         ),
         one(
@@ -172,7 +174,8 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
 /// Lines br takes that `check` reports, and why.
 const STRICTER: [(&str, &str); 1] = [(
     "padded form feed",
-    "br trims a form feed off the line before it parses it; JSON has no form-feed whitespace, so the merge reads the line as not JSON and check says malformed-line",
+    "br trims a form feed off the line before it parses it; JSON has no form-feed whitespace, so the merge reads the line as not JSON and \
+        check says malformed-line",
 )];
 
 /// br's import of `content` in a fresh workspace: its exit code and words.

@@ -361,7 +361,8 @@ fn two_issues_under_one_id_get_the_ids_br_gives_them() {
         }
     }
     eprintln!(
-        "br collisions: {cases} cases, {identical} identical to br's ids ({deduped_identical} of them also through dedupe of the union), br's plain import took our result {imported} times; refused in the clone whose issue moved: {refused_other:?}"
+        "br collisions: {cases} cases, {identical} identical to br's ids ({deduped_identical} of them also through dedupe of the union), \
+            br's plain import took our result {imported} times; refused in the clone whose issue moved: {refused_other:?}"
     );
     assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n\n"));
 }

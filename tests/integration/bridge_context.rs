@@ -7,7 +7,14 @@ use crate::support::{hermetic, ours, TestRepo};
 const ISSUES: &str = concat!(
     r#"{"id":"bd-e1","title":"The epic","status":"open","priority":1,"issue_type":"epic"}"#,
     "\n",
-    r#"{"id":"bd-a1","title":"Parser","status":"in_progress","priority":1,"assignee":"Ann","acceptance_criteria":"Handles every escape","dependencies":[{"depends_on_id":"bd-e1","type":"parent-child"}],"comments":[{"id":1,"author":"Ann","text":"Plan: rewrite the lexer","created_at":"2025-11-01T10:00:00Z"},{"id":2,"author":"Ann","text":"Checkpoint: lexer done\nparser next","created_at":"2025-11-02T10:00:00Z"}]}"#,
+    concat!(
+        r#"{"id":"bd-a1","title":"Parser","status":"in_progress","priority":1,"#,
+        r#""assignee":"Ann","acceptance_criteria":"Handles every escape","#,
+        r#""dependencies":[{"depends_on_id":"bd-e1","type":"parent-child"}],"#,
+        r#""comments":[{"id":1,"author":"Ann","text":"Plan: rewrite the lexer","#,
+        r#""created_at":"2025-11-01T10:00:00Z"},{"id":2,"author":"Ann","#,
+        r#""text":"Checkpoint: lexer done\nparser next","created_at":"2025-11-02T10:00:00Z"}]}"#
+    ),
     "\n",
     r#"{"id":"bd-b2","title":"Docs","status":"open","priority":2,"dependencies":[{"depends_on_id":"bd-a1","type":"blocks"}]}"#,
     "\n",
@@ -93,7 +100,12 @@ fn huge_and_hostile_values_stay_within_the_budget_and_are_escaped() {
         .collect::<Vec<_>>()
         .join(",");
     let hostile = format!(
-        r#"{{"id":"bd-h1","title":"T\u001b]0;owned\u0007","status":"in_progress","priority":1,"assignee":"Ann","description":"{huge}","comments":[{comments}]}}"#
+        concat!(
+            r#"{{"id":"bd-h1","title":"T\u001b]0;owned\u0007","status":"in_progress","#,
+            r#""priority":1,"assignee":"Ann","description":"{huge}","comments":[{comments}]}}"#
+        ),
+        huge = huge,
+        comments = comments
     );
     repo.write(".beads/issues.jsonl", format!("{hostile}\n").as_bytes());
     repo.write("evil\u{1b}[31m\nname.rs", b"x");

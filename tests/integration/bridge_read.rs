@@ -9,7 +9,8 @@ fn repo_with_issues() -> TestRepo {
     let repo = TestRepo::new();
     repo.commit_file(
         ".beads/issues.jsonl",
-        b"{\"id\":\"bd-a1\",\"title\":\"One\",\"status\":\"in_progress\",\"priority\":1}\n{\"id\":\"bd-b2\",\"title\":\"Two\",\"status\":\"open\",\"priority\":2}\n",
+        b"{\"id\":\"bd-a1\",\"title\":\"One\",\"status\":\"in_progress\",\"priority\":1}\n{\"id\":\"bd-b2\",\"title\":\"Two\",\"status\":\
+            \"open\",\"priority\":2}\n",
         "the tracker",
     );
     repo

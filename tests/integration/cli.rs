@@ -64,15 +64,39 @@ fn help_of_every_command_and_subcommand() {
 }
 
 const ISSUES: &str = concat!(
-    r#"{"id":"bd-1","title":"Ship the release","status":"open","priority":1,"issue_type":"epic","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","labels":["release"]}"#,
+    concat!(
+        r#"{"id":"bd-1","title":"Ship the release","status":"open","priority":1,"#,
+        r#""issue_type":"epic","created_at":"2025-01-01T00:00:00Z","#,
+        r#""updated_at":"2025-01-02T00:00:00Z","labels":["release"]}"#
+    ),
     "\n",
-    r#"{"id":"bd-2","title":"Write the notes","status":"open","priority":2,"issue_type":"task","assignee":"ann","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-1","type":"parent-child"}]}"#,
+    concat!(
+        r#"{"id":"bd-2","title":"Write the notes","status":"open","priority":2,"#,
+        r#""issue_type":"task","assignee":"ann","created_at":"2025-01-01T00:00:00Z","#,
+        r#""updated_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"bd-2","#,
+        r#""depends_on_id":"bd-1","type":"parent-child"}]}"#
+    ),
     "\n",
-    r#"{"id":"bd-3","title":"Fix the flaky test","status":"in_progress","priority":0,"issue_type":"bug","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-3","title":"Fix the flaky test","status":"in_progress","priority":0,"#,
+        r#""issue_type":"bug","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
-    r#"{"id":"bd-a-very-long-identifier-4","title":"Tag the build","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-03T00:00:00Z","updated_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"bd-3","type":"blocks"},{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"external:other:x-1","type":"blocks"},{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"bd-gone","type":"related"}]}"#,
+    concat!(
+        r#"{"id":"bd-a-very-long-identifier-4","title":"Tag the build","status":"open","#,
+        r#""priority":1,"issue_type":"task","created_at":"2025-01-03T00:00:00Z","#,
+        r#""updated_at":"2025-01-03T00:00:00Z","#,
+        r#""dependencies":[{"issue_id":"bd-a-very-long-identifier-4","#,
+        r#""depends_on_id":"bd-3","type":"blocks"},"#,
+        r#"{"issue_id":"bd-a-very-long-identifier-4","depends_on_id":"external:other:x-1","#,
+        r#""type":"blocks"},{"issue_id":"bd-a-very-long-identifier-4","#,
+        r#""depends_on_id":"bd-gone","type":"related"}]}"#
+    ),
     "\n",
-    r#"{"id":"bd-5","title":"An agent bead","status":"open","priority":2,"issue_type":"agent","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-5","title":"An agent bead","status":"open","priority":2,"#,
+        r#""issue_type":"agent","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
 );
 

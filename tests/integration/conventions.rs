@@ -7,9 +7,15 @@ use std::process::Output;
 use crate::support::{ours, run, TestRepo};
 
 const ISSUES: &str = concat!(
-    r#"{"id":"bd-a1b2","title":"First","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-a1b2","title":"First","status":"open","priority":1,"#,
+        r#""issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
-    r#"{"id":"bd-a1c3","title":"Second","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-a1c3","title":"Second","status":"open","priority":2,"#,
+        r#""issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
 );
 
@@ -145,11 +151,28 @@ fn show_takes_one_id_only() {
 }
 
 const FULL: &str = concat!(
-    r#"{"id":"bd-epic","title":"Epic","status":"open","priority":1,"issue_type":"epic","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-epic","title":"Epic","status":"open","priority":1,"issue_type":"epic","#,
+        r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
-    r#"{"id":"bd-dep","title":"Blocker","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"bd-dep","title":"Blocker","status":"open","priority":1,"#,
+        r#""issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
-    r#"{"id":"bd-full","title":"Everything","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-02T00:00:00Z","description":"The why.","design":"Use a trie.","acceptance_criteria":"All green.","notes":"Asked Ann.","comments":[{"id":1,"issue_id":"bd-full","author":"ann","text":"Looks good\nship it","created_at":"2025-01-03T00:00:00Z"}],"dependencies":[{"issue_id":"bd-full","depends_on_id":"bd-epic","type":"parent-child"},{"issue_id":"bd-full","depends_on_id":"bd-dep","type":"blocks"},{"issue_id":"bd-full","depends_on_id":"bd-epic","type":"related"},{"issue_id":"bd-full","depends_on_id":"bd-dep","type":"discovered-from"}]}"#,
+    concat!(
+        r#"{"id":"bd-full","title":"Everything","status":"open","priority":2,"#,
+        r#""issue_type":"task","created_at":"2025-01-01T00:00:00Z","#,
+        r#""updated_at":"2025-01-02T00:00:00Z","description":"The why.","#,
+        r#""design":"Use a trie.","acceptance_criteria":"All green.","notes":"Asked Ann.","#,
+        r#""comments":[{"id":1,"issue_id":"bd-full","author":"ann","#,
+        r#""text":"Looks good\nship it","created_at":"2025-01-03T00:00:00Z"}],"#,
+        r#""dependencies":[{"issue_id":"bd-full","depends_on_id":"bd-epic","#,
+        r#""type":"parent-child"},{"issue_id":"bd-full","depends_on_id":"bd-dep","#,
+        r#""type":"blocks"},{"issue_id":"bd-full","depends_on_id":"bd-epic","#,
+        r#""type":"related"},{"issue_id":"bd-full","depends_on_id":"bd-dep","type":"discovered-from"}]}"#
+    ),
     "\n",
 );
 

@@ -241,7 +241,8 @@ fn regression_install_ran_a_hook_manager_committed_in_node_modules() {
         (
             ".pre-commit-config.yaml",
             "pre-commit",
-            "repos:\n-   repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: v4.0.0\n    hooks:\n    -   id: trailing-whitespace\n",
+            "repos:\n-   repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: v4.0.0\n    hooks:\n    -   id: \
+                trailing-whitespace\n",
         ),
     ] {
         let repo = repo_with_issues();

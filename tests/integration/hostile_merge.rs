@@ -58,7 +58,8 @@ fn colliding_children(n: usize) -> (String, String, String) {
         children.sort();
         for child in children {
             let k: usize = child.rsplit('.').next().and_then(|s| s.parse().ok()).unwrap_or(0);
-            out.push_str(&line(&json!({"id": child, "title": format!("{tag} {k}"), "created_at": stamp(2 * k + offset), "updated_at": stamp(2 * k + offset),
+            out.push_str(&line(&json!({"id": child, "title": format!("{tag} {k}"), "created_at": stamp(2 * k + offset),
+                "updated_at": stamp(2 * k + offset),
                 "dependencies": [{"issue_id": child, "depends_on_id": "bd-ep", "type": "parent-child"}]})));
         }
         out
@@ -92,7 +93,10 @@ fn many_root_collisions_are_settled_in_linear_time() {
             ids.sort();
             ids.iter()
                 .enumerate()
-                .map(|(k, id)| line(&json!({"id": id, "title": format!("{tag} {k}"), "created_at": stamp(2 * k + offset), "updated_at": stamp(2 * k + offset)})))
+                .map(|(k, id)| {
+                    line(&json!({"id": id, "title": format!("{tag} {k}"), "created_at": stamp(2 * k + offset),
+                    "updated_at": stamp(2 * k + offset)}))
+                })
                 .collect()
         };
         write_triple(dir.path(), "", &side("ours", 0), &side("theirs", 1));

@@ -17,11 +17,36 @@ const FORGING_ID: &str = "bd-2\nP0   bd-forged  open  FORGED ROW";
 /// titles, statuses, labels, assignees, comments, descriptions, dependency targets and key names.
 fn hostile_v1() -> String {
     [
-        r#"{"id":"bd-1","title":"clear\u001b[2J\u001b[Hscreen","status":"open","priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z","labels":["bell\u0007","csi\u009b31m"],"assignee":"ann\r\u001b[Kmallory","description":"line one\u001b]0;PWNED\u0007\nline two\u2028three","comments":[{"id":1,"issue_id":"bd-1","author":"eve\u001b[31m","text":"hi\u001b[5m\nmore","created_at":"2025-01-01T00:00:00Z"}]}"#,
-        r#"{"id":"bd-2\nP0   bd-forged  open  FORGED ROW","title":"an id holding a newline","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-02T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#,
-        r#"{"id":"bd-3\u001b[2K","title":"esc in the id\u2029","status":"open","priority":2,"issue_type":"task","created_at":"2025-01-03T00:00:00Z","updated_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"bd-3\u001b[2K","depends_on_id":"bd-4\u0007","type":"blocks","created_at":"2025-01-03T00:00:00Z"}]}"#,
-        r#"{"id":"bd-4\u0007","title":"blocker \u0085 nel","status":"open","priority":0,"issue_type":"bug\u001b[8m","created_at":"2025-01-04T00:00:00Z","updated_at":"2025-01-04T00:00:00Z","close_reason":"x\u001b[1m"}"#,
-        r#"{"id":"bd-5","title":"odd status","status":"wip\u001b[8m","priority":"high\u001b[5m","issue_type":"task","created_at":"2025-01-05T00:00:00Z","updated_at":"2025-01-05T00:00:00Z","owner":"o\u001b[3m"}"#,
+        concat!(
+            r#"{"id":"bd-1","title":"clear\u001b[2J\u001b[Hscreen","status":"open","#,
+            r#""priority":1,"issue_type":"task","created_at":"2025-01-01T00:00:00Z","#,
+            r#""updated_at":"2025-01-01T00:00:00Z","labels":["bell\u0007","csi\u009b31m"],"#,
+            r#""assignee":"ann\r\u001b[Kmallory","#,
+            r#""description":"line one\u001b]0;PWNED\u0007\nline two\u2028three","#,
+            r#""comments":[{"id":1,"issue_id":"bd-1","author":"eve\u001b[31m","#,
+            r#""text":"hi\u001b[5m\nmore","created_at":"2025-01-01T00:00:00Z"}]}"#
+        ),
+        concat!(
+            r#"{"id":"bd-2\nP0   bd-forged  open  FORGED ROW","#,
+            r#""title":"an id holding a newline","status":"open","priority":2,"#,
+            r#""issue_type":"task","created_at":"2025-01-02T00:00:00Z","updated_at":"2025-01-02T00:00:00Z"}"#
+        ),
+        concat!(
+            r#"{"id":"bd-3\u001b[2K","title":"esc in the id\u2029","status":"open","#,
+            r#""priority":2,"issue_type":"task","created_at":"2025-01-03T00:00:00Z","#,
+            r#""updated_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"bd-3\u001b[2K","#,
+            r#""depends_on_id":"bd-4\u0007","type":"blocks","created_at":"2025-01-03T00:00:00Z"}]}"#
+        ),
+        concat!(
+            r#"{"id":"bd-4\u0007","title":"blocker \u0085 nel","status":"open","priority":0,"#,
+            r#""issue_type":"bug\u001b[8m","created_at":"2025-01-04T00:00:00Z","#,
+            r#""updated_at":"2025-01-04T00:00:00Z","close_reason":"x\u001b[1m"}"#
+        ),
+        concat!(
+            r#"{"id":"bd-5","title":"odd status","status":"wip\u001b[8m","#,
+            r#""priority":"high\u001b[5m","issue_type":"task","#,
+            r#""created_at":"2025-01-05T00:00:00Z","updated_at":"2025-01-05T00:00:00Z","owner":"o\u001b[3m"}"#
+        ),
     ]
     .iter()
     .map(|l| format!("{l}\n"))

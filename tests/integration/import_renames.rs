@@ -4,11 +4,19 @@
 
 use crate::sync::Workspace;
 
-const EPIC: &str = r#"{"id":"bd-ep","title":"Epic","status":"open","priority":1,"issue_type":"epic","created_at":"2025-11-01T10:00:00Z","updated_at":"2025-11-01T10:00:00Z"}"#;
+const EPIC: &str = concat!(
+    r#"{"id":"bd-ep","title":"Epic","status":"open","priority":1,"issue_type":"epic","#,
+    r#""created_at":"2025-11-01T10:00:00Z","updated_at":"2025-11-01T10:00:00Z"}"#
+);
 
 fn child(title: &str, created: &str) -> String {
     format!(
-        r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+        concat!(
+            r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"#,
+            r#""issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+        ),
+        title = title,
+        created = created
     )
 }
 
@@ -28,7 +36,8 @@ fn scenario(cache_created: &str, file_created: &str) -> (Vec<(String, String)>, 
     let ws = Workspace::new(format!("{EPIC}\n").as_bytes());
     ws.ok(&["import"]);
     ws.sql(&format!(
-        "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-ep.1', 'Made in this cache', 'open', 2, '{cache_created}', '{cache_created}');"
+        "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-ep.1', 'Made in this cache', 'open', 2, \
+            '{cache_created}', '{cache_created}');"
     ));
     // A pull brings another clone's subtask under the same id.
     std::fs::write(ws.file(), format!("{EPIC}\n{}\n", child("Made in another clone", file_created))).expect("write");
@@ -58,7 +67,12 @@ fn regression_import_merged_a_subtask_made_in_the_cache_with_another_clones_unde
 fn regression_import_kept_one_of_two_issues_under_one_root_id() {
     let record = |title: &str, created: &str| {
         format!(
-            r#"{{"id":"bd-zz1","title":"{title}","status":"open","priority":2,"issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+            concat!(
+                r#"{{"id":"bd-zz1","title":"{title}","status":"open","priority":2,"#,
+                r#""issue_type":"task","created_at":"{created}","updated_at":"{created}"}}"#
+            ),
+            title = title,
+            created = created
         )
     };
     for (cache_created, file_created) in
@@ -67,7 +81,8 @@ fn regression_import_kept_one_of_two_issues_under_one_root_id() {
         let ws = Workspace::new(format!("{EPIC}\n").as_bytes());
         ws.ok(&["import"]);
         ws.sql(&format!(
-            "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-zz1', 'Made in this cache', 'open', 2, '{cache_created}', '{cache_created}');"
+            "INSERT INTO issues (id, title, status, priority, created_at, updated_at) VALUES ('bd-zz1', 'Made in this cache', 'open', 2, \
+                '{cache_created}', '{cache_created}');"
         ));
         std::fs::write(ws.file(), format!("{EPIC}\n{}\n", record("Made in another clone", file_created))).expect("write");
         let out = ws.sync(&["import"]);
@@ -107,7 +122,9 @@ fn many_issues_moved_by_one_import_cost_linear_time() {
         let mut file = format!("{EPIC}\n");
         for k in 0..n {
             file.push_str(&format!(
-                "{{\"id\":\"bd-m{k}\",\"title\":\"Made in another clone {k}\",\"status\":\"open\",\"priority\":2,\"issue_type\":\"task\",\"created_at\":\"2025-11-02T11:00:00Z\",\"updated_at\":\"2025-11-02T11:00:00Z\"}}\n"
+                "{{\"id\":\"bd-m{k}\",\"title\":\"Made in another clone \
+                    {k}\",\"status\":\"open\",\"priority\":2,\"issue_type\":\"task\",\"created_at\":\"2025-11-02T11:00:00Z\",\"updated_at\
+                        \":\"2025-11-02T11:00:00Z\"}}\n"
             ));
         }
         std::fs::write(ws.file(), file).expect("write");

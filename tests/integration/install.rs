@@ -35,7 +35,8 @@ fn two_clones_edit_the_same_issues_and_pull_merges_imports_and_notifies() {
     cache_a
         .execute_batch(
             "UPDATE issues SET title = 'Title from A', updated_at = '2025-11-02T10:00:00-08:00' WHERE id = 'bd-1';
-             UPDATE issues SET status = 'closed', closed_at = '2025-11-02T11:00:00-08:00', updated_at = '2025-11-02T11:00:00-08:00' WHERE id = 'bd-2';",
+             UPDATE issues SET status = 'closed', closed_at = '2025-11-02T11:00:00-08:00',
+                 updated_at = '2025-11-02T11:00:00-08:00' WHERE id = 'bd-2';",
         )
         .expect("edit A's cache");
     std::fs::write(a.join("notes.txt"), "a\n").expect("write");

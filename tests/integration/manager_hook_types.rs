@@ -32,7 +32,8 @@ fn names(listing: &[(String, u32, Vec<u8>)]) -> Vec<&str> {
     listing.iter().map(|(n, _, _)| n.as_str()).filter(|n| !n.ends_with(".sample")).collect()
 }
 
-const REPOS: &str = "repos:\n-   repo: local\n    hooks:\n    -   id: lint\n        name: lint\n        entry: sh -c 'test ! -e .fail-lint'\n        language: system\n        pass_filenames: false\n        always_run: true\n        stages: [pre-commit]\n";
+const REPOS: &str = "repos:\n-   repo: local\n    hooks:\n    -   id: lint\n        name: lint\n        entry: sh -c 'test ! -e \
+    .fail-lint'\n        language: system\n        pass_filenames: false\n        always_run: true\n        stages: [pre-commit]\n";
 
 /// `pre-commit install` with `config`, then ours: the config starts with `expected` (the user's
 /// text with only the hook-type list changed), our jobs run, and uninstall restores the config
@@ -73,7 +74,8 @@ fn regression_a_flow_list_of_hook_types_gets_ours_added_in_place() {
     let Some(p) = pre_commit() else { return };
     let config = format!("# team hooks\ndefault_install_hook_types: [pre-commit, pre-push]   # CI checks pushes\n{REPOS}");
     let expected = format!(
-        "# team hooks\ndefault_install_hook_types: [pre-commit, pre-push, prepare-commit-msg, commit-msg, post-commit, post-merge, post-rewrite, post-checkout]   # CI checks pushes\n{REPOS}"
+        "# team hooks\ndefault_install_hook_types: [pre-commit, pre-push, prepare-commit-msg, commit-msg, post-commit, post-merge, \
+            post-rewrite, post-checkout]   # CI checks pushes\n{REPOS}"
     );
     pre_commit_types_scenario(&p, &config, &expected);
 }
@@ -83,7 +85,8 @@ fn regression_a_block_list_of_hook_types_gets_ours_added_in_place() {
     let Some(p) = pre_commit() else { return };
     let config = format!("default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n{REPOS}");
     let expected = format!(
-        "default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n    - prepare-commit-msg\n    - commit-msg\n    - post-commit\n    - post-merge\n    - post-rewrite\n    - post-checkout\n{REPOS}"
+        "default_install_hook_types:\n    - pre-push  # CI checks pushes\n    # and commits\n    - pre-commit\n    - \
+            prepare-commit-msg\n    - commit-msg\n    - post-commit\n    - post-merge\n    - post-rewrite\n    - post-checkout\n{REPOS}"
     );
     pre_commit_types_scenario(&p, &config, &expected);
 }

@@ -160,7 +160,8 @@ fn regression_a_failing_user_pre_commit_hook_still_blocks_the_commit_after_insta
 fn regression_a_hook_ending_in_a_compound_command_that_always_exits_still_runs_our_block() {
     let repo = Repo::new(&[]);
     // pre-commit's generated hooks end like this: our block used to land below it, never to run.
-    let user_hook = "#!/usr/bin/env bash\nif [ -x /nonexistent/tool ]; then\n    exec /nonexistent/tool \"$@\"\nelse\n    echo 'tool not found' >&2\n    exit 0\nfi\n";
+    let user_hook = "#!/usr/bin/env bash\nif [ -x /nonexistent/tool ]; then\n    exec /nonexistent/tool \"$@\"\nelse\n    echo 'tool not \
+        found' >&2\n    exit 0\nfi\n";
     repo.write(".git/hooks/post-commit", user_hook);
     run(Command::new("chmod").arg("755").arg(repo.path().join(".git/hooks/post-commit")));
     assert!(repo.sync(&["install"]).status.success());
@@ -444,7 +445,8 @@ pub(super) fn pre_commit() -> Option<PathBuf> {
     real_tool("PRE_COMMIT", "pre-commit-4.7.0/bin/pre-commit")
 }
 
-const PRE_COMMIT_CONFIG: &str = "# team hooks\nrepos:\n-   repo: local\n    hooks:\n    -   id: lint\n        name: lint\n        entry: sh -c 'test ! -e .fail-lint'\n        language: system\n        pass_filenames: false\n        always_run: true\n";
+const PRE_COMMIT_CONFIG: &str = "# team hooks\nrepos:\n-   repo: local\n    hooks:\n    -   id: lint\n        name: lint\n        entry: \
+    sh -c 'test ! -e .fail-lint'\n        language: system\n        pass_filenames: false\n        always_run: true\n";
 
 fn pre_commit_scenario(pre_commit: &Path, install_first: bool) {
     let tool_dir = pre_commit.parent().expect("bin dir");

@@ -177,7 +177,12 @@ proptest! {
 fn a_split_walk_reports_what_one_walk_reports() {
     let record = |id: &str, title: &str| {
         format!(
-            r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}}"#
+            concat!(
+                r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"#,
+                r#""created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}}"#
+            ),
+            id = id,
+            title = title
         )
     };
     let file = |extra: &[String], skip: &[&str]| -> Vec<u8> {

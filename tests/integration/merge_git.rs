@@ -197,7 +197,15 @@ fn two_branches_of_a_bd_1_0_export_and_its_interactions_log_merge_cleanly() {
     let header = |c: &str| format!(r#"{{"_schema":"beads-jsonl/1","_dolt_branch":"main","_dolt_commit":"{c}","_sort":"stable-v1"}}"#);
     let issue = |id: &str, title: &str, prio: u8, at: &str| {
         format!(
-            r#"{{"_type":"issue","id":"{id}","title":"{title}","status":"open","priority":{prio},"issue_type":"task","created_at":"2026-01-01T09:00:00Z","updated_at":"{at}","dependency_count":0,"dependent_count":0,"comment_count":0}}"#
+            concat!(
+                r#"{{"_type":"issue","id":"{id}","title":"{title}","status":"open","#,
+                r#""priority":{prio},"issue_type":"task","created_at":"2026-01-01T09:00:00Z","#,
+                r#""updated_at":"{at}","dependency_count":0,"dependent_count":0,"comment_count":0}}"#
+            ),
+            id = id,
+            title = title,
+            prio = prio,
+            at = at
         )
     };
     let memory = |k: &str, v: &str| format!(r#"{{"_type":"memory","key":"{k}","value":"{v}"}}"#);

@@ -87,7 +87,8 @@ fn apply(rec: &Value, e: &Edit) -> Option<Value> {
         }
         Edit::Stamp(x) => r["updated_at"] = json!(STAMPS[*x as usize % STAMPS.len()]),
         Edit::Comment(x) => {
-            let comment = json!({"id": null, "issue_id": r["id"], "author": format!("a{}", x % 3), "text": format!("c{x}"), "created_at": STAMPS[*x as usize % STAMPS.len()]});
+            let comment = json!({"id": null, "issue_id": r["id"], "author": format!("a{}", x % 3), "text": format!("c{x}"),
+                "created_at": STAMPS[*x as usize % STAMPS.len()]});
             r["comments"].as_array_mut()?.push(comment);
         }
         Edit::Reformat(_) => {}
@@ -286,7 +287,8 @@ proptest! {
     /// merge of that id needs the line, so the merge refuses (the driver then line-merges and
     /// says which line), unless all three inputs hold the bad line as it is.
     #[test]
-    fn a_duplicate_id_with_a_non_utf8_line_is_never_merged_silently((base, ours, theirs) in triple(), pick in any::<u8>(), everywhere in any::<bool>()) {
+    fn a_duplicate_id_with_a_non_utf8_line_is_never_merged_silently((base, ours, theirs) in triple(), pick in any::<u8>(),
+        everywhere in any::<bool>()) {
         let text = String::from_utf8(ours.clone()).expect("generated as UTF-8");
         let lines: Vec<&str> = text.lines().collect();
         prop_assume!(!lines.is_empty());
@@ -295,7 +297,8 @@ proptest! {
         let mut bad = format!("{{\"id\":\"{id}\",\"title\":\"caf").into_bytes();
         bad.extend_from_slice(b"\xe9\"}\n");
         let with_bad = |content: &[u8]| [content, &bad[..]].concat();
-        let (b, o, t) = if everywhere { (with_bad(&base), with_bad(&ours), with_bad(&theirs)) } else { (base.clone(), with_bad(&ours), theirs.clone()) };
+        let (b, o, t) = if everywhere { (with_bad(&base), with_bad(&ours), with_bad(&theirs)) } else { (base.clone(), with_bad(&ours),
+            theirs.clone()) };
         match merge(&b, &o, &t, &MergeOptions::default()) {
             // Theirs changed nothing: the result is ours as it is, and no line of it was needed.
             Ok(merged) if t == b => prop_assert_eq!(merged.to_vec(), o),
@@ -304,14 +307,16 @@ proptest! {
                 prop_assert!(merged.to_vec().windows(bad.len()).any(|w| w == &bad[..]), "the bad line, the same in all three, is kept");
             }
             Err(u) => {
-                prop_assert!(!everywhere || u.problem != beads_git::record::LineProblem::InvalidUtf8 || u.input != beads_git::merge::Input::Ours, "{}", u);
+                prop_assert!(!everywhere || u.problem != beads_git::record::LineProblem::InvalidUtf8 ||
+                    u.input != beads_git::merge::Input::Ours, "{}", u);
                 prop_assert_eq!(u.problem, beads_git::record::LineProblem::InvalidUtf8);
             }
         }
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(base in proptest::collection::vec(any::<u8>(), 0..200), ours in proptest::collection::vec(any::<u8>(), 0..200), theirs in "[{}\\[\\]\":,a-z0-9 \n]{0,200}") {
+    fn arbitrary_bytes_never_panic(base in proptest::collection::vec(any::<u8>(), 0..200), ours in proptest::collection::vec(any::<u8>(),
+        0..200), theirs in "[{}\\[\\]\":,a-z0-9 \n]{0,200}") {
         let _ = merge(&base, &ours, theirs.as_bytes(), &MergeOptions::default());
     }
 }
@@ -329,7 +334,8 @@ pub(crate) fn concurrent_children() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, 
         let epic = json!({"id": "bd-ep", "title": "Epic", "created_at": STAMPS[0], "updated_at": STAMPS[0]});
         let mut base = vec![epic];
         for k in 1..=existing {
-            base.push(json!({"id": format!("bd-ep.{k}"), "title": format!("old child {k}"), "created_at": STAMPS[0], "updated_at": STAMPS[0]}));
+            base.push(json!({"id": format!("bd-ep.{k}"), "title": format!("old child {k}"), "created_at": STAMPS[0],
+                "updated_at": STAMPS[0]}));
         }
         let side = |tag: &str, n: usize, clock: u8| -> Vec<Value> {
             let mut out = base.clone();
@@ -339,7 +345,8 @@ pub(crate) fn concurrent_children() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, 
                 let created = format!("2025-11-02T{:02}:{:02}:{:02}Z", 10 + k, clock % 60, if tag == "ours" { 1 } else { 2 });
                 out.push(json!({"id": child, "title": format!("{tag} child {k}"), "created_at": created, "updated_at": created,
                     "dependencies": [{"issue_id": child, "depends_on_id": "bd-ep", "type": "parent-child"}],
-                    "comments": [{"id": 10 + k, "issue_id": child, "author": tag, "text": format!("{tag} note {k}"), "created_at": created}]}));
+                    "comments": [{"id": 10 + k, "issue_id": child, "author": tag, "text": format!("{tag} note {k}"),
+                        "created_at": created}]}));
             }
             if n > 0 {
                 let referrer = format!("bd-ref-{tag}");
@@ -446,7 +453,8 @@ pub(crate) fn counted_triple() -> impl Strategy<Value = (Vec<u8>, Vec<u8>, Vec<u
                     }
                     1 => r["dependencies"] = json!([]),
                     _ => {
-                        let c = json!({"id": 100 + k, "issue_id": id, "author": tag, "text": format!("{tag} {k}"), "created_at": STAMPS[k % 5]});
+                        let c = json!({"id": 100 + k, "issue_id": id, "author": tag, "text": format!("{tag} {k}"),
+                            "created_at": STAMPS[k % 5]});
                         r["comments"].as_array_mut().expect("array").push(c);
                     }
                 }
@@ -550,7 +558,8 @@ proptest! {
             // line is an input line but for its comment ids, stamped.
             if [&b, &o, &t].iter().any(|f| count(f, &id) > 1) {
                 let exact = [&b, &o, &t].iter().any(|f| f.iter().any(|(_, _, l)| *l == bytes));
-                let renumbered = [&b, &o, &t].iter().any(|f| f.iter().any(|(i, v, _)| *i == id && without_comment_ids(v) == without_comment_ids(&value)));
+                let renumbered = [&b, &o, &t].iter().any(|f| f.iter().any(|(i, v, _)| *i == id &&
+                    without_comment_ids(v) == without_comment_ids(&value)));
                 prop_assert!(exact || renumbered, "{} line in no input: {}", id, bytes);
             }
             let ours_equal: Vec<&String> = o.iter().filter(|(i, v, _)| *i == id && *v == value).map(|(_, _, l)| l).collect();
@@ -613,10 +622,13 @@ proptest! {
     /// except those fields, which hold the later instant; no report, no conflict (even under
     /// markers), no new `updated_at` stamp; and swapping the sides changes nothing.
     #[test]
-    fn sides_that_differ_only_in_volatile_fields_merge_to_one_side(records in proptest::collection::vec(proptest::array::uniform3((volatile_stamp(), volatile_stamp())), 1..8)) {
+    fn sides_that_differ_only_in_volatile_fields_merge_to_one_side(
+        records in proptest::collection::vec(proptest::array::uniform3((volatile_stamp(), volatile_stamp())), 1..8),
+    ) {
         let records: VolatileTriple = records;
         let file = |side: usize| -> Vec<u8> {
-            records.iter().enumerate().flat_map(|(n, r)| (volatile_line(n, r[side].0.as_ref(), r[side].1.as_ref()) + "\n").into_bytes()).collect()
+            records.iter().enumerate().flat_map(|(n, r)| (volatile_line(n, r[side].0.as_ref(),
+                r[side].1.as_ref()) + "\n").into_bytes()).collect()
         };
         let (b, o, t) = (file(0), file(1), file(2));
         let markers = MergeOptions { policy: ConflictPolicy::Markers, ..fixed_clock() };
@@ -627,7 +639,8 @@ proptest! {
         let ours_text = String::from_utf8(o.clone()).expect("utf8");
         prop_assert_eq!(out.lines().count(), records.len());
         for ((n, r), (line, ours_line)) in records.iter().enumerate().zip(out.lines().zip(ours_text.lines())) {
-            let cut = |l: &str| [l.find(r#","heartbeat_at""#), l.find(r#","lease_expires_at""#)].into_iter().flatten().min().unwrap_or(l.len() - 1);
+            let cut = |l: &str| [l.find(r#","heartbeat_at""#),
+                l.find(r#","lease_expires_at""#)].into_iter().flatten().min().unwrap_or(l.len() - 1);
             prop_assert_eq!(&line[..cut(line)], &ours_line[..cut(ours_line)], "record {} differs beyond its volatile fields", n);
             let value: Value = serde_json::from_str(line).expect("parses");
             let want_heartbeat = expected_volatile(r[0].0.as_ref(), r[1].0.as_ref(), r[2].0.as_ref());

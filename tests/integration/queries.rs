@@ -135,7 +135,12 @@ fn show_gives_the_issue_as_the_file_would_hold_it_with_its_neighbours() {
     let ws = Workspace::new(&jsonl(&[
         bead("epic").line(),
         bead("blocker").line(),
-        bead("task").extra(r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},{"depends_on_id":"epic","type":"parent-child"}]"#).line(),
+        bead("task")
+            .extra(concat!(
+                r#""labels":["x"],"dependencies":[{"depends_on_id":"blocker","type":"blocks"},"#,
+                r#"{"depends_on_id":"epic","type":"parent-child"}]"#
+            ))
+            .line(),
     ]));
     // An array of full issue objects, as `bd show --json` prints (docs/json.md).
     let v: serde_json::Value = serde_json::from_str(&ws.ok(&["show", "task", "--json"])).expect("json");
@@ -204,7 +209,10 @@ fn a_version_1_cache_with_unexported_edits_is_migrated_in_place() {
     // Turn the cache back into what version 1 wrote.
     let conn = rusqlite::Connection::open(ws.db()).expect("db");
     let v2: Vec<(String, String)> = conn
-        .prepare("SELECT type, name FROM sqlite_master WHERE (name LIKE '%bumps_updated_at' OR name LIKE '%stamps_updated_at' OR name IN ('issues_ready', 'issues_status', 'sql_edit_stamp', 'dependencies_by_type'))")
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE (name LIKE '%bumps_updated_at' OR name LIKE '%stamps_updated_at' OR name IN \
+            ('issues_ready', 'issues_status', 'sql_edit_stamp', 'dependencies_by_type'))",
+        )
         .expect("prepare")
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .expect("query")
@@ -385,7 +393,8 @@ fn deps(list: &[String]) -> String {
     format!(r#""dependencies":[{}]"#, list.join(","))
 }
 
-/// `ready` gives each issue its parent, what it blocks and what it unblocks (docs/agents.md): the issues whose only open blocker it is, and their children held up only by them.
+/// `ready` gives each issue its parent, what it blocks and what it unblocks (docs/agents.md): the issues whose only open blocker it is, and
+/// their children held up only by them.
 #[test]
 fn ready_work_knows_its_parent_what_it_blocks_and_what_it_unblocks() {
     let ws = Workspace::new(&jsonl(&[

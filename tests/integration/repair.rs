@@ -198,8 +198,14 @@ fn commented(id: &str, title: &str, comments: &[(i64, &str, &str)], at: &str) ->
         .map(|(n, text, when)| format!(r#"{{"id":{n},"issue_id":"{id}","author":"ann","text":"{text}","created_at":"{when}"}}"#))
         .collect();
     format!(
-        r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}","comments":[{}]}}"#,
-        list.join(",")
+        concat!(
+            r#"{{"id":"{id}","title":"{title}","status":"open","priority":2,"#,
+            r#""created_at":"2025-11-01T10:00:00-08:00","updated_at":"{at}","comments":[{}]}}"#
+        ),
+        list.join(","),
+        id = id,
+        title = title,
+        at = at
     )
 }
 
@@ -255,7 +261,16 @@ fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
     let repo = TestRepo::new();
     let child = |title: &str, created: &str, comment: i64| {
         format!(
-            r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"created_at":"{created}","updated_at":"{created}","dependencies":[{{"issue_id":"bd-ep.1","depends_on_id":"bd-ep","type":"parent-child"}}],"comments":[{{"id":{comment},"issue_id":"bd-ep.1","author":"ann","text":"on {title}","created_at":"{created}"}}]}}"#
+            concat!(
+                r#"{{"id":"bd-ep.1","title":"{title}","status":"open","priority":2,"#,
+                r#""created_at":"{created}","updated_at":"{created}","#,
+                r#""dependencies":[{{"issue_id":"bd-ep.1","depends_on_id":"bd-ep","#,
+                r#""type":"parent-child"}}],"comments":[{{"id":{comment},"issue_id":"bd-ep.1","#,
+                r#""author":"ann","text":"on {title}","created_at":"{created}"}}]}}"#
+            ),
+            title = title,
+            created = created,
+            comment = comment
         )
     };
     let content = jsonl(&[
@@ -283,7 +298,11 @@ fn regression_dedupe_merged_two_subtasks_created_under_one_id_into_one() {
 fn a_stale_derived_count_is_a_check_warning_that_dedupe_fixes() {
     let repo = TestRepo::new();
     let content = concat!(
-        r#"{"_type":"issue","id":"bd-1","title":"One","dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks"}],"dependency_count":1,"dependent_count":0,"comment_count":0}"#,
+        concat!(
+            r#"{"_type":"issue","id":"bd-1","title":"One","dependencies":[{"issue_id":"bd-1","#,
+            r#""depends_on_id":"bd-2","type":"blocks"}],"dependency_count":1,"#,
+            r#""dependent_count":0,"comment_count":0}"#
+        ),
         "\n",
         r#"{"_type":"issue","id":"bd-2","title":"Two","dependency_count":0,"dependent_count":0,"comment_count":0}"#,
         "\n"

@@ -1,4 +1,5 @@
-//! `bd-merge dedupe` and `resolve` use the history that produced the file (docs/repair.md): after a `merge=union` merge or a merge committed with conflict markers, the merge
+//! `bd-merge dedupe` and `resolve` use the history that produced the file (docs/repair.md): after a `merge=union` merge or a merge
+//! committed with conflict markers, the merge
 //! commit's parents and their merge base are in the repository, so the repair is the real
 //! three-way merge and a teammate's claim survives. Without that history (a copy of the file in
 //! another repository, a shallow clone) they fall back to merging against an empty base, say so on

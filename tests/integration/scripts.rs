@@ -63,3 +63,18 @@ fn module_graph_catches_a_planted_cycle_and_an_upward_arrow() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("git") && said.contains("merge"), "{said}");
 }
+
+#[test]
+fn line_width_catches_a_planted_line_over_rustfmts_width_in_a_test_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path();
+    write(root, "rustfmt.toml", "max_width = 40\n");
+    write(root, "src/lib.rs", "//! x\npub fn f() {}\n");
+    write(root, "tests/t.rs", "fn t() {}\n");
+    let ok = script(root, "line-width.py", &["--check"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    write(root, "tests/t.rs", &format!("fn t() {{ let _s = \"{}\"; }}\n", "x".repeat(40)));
+    let out = script(root, "line-width.py", &["--check"]);
+    assert_eq!(out.status.code(), Some(1), "a line past max_width fails the check");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tests/t.rs:1:"), "{}", String::from_utf8_lossy(&out.stdout));
+}

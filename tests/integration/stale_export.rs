@@ -125,7 +125,8 @@ fn fake_br(flush: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tools");
     let log = dir.path().join("br.log");
     let script = format!(
-        "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n  *--status*) printf '{{\"dirty_count\": 1, \"db_newer\": true}}\\n' ;;\n  *--flush-only*) {flush} ;;\nesac\n",
+        "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n  *--status*) printf '{{\"dirty_count\": 1, \"db_newer\": true}}\\n' ;;\n  \
+            *--flush-only*) {flush} ;;\nesac\n",
         log.display()
     );
     let br = dir.path().join("br");

@@ -128,9 +128,18 @@ fn the_streamed_export_equals_a_snapshot_of_the_cache() {
 #[test]
 fn round_trip_of_go_escapes_and_mixed_offsets_is_byte_identical() {
     let content = concat!(
-        r#"{"id":"a-1","title":"Use \u003cb\u003e \u0026 co","status":"open","priority":0,"created_at":"2025-11-01T10:00:00.5-08:00","updated_at":"2025-11-02T10:00:00Z","labels":["x","y"]}"#,
+        concat!(
+            r#"{"id":"a-1","title":"Use \u003cb\u003e \u0026 co","status":"open","priority":0,"#,
+            r#""created_at":"2025-11-01T10:00:00.5-08:00","updated_at":"2025-11-02T10:00:00Z","#,
+            r#""labels":["x","y"]}"#
+        ),
         "\n",
-        r#"{"id":"a-2","title":"Ünïcödé","status":"closed","priority":1,"created_at":"2025-11-01T10:00:00+05:30","updated_at":"2025-11-01T10:00:00.123456789+05:30","closed_at":"2025-11-03T00:00:00Z","weird":{"n":1.50}}"#,
+        concat!(
+            r#"{"id":"a-2","title":"Ünïcödé","status":"closed","priority":1,"#,
+            r#""created_at":"2025-11-01T10:00:00+05:30","#,
+            r#""updated_at":"2025-11-01T10:00:00.123456789+05:30","#,
+            r#""closed_at":"2025-11-03T00:00:00Z","weird":{"n":1.50}}"#
+        ),
         "\n",
         r#"{"updated_at":"2025-11-01T10:00:00Z","id":"a-3","title":"other key order","status":"open","priority":"high"}"#,
         "\n",
@@ -158,11 +167,26 @@ fn bumped(line: &str, fraction: usize) -> String {
 }
 
 const SMALL: &str = concat!(
-    r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"open","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","labels":["a","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"},{"issue_id":"bd-1","depends_on_id":"bd-3","type":"related","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#,
+    concat!(
+        r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"open","priority":2,"#,
+        r#""created_at":"2025-11-01T10:00:00-08:00","#,
+        r#""updated_at":"2025-11-01T10:00:00-08:00","labels":["a","c"],"#,
+        r#""dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","#,
+        r#""created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"},"#,
+        r#"{"issue_id":"bd-1","depends_on_id":"bd-3","type":"related","#,
+        r#""created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#
+    ),
     "\n",
-    r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#,
+    concat!(
+        r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"#,
+        r#""created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#
+    ),
     "\n",
-    r#"{"id":"bd-3","title":"Third","status":"closed","priority":3,"created_at":"2025-11-01T08:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00","closed_at":"2025-11-01T10:00:00-08:00"}"#,
+    concat!(
+        r#"{"id":"bd-3","title":"Third","status":"closed","priority":3,"#,
+        r#""created_at":"2025-11-01T08:00:00-08:00","#,
+        r#""updated_at":"2025-11-01T10:00:00-08:00","closed_at":"2025-11-01T10:00:00-08:00"}"#
+    ),
     "\n",
 );
 
@@ -181,7 +205,13 @@ fn sql_edits_come_out_in_the_exported_line_with_everything_else_byte_identical()
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         bumped(lines[0], 0),
-        r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"in_progress","priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"(bumped)","labels":["a","b","c"],"dependencies":[{"issue_id":"bd-1","depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","created_by":"alice"}],"custom":{"keep":true}}"#
+        concat!(
+            r#"{"id":"bd-1","title":"First \u003cone\u003e","status":"in_progress","#,
+            r#""priority":2,"created_at":"2025-11-01T10:00:00-08:00","updated_at":"(bumped)","#,
+            r#""labels":["a","b","c"],"dependencies":[{"issue_id":"bd-1","#,
+            r#""depends_on_id":"bd-2","type":"blocks","created_at":"2025-11-01T11:00:00-08:00","#,
+            r#""created_by":"alice"}],"custom":{"keep":true}}"#
+        )
     );
     assert_eq!(&lines[1..], &SMALL.lines().collect::<Vec<_>>()[1..]);
     assert!(ws.ok(&["status"]).contains("dirty   0"));
@@ -209,7 +239,11 @@ fn issues_created_and_deleted_through_sql_are_exported() {
     assert_eq!(
         bumped(created, 0),
         format!(
-            r#"{{"id":"bd-15","title":"From SQL \u0026 co","status":"open","priority":0,"created_at":"{stamp}","updated_at":"(bumped)","labels":["new"]}}"#
+            concat!(
+                r#"{{"id":"bd-15","title":"From SQL \u0026 co","status":"open","priority":0,"#,
+                r#""created_at":"{stamp}","updated_at":"(bumped)","labels":["new"]}}"#
+            ),
+            stamp = stamp
         ),
         "an issue made through SQL gets created_at and updated_at"
     );
@@ -221,13 +255,20 @@ fn dependencies_and_comments_inserted_through_sql_are_rendered_from_their_column
     ws.ok(&["import"]);
     ws.sql(
         "INSERT INTO dependencies (issue_id, depends_on_id, type, created_by) VALUES ('bd-2', 'bd-3', 'blocks', 'sql');
-         INSERT INTO comments (issue_id, comment_id, author, text, created_at) VALUES ('bd-2', 7, 'carol', 'a <note>', '2025-11-03T00:00:00Z');",
+         INSERT INTO comments (issue_id, comment_id, author, text, created_at) VALUES ('bd-2', 7, 'carol', 'a <note>',
+             '2025-11-03T00:00:00Z');",
     );
     ws.ok(&["export"]);
     let text = String::from_utf8(ws.read()).expect("utf8");
     assert_eq!(
         bumped(text.lines().nth(1).expect("bd-2"), 0),
-        r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"(bumped)","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-3","type":"blocks","created_by":"sql"}],"comments":[{"id":7,"issue_id":"bd-2","author":"carol","text":"a \u003cnote\u003e","created_at":"2025-11-03T00:00:00Z"}]}"#
+        concat!(
+            r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"#,
+            r#""created_at":"2025-11-01T09:00:00-08:00","updated_at":"(bumped)","#,
+            r#""dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-3","type":"blocks","#,
+            r#""created_by":"sql"}],"comments":[{"id":7,"issue_id":"bd-2","author":"carol","#,
+            r#""text":"a \u003cnote\u003e","created_at":"2025-11-03T00:00:00Z"}]}"#
+        )
     );
     assert!(ws.ok(&["export", "--json"]).contains("\"unchanged\": true"), "the rendered elements are the new base");
 }
@@ -239,8 +280,15 @@ fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() 
     ws.sql("UPDATE issues SET assignee = 'carol' WHERE id = 'bd-2'; INSERT INTO labels (issue_id, label) VALUES ('bd-2', 'cache');");
     // Meanwhile bd (or a checkout) rewrites the file: bd-2 gets a new title and a label.
     let edited = SMALL.replace(
-        r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#,
-        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T12:00:00-08:00","labels":["file"]}"#,
+        concat!(
+            r#"{"id":"bd-2","title":"Second","status":"open","priority":1,"#,
+            r#""created_at":"2025-11-01T09:00:00-08:00","updated_at":"2025-11-01T10:00:00-08:00"}"#
+        ),
+        concat!(
+            r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"#,
+            r#""created_at":"2025-11-01T09:00:00-08:00","#,
+            r#""updated_at":"2025-11-01T12:00:00-08:00","labels":["file"]}"#
+        ),
     );
     std::fs::write(ws.file(), &edited).expect("write");
     let report: serde_json::Value = serde_json::from_str(&ws.ok(&["import", "--json"])).expect("json");
@@ -252,7 +300,11 @@ fn import_after_the_file_changed_while_the_cache_had_an_edit_keeps_both_edits() 
         bumped(line, 0),
         // Both edits; the new key where bd and br write it, and one tick newer than the newer
         // edit, the cache's, stamped by the SQL edit.
-        r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"assignee":"carol","created_at":"2025-11-01T09:00:00-08:00","updated_at":"(bumped)","labels":["cache","file"]}"#
+        concat!(
+            r#"{"id":"bd-2","title":"Second, renamed","status":"open","priority":1,"#,
+            r#""assignee":"carol","created_at":"2025-11-01T09:00:00-08:00","#,
+            r#""updated_at":"(bumped)","labels":["cache","file"]}"#
+        )
     );
     assert_eq!(text.lines().next(), SMALL.lines().next(), "other records untouched");
 }
@@ -339,19 +391,46 @@ fn a_noop_import_reports_nothing_and_a_changed_line_is_reported_once() {
 const GRAPH: &str = concat!(
     r#"{"id":"B","title":"blocker","status":"open","priority":1,"created_at":"2025-01-01T00:00:00Z"}"#,
     "\n",
-    r#"{"id":"C","title":"closed blocker","status":"closed","priority":1,"created_at":"2025-01-01T00:00:00Z","closed_at":"2025-01-02T00:00:00Z"}"#,
+    concat!(
+        r#"{"id":"C","title":"closed blocker","status":"closed","priority":1,"#,
+        r#""created_at":"2025-01-01T00:00:00Z","closed_at":"2025-01-02T00:00:00Z"}"#
+    ),
     "\n",
-    r#"{"id":"E","title":"epic","status":"open","priority":0,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"E","depends_on_id":"B","type":"blocks"}]}"#,
+    concat!(
+        r#"{"id":"E","title":"epic","status":"open","priority":0,"#,
+        r#""created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"E","#,
+        r#""depends_on_id":"B","type":"blocks"}]}"#
+    ),
     "\n",
-    r#"{"id":"E.1","title":"child one","status":"open","priority":0,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.1","depends_on_id":"E","type":"parent-child"}]}"#,
+    concat!(
+        r#"{"id":"E.1","title":"child one","status":"open","priority":0,"#,
+        r#""created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.1","#,
+        r#""depends_on_id":"E","type":"parent-child"}]}"#
+    ),
     "\n",
-    r#"{"id":"E.2","title":"child two","status":"in_progress","priority":2,"created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.2","depends_on_id":"E","type":"parent-child"}]}"#,
+    concat!(
+        r#"{"id":"E.2","title":"child two","status":"in_progress","priority":2,"#,
+        r#""created_at":"2025-01-03T00:00:00Z","dependencies":[{"issue_id":"E.2","#,
+        r#""depends_on_id":"E","type":"parent-child"}]}"#
+    ),
     "\n",
-    r#"{"id":"X","title":"unblocked","status":"open","priority":2,"created_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"X","depends_on_id":"C","type":"blocks"}]}"#,
+    concat!(
+        r#"{"id":"X","title":"unblocked","status":"open","priority":2,"#,
+        r#""created_at":"2025-01-02T00:00:00Z","dependencies":[{"issue_id":"X","#,
+        r#""depends_on_id":"C","type":"blocks"}]}"#
+    ),
     "\n",
-    r#"{"id":"Y","title":"blocked","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Y","depends_on_id":"B","type":"blocks"}]}"#,
+    concat!(
+        r#"{"id":"Y","title":"blocked","status":"open","priority":2,"#,
+        r#""created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Y","#,
+        r#""depends_on_id":"B","type":"blocks"}]}"#
+    ),
     "\n",
-    r#"{"id":"Z","title":"related only","status":"open","priority":2,"created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Z","depends_on_id":"B","type":"related"}]}"#,
+    concat!(
+        r#"{"id":"Z","title":"related only","status":"open","priority":2,"#,
+        r#""created_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"Z","#,
+        r#""depends_on_id":"B","type":"related"}]}"#
+    ),
     "\n",
 );
 
@@ -375,7 +454,11 @@ fn check_finds_each_problem_class() {
     let content = concat!(
         r#"{"id":"a","title":"x","status":"closed","dependencies":[{"issue_id":"a","depends_on_id":"b","type":"blocks"}]}"#,
         "\n",
-        r#"{"id":"b","title":"x","status":"open","closed_at":"2025-01-01T00:00:00Z","dependencies":[{"issue_id":"b","depends_on_id":"a","type":"blocks"},{"issue_id":"b","depends_on_id":"ghost","type":"blocks"}]}"#,
+        concat!(
+            r#"{"id":"b","title":"x","status":"open","closed_at":"2025-01-01T00:00:00Z","#,
+            r#""dependencies":[{"issue_id":"b","depends_on_id":"a","type":"blocks"},"#,
+            r#"{"issue_id":"b","depends_on_id":"ghost","type":"blocks"}]}"#
+        ),
         "\n",
         r#"{"id":"b","title":"dup","status":"weird"}"#,
         "\n",
@@ -383,7 +466,10 @@ fn check_finds_each_problem_class() {
         "\n",
         r#"{"id":"p2","title":"mayor Handoff","status":"pinned"}"#,
         "\n",
-        r#"{"id":"c1","title":"two clones' comment 4","status":"open","comments":[{"id":4,"issue_id":"c1","text":"from A"},{"id":4,"issue_id":"c1","text":"from B"}]}"#,
+        concat!(
+            r#"{"id":"c1","title":"two clones' comment 4","status":"open","comments":[{"id":4,"#,
+            r#""issue_id":"c1","text":"from A"},{"id":4,"issue_id":"c1","text":"from B"}]}"#
+        ),
         "\n",
         "<<<<<<< HEAD\n",
         "{not json\n",
@@ -629,9 +715,20 @@ fn regression_import_of_another_file_repointed_the_cache() {
 const BD_1_0: &str = concat!(
     r#"{"_schema":"beads-jsonl/1","_dolt_branch":"main","_dolt_commit":"c0ffee","_project_id":"p-7f3a","_sort":"stable-v1"}"#,
     "\n",
-    r#"{"_type":"issue","id":"bd-a1","title":"First","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-01T09:00:00.123456-08:00","updated_at":"2026-01-01T09:00:00.123456-08:00","comments":[{"id":"c-9f1","issue_id":"bd-a1","author":"ann","text":"seed","created_at":"2026-01-01T09:30:00Z"}],"dependency_count":0,"dependent_count":0,"comment_count":1}"#,
+    concat!(
+        r#"{"_type":"issue","id":"bd-a1","title":"First","status":"open","priority":2,"#,
+        r#""issue_type":"task","created_at":"2026-01-01T09:00:00.123456-08:00","#,
+        r#""updated_at":"2026-01-01T09:00:00.123456-08:00","comments":[{"id":"c-9f1","#,
+        r#""issue_id":"bd-a1","author":"ann","text":"seed","#,
+        r#""created_at":"2026-01-01T09:30:00Z"}],"dependency_count":0,"dependent_count":0,"comment_count":1}"#
+    ),
     "\n",
-    r#"{"_type":"issue","id":"bd-c3","title":"Third","status":"open","priority":1,"issue_type":"bug","created_at":"2026-01-01T09:00:00.123456-08:00","updated_at":"2026-01-01T09:00:00.123456-08:00","dependency_count":0,"dependent_count":0,"comment_count":0}"#,
+    concat!(
+        r#"{"_type":"issue","id":"bd-c3","title":"Third","status":"open","priority":1,"#,
+        r#""issue_type":"bug","created_at":"2026-01-01T09:00:00.123456-08:00","#,
+        r#""updated_at":"2026-01-01T09:00:00.123456-08:00","dependency_count":0,"#,
+        r#""dependent_count":0,"comment_count":0}"#
+    ),
     "\n",
     r#"{"_type":"memory","key":"deploy","value":"step one\nstep two\n"}"#,
     "\n",
@@ -675,7 +772,10 @@ fn regression_an_sql_edit_of_dependencies_and_comments_left_bd_derived_counts_st
     };
     let lines = [
         format!(
-            r#"{{"id":"bd-a","title":"A","status":"open","dependencies":[{{"issue_id":"bd-a","depends_on_id":"bd-b","type":"blocks"}}],{}}}"#,
+            concat!(
+                r#"{{"id":"bd-a","title":"A","status":"open","dependencies":[{{"issue_id":"bd-a","#,
+                r#""depends_on_id":"bd-b","type":"blocks"}}],{}}}"#
+            ),
             counts(1, 0, 0)
         ),
         format!(r#"{{"id":"bd-b","title":"B","status":"open",{}}}"#, counts(0, 1, 0)),
@@ -688,7 +788,8 @@ fn regression_an_sql_edit_of_dependencies_and_comments_left_bd_derived_counts_st
     ws.ok(&["import"]);
     ws.sql(
         "UPDATE dependencies SET depends_on_id = 'bd-c' WHERE issue_id = 'bd-a';
-         INSERT INTO comments (issue_id, comment_id, author, text, created_at, position) VALUES ('bd-c', 1, 'me', 'hi', '2025-11-01T00:00:00Z', 0);
+         INSERT INTO comments (issue_id, comment_id, author, text, created_at, position) VALUES ('bd-c', 1, 'me', 'hi',
+             '2025-11-01T00:00:00Z', 0);
          INSERT INTO dependencies (issue_id, depends_on_id, type, position) VALUES ('bd-d', 'bd-c', 'blocks', 0);",
     );
     ws.ok(&["export"]);

@@ -61,7 +61,8 @@ struct Cli {
     #[arg(long, value_name = "CMD", hide = true, conflicts_with_all = ["ids", "stdin", "from_diff", "watch"])]
     source_cmd: Option<String>,
     /// Old spelling of `since-last --source-cmd-timeout SECS`.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd", hide = true)]
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd",
+        hide = true)]
     source_cmd_timeout: f64,
     /// Old spelling of `from-diff --path` and `since-last --path`.
     #[arg(long, value_name = "PATH", conflicts_with = "source_cmd", hide = true)]
@@ -157,7 +158,8 @@ struct DryRun {
 /// the notices go.
 #[derive(clap::Args, Debug)]
 struct Sends {
-    /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them, and as --dry-run prints them.
+    /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them, and as --dry-run prints
+    /// them.
     #[arg(short = 'z', long = "null", requires = "dry_run")]
     null: bool,
     #[command(flatten)]
@@ -186,7 +188,8 @@ enum Mode {
     },
     /// Notify the ids read from stdin, one per line (trimmed; `#` comments and blank lines skipped), or NUL-separated with -z.
     Stdin {
-        /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them (`bd-sync import --print-changed -z` writes them so), and as --dry-run prints them.
+        /// Ids are NUL-separated and taken byte for byte, so any id crosses a pipe intact: as `stdin -z` reads them (`bd-sync import
+        /// --print-changed -z` writes them so), and as --dry-run prints them.
         #[arg(short = 'z', long = "null")]
         null: bool,
         #[command(flatten)]
@@ -205,17 +208,20 @@ enum Mode {
         #[command(flatten)]
         sends: Sends,
     },
-    /// Notify every id changed since the last successful run in this clone, whatever happened in between (commits, rebases, resets, edits); the first run records a baseline and notifies nothing.
+    /// Notify every id changed since the last successful run in this clone, whatever happened in between (commits, rebases, resets, edits);
+    /// the first run records a baseline and notifies nothing.
     ///
     /// The state lives in the git dir and advances only for delivered ids.
     SinceLast {
         /// The name of the state, so several consumers keep their own [default: default].
         #[arg(long, value_name = "NAME", value_parser = parse_state)]
         state: Option<String>,
-        /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g. `bd export` for a tracker whose JSONL export is off (the last snapshot's hashes are kept in the git dir).
+        /// Take the issues from this shell command's stdout (JSONL) instead of the issues file, e.g. `bd export` for a tracker whose JSONL
+        /// export is off (the last snapshot's hashes are kept in the git dir).
         #[arg(long, value_name = "CMD")]
         source_cmd: Option<String>,
-        /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most 86400: then the command and every process it started are stopped (on Windows the command alone), and nothing is notified.
+        /// How long --source-cmd may run, in seconds, a fraction allowed, more than 0 and at most 86400: then the command and every process
+        /// it started are stopped (on Windows the command alone), and nothing is notified.
         #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = common::args::positive_seconds, requires = "source_cmd")]
         source_cmd_timeout: f64,
         /// The issues file's path inside the repository [default: .beads/issues.jsonl, else .beads/beads.jsonl].
@@ -232,13 +238,15 @@ enum Mode {
         /// Poll every MS milliseconds (10 to 3600000) instead of using file-system events.
         #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
         poll: Option<u64>,
-        /// Quiet time in milliseconds (0 to 60000) before a change is read; a change is read at the latest 250 ms after that, however busy the directory.
+        /// Quiet time in milliseconds (0 to 60000) before a change is read; a change is read at the latest 250 ms after that, however busy
+        /// the directory.
         #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
         debounce: u64,
         #[command(flatten)]
         sends: Sends,
     },
-    /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as `from-diff HEAD~1`) when a server is configured, then, when `git config beads.commitComments` is true, run `bd-sync link post-commit`.
+    /// What the post-commit hook runs, in one process: notify the ids HEAD changed (as `from-diff HEAD~1`) when a server is configured,
+    /// then, when `git config beads.commitComments` is true, run `bd-sync link post-commit`.
     ///
     /// With neither, it reads git config once and exits.
     PostCommit {

@@ -48,7 +48,8 @@ pub(crate) fn run(cli: &Cli, outlet: &Outlet) -> CommandResult {
         }
         RunOutcome::Baseline { records, source, state: None } => {
             eprintln!(
-                "bd-hook: since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) and notifies nothing"
+                "bd-hook: since-last: no earlier run of state {name:?} for {source}: a real run records a baseline of {records} issue(s) \
+                    and notifies nothing"
             );
             ExitCode::SUCCESS
         }

@@ -40,13 +40,15 @@ pub(crate) fn run(args: Args) -> CommandResult {
                 eprintln!("bd-merge: {name}: {}", beads_git::merge::sides::describe(report, labels, false));
             }
             eprintln!(
-                "bd-merge: {name}: the copies came from merge commit {commit}: redone as the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
+                "bd-merge: {name}: the copies came from merge commit {commit}: redone as the three-way merge of its parents ({} and {}) \
+                    and their merge base {merge_base}",
                 escaped(&labels.ours),
                 escaped(&labels.theirs)
             );
         }
         History::Missing(why) => eprintln!(
-            "bd-merge: {name}: {}, so the copies were merged field by field against an empty base (newest wins what they disagree on); every field decided is in the merge log (`bd-merge review`)",
+            "bd-merge: {name}: {}, so the copies were merged field by field against an empty base (newest wins what they disagree on); \
+                every field decided is in the merge log (`bd-merge review`)",
             printable_lines(&why.to_string())
         ),
     }

@@ -47,7 +47,8 @@ pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
         ResolveOutcome::Merged { sides, report, history } => {
             let from = match (sides, &history) {
                 (Sides::MergeCommit, History::Used { commit, merge_base, labels }) => format!(
-                    "merge commit {commit}, which committed the markers: the three-way merge of its parents ({} and {}) and their merge base {merge_base}",
+                    "merge commit {commit}, which committed the markers: the three-way merge of its parents ({} and {}) and their merge \
+                        base {merge_base}",
                     escaped(&labels.ours),
                     escaped(&labels.theirs)
                 ),
@@ -56,7 +57,8 @@ pub(crate) fn run(args: Args, global: crate::Global) -> CommandResult {
             };
             if let (Some(_), History::Missing(why)) = (&report, &history) {
                 eprintln!(
-                    "bd-merge: {name}: {}, so the sides were rebuilt from the conflict markers (a hunk without a base section merged field by field against an empty base); every field decided is in the merge log (`bd-merge review`)",
+                    "bd-merge: {name}: {}, so the sides were rebuilt from the conflict markers (a hunk without a base section merged \
+                        field by field against an empty base); every field decided is in the merge log (`bd-merge review`)",
                     printable_lines(&why.to_string())
                 );
             }

@@ -16,7 +16,8 @@ use crate::Global;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The issue [default: your issues in progress (assignee = BD_ACTOR, BEADS_ACTOR, git user.name or user.email); none: the next ready issue]; a unique prefix or suffix of an id is enough.
+    /// The issue [default: your issues in progress (assignee = BD_ACTOR, BEADS_ACTOR, git user.name or user.email); none: the next ready
+    /// issue]; a unique prefix or suffix of an id is enough.
     #[arg(value_name = "ID", add = clap_complete::ArgValueCompleter::new(crate::common::generate::issue_ids))]
     id: Option<String>,
     /// At most this many bytes of output [default: 2048 for text; --json is untrimmed unless given].

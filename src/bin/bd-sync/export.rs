@@ -24,10 +24,13 @@ pub(crate) struct Args {
     /// If the export changed the file, `git add` it (the pre-commit hook uses this).
     #[arg(long)]
     stage: bool,
-    /// First, when a tracker's database beside the file (br's `.beads/*.db`, bd's `.beads/dolt/`) holds edits the file lacks: run the tracker's own flush if `git config beads.flushOnCommit` is true, else name it on stderr (the pre-commit hook uses this; it never fails the export).
+    /// First, when a tracker's database beside the file (br's `.beads/*.db`, bd's `.beads/dolt/`) holds edits the file lacks: run the
+    /// tracker's own flush if `git config beads.flushOnCommit` is true, else name it on stderr (the pre-commit hook uses this; it never
+    /// fails the export).
     #[arg(long)]
     flush_tracker: bool,
-    /// First, an issues file (.beads/issues.jsonl, .beads/beads.jsonl) holding conflict markers from a merge made without the driver is resolved by `bd-merge resolve --stage` (the pre-commit hook uses this).
+    /// First, an issues file (.beads/issues.jsonl, .beads/beads.jsonl) holding conflict markers from a merge made without the driver is
+    /// resolved by `bd-merge resolve --stage` (the pre-commit hook uses this).
     #[arg(long)]
     resolve_markers: bool,
 }
@@ -140,7 +143,8 @@ fn flush_tracker(file: &std::path::Path, stage: bool) {
     match tracker::pre_commit(file, stage) {
         tracker::PreCommit::InStep => {}
         tracker::PreCommit::Behind(b) => eprintln!(
-            "bd-sync: {} lacks edits in {}'s database ({}): run `{}` (and `git add {}`) before committing, or `git config beads.flushOnCommit true` to have this hook do it",
+            "bd-sync: {} lacks edits in {}'s database ({}): run `{}` (and `git add {}`) before committing, or `git config \
+                beads.flushOnCommit true` to have this hook do it",
             shown(&b),
             b.tracker.program(),
             escaped_path(&b.db),
@@ -148,9 +152,19 @@ fn flush_tracker(file: &std::path::Path, stage: bool) {
             shown(&b),
         ),
         tracker::PreCommit::Flushed { behind, changed, staged } => match staged {
-            Ok(()) if changed => eprintln!("bd-sync: ran `{}`: {} now holds {}'s edits", printable(&behind.flush_command(), 400), shown(&behind), behind.tracker.program()),
+            Ok(()) if changed => eprintln!(
+                "bd-sync: ran `{}`: {} now holds {}'s edits",
+                printable(&behind.flush_command(), 400),
+                shown(&behind),
+                behind.tracker.program()
+            ),
             Ok(()) => {}
-            Err(e) => eprintln!("bd-sync: ran `{}`, but could not stage {}: {}", printable(&behind.flush_command(), 400), shown(&behind), printable(&e, 400)),
+            Err(e) => eprintln!(
+                "bd-sync: ran `{}`, but could not stage {}: {}",
+                printable(&behind.flush_command(), 400),
+                shown(&behind),
+                printable(&e, 400)
+            ),
         },
         tracker::PreCommit::FlushFailed(b, e) => eprintln!(
             "bd-sync: {} lacks edits in {}'s database, and {}; committing the file as it is (run `{}` yourself)",
@@ -159,6 +173,10 @@ fn flush_tracker(file: &std::path::Path, stage: bool) {
             printable(&e.to_string(), 400),
             printable(&b.flush_command(), 400),
         ),
-        tracker::PreCommit::Unknown(e) => eprintln!("bd-sync: could not tell whether {} is behind the tracker's database: {}", escaped_path(file), printable(&e.to_string(), 400)),
+        tracker::PreCommit::Unknown(e) => eprintln!(
+            "bd-sync: could not tell whether {} is behind the tracker's database: {}",
+            escaped_path(file),
+            printable(&e.to_string(), 400)
+        ),
     }
 }

@@ -67,7 +67,8 @@ pub(crate) fn run(global: &Global, args: Args) -> CommandResult {
         if !ids.is_empty() {
             let shown: Vec<String> = ids.iter().take(5).map(|id| escaped(id).into_owned()).collect();
             eprintln!(
-                "bd-sync: the rebase left {} record(s) older than the tracker's copy from before it ({}{}); they now carry a new updated_at so the tracker takes them, and {} is changed: commit it",
+                "bd-sync: the rebase left {} record(s) older than the tracker's copy from before it ({}{}); they now carry a new \
+                    updated_at so the tracker takes them, and {} is changed: commit it",
                 ids.len(),
                 shown.join(", "),
                 if ids.len() > 5 { ", ..." } else { "" },
@@ -139,7 +140,8 @@ fn print_ids(ids: &[&str], nul: bool) -> Result<()> {
     }
     if !lossy.is_empty() {
         eprintln!(
-            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use --print-changed -z with bd-hook stdin -z",
+            "bd-sync: warning: {} id(s) cannot cross a line-based pipe intact (a newline, a leading '#' or surrounding spaces: {}); use \
+                --print-changed -z with bd-hook stdin -z",
             lossy.len(),
             lossy.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
         );

@@ -32,7 +32,8 @@ pub(crate) struct Args {
     /// Write into a hooks directory outside the repository (a global core.hooksPath shared by every repository).
     #[arg(long)]
     shared_hooks_dir: bool,
-    /// Print the configuration that registers the driver with a GitLab Self-Managed or Dedicated server (Gitaly's git config, for gitlab.rb and gitaly.toml), for bd-merge at BD_MERGE on the Gitaly node; change nothing.
+    /// Print the configuration that registers the driver with a GitLab Self-Managed or Dedicated server (Gitaly's git config, for gitlab.rb
+    /// and gitaly.toml), for bd-merge at BD_MERGE on the Gitaly node; change nothing.
     #[arg(long, value_name = "BD_MERGE", conflicts_with_all = ["repo", "local", "dry_run", "team", "shared_hooks_dir"])]
     print_gitaly: Option<String>,
 }

@@ -32,7 +32,8 @@ pub(crate) struct Args {
     /// Only issues of this priority (`1` or `P1`).
     #[arg(long, value_name = "P", value_parser = parse_priority)]
     priority: Option<i64>,
-    /// Also list what `ready` leaves out by default, as bd does: merge-request, gate, molecule, message, agent, role, rig, convoy and slot types, and pinned, ephemeral or deferred issues.
+    /// Also list what `ready` leaves out by default, as bd does: merge-request, gate, molecule, message, agent, role, rig, convoy and slot
+    /// types, and pinned, ephemeral or deferred issues.
     #[arg(long)]
     all_types: bool,
 }

@@ -16,10 +16,12 @@ pub(crate) struct Args {
     /// The issue id; a unique prefix or suffix of an id in the issues file is enough.
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::common::generate::issue_ids))]
     id: String,
-    /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's history]; never a git option.
+    /// Which commits to look at: revisions as `git log` takes them (`main..topic`, `HEAD~5..`), or `-N` for the last N [default: HEAD's
+    /// history]; never a git option.
     #[arg(allow_hyphen_values = true)]
     range: Option<String>,
-    /// Only the code commits linked to the issue (a `Beads-Issue:` trailer, or its id in the message), newest first, from the index kept in the git directory; not with a RANGE.
+    /// Only the code commits linked to the issue (a `Beads-Issue:` trailer, or its id in the message), newest first, from the index kept in
+    /// the git directory; not with a RANGE.
     #[arg(long, conflicts_with = "range")]
     commits: bool,
 }

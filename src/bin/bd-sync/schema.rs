@@ -10,7 +10,8 @@ use crate::Global;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// ready, blocked, show, status, check, import, export, install, uninstall, diff, log, or error (what every --json command prints when it fails) [default: all].
+    /// ready, blocked, show, status, check, import, export, install, uninstall, diff, log, or error (what every --json command prints when
+    /// it fails) [default: all].
     command: Option<String>,
 }
 

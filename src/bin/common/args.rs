@@ -49,14 +49,16 @@ const COLOR_HELP: &str = "Colour the output: auto (a terminal, unless NO_COLOR i
 pub struct Output {
     #[arg(long, global = true, help = JSON_HELP, display_order = 901)]
     pub json: bool,
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true, help = COLOR_HELP, display_order = 902)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true,
+        help = COLOR_HELP, display_order = 902)]
     pub color: super::Color,
 }
 
 // `--color` alone, global, for a binary where only some commands have JSON output (bd-merge).
 #[derive(clap::Args, Debug)]
 pub struct ColorOnly {
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true, help = COLOR_HELP, display_order = 902)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = super::Color::Auto, hide_possible_values = true,
+        help = COLOR_HELP, display_order = 902)]
     pub color: super::Color,
 }
 

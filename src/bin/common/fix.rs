@@ -132,7 +132,8 @@ pub fn install_warning(warning: &beads_git::install::Warning) -> String {
         Warning::Text(text) => text.clone(),
         Warning::WithFix { text, fix } => finding_text(text, Some(fix)),
         Warning::NoTracker { top } => format!(
-            "{} has no .beads/ directory (no beads tracker here): the driver and hooks do nothing until one exists (`bd init` or `br init`); \
+            "{} has no .beads/ directory (no beads tracker here): the driver and hooks do nothing until one exists (`bd init` or `br \
+                init`); \
              if you meant another repository, `bd-sync uninstall` undoes this and `{} -C DIR` sets up that one",
             top.display(),
             word(&Fix::Install)
@@ -158,11 +159,15 @@ pub fn install_warning(warning: &beads_git::install::Warning) -> String {
         }
         Warning::ManagerInstall { .. } | Warning::ManagerUninstall { .. } => manager_warning(warning),
         Warning::CommitRemoval { rel, deleted: true, dry_run } => format!(
-            "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top of the repository",
+            "{rel} is committed; uninstall {} it (install created it): commit its removal with `git add {rel} && git commit` at the top \
+                of the repository",
             if *dry_run { "would delete" } else { "deletes" }
         ),
         Warning::CommitRemoval { rel, deleted: false, .. } => {
-            format!("{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top of the repository")
+            format!(
+                "{rel} is committed; uninstall takes our lines out of it: commit that with `git add {rel} && git commit` at the top \
+                of the repository"
+            )
         }
         Warning::KeptForTeam { rel, why } => format!(
             "{rel} is committed and kept: {why}. Removing our lines from it turns beads-git off for everyone who pulls that commit; \
@@ -178,7 +183,8 @@ fn foreign_hook(path: &std::path::Path, interpreter: &str, name: &str) -> String
             format!("import subprocess, sys; subprocess.call([\"bd-sync\", \"hook\", \"{name}\", *sys.argv[1:]], stdin=subprocess.DEVNULL)")
         }
         "node" | "deno" | "bun" => format!(
-            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: [\"ignore\", \"inherit\", \"inherit\"] }});"
+            "require(\"child_process\").spawnSync(\"bd-sync\", [\"hook\", \"{name}\", ...process.argv.slice(2)], {{ stdio: \
+                [\"ignore\", \"inherit\", \"inherit\"] }});"
         ),
         _ => format!("run `bd-sync hook {name} <the hook's arguments>` with stdin from /dev/null"),
     };
@@ -280,16 +286,20 @@ pub fn rename_notice(notice: &beads_git::cache::import::RenameNotice) -> String 
         Some(fix @ Fix::BrImportForce) if notice.ran.is_some() => format!("{notice}{}", ran(fix)),
         Some(fix @ Fix::BrImportMerge) if notice.ran.is_some() => format!("{notice}{}", ran(fix)),
         Some(Fix::BrImportForce) => format!(
-            "{notice}; br's plain import refuses a moved issue that has comments, and br's database holds no unexported edit, so take the file with `{}`",
+            "{notice}; br's plain import refuses a moved issue that has comments, and br's database holds no unexported edit, so take the \
+                file with `{}`",
             word(&Fix::BrImportForce)
         ),
         Some(Fix::BrImportMerge) => format!(
-            "{notice}; br's database holds unexported edits and its base snapshot is the file from before this merge, so take the merged file with `{}`, which keeps them",
+            "{notice}; br's database holds unexported edits and its base snapshot is the file from before this merge, so take the merged \
+                file with `{}`, which keeps them",
             word(&Fix::BrImportMerge)
         ),
         Some(other) => format!("{notice}; run `{}`", word(other)),
         None if notice.unsettled => format!(
-            "{notice}; br's database holds unexported edits and no base snapshot of the file from before this merge, so no br command takes the merged file without losing one side, and none is named here (docs/trackers.md, \"After a merge moved an issue of this clone\")"
+            "{notice}; br's database holds unexported edits and no base snapshot of the file from before this merge, so no br command \
+                takes the merged file without losing one side, and none is named here (docs/trackers.md, \"After a merge moved an issue \
+                of this clone\")"
         ),
         None => notice.to_string(),
     }

@@ -58,11 +58,17 @@ fn awkward_file() -> Vec<u8> {
     let mut f = b"\xEF\xBB\xBF{\"_schema\":1,\"kind\":\"header\"}\r\n".to_vec();
     for i in 0..40 {
         let line = format!(
-            r#"{{"id":"bd-{i:02}","title":"T{i} <&>","status":"open","priority":{},"updated_at":"2025-01-0{}T00:00:00.{}Z","labels":["b","a{i}"],"dependencies":[{{"issue_id":"bd-{i:02}","depends_on_id":"bd-{:02}","type":"blocks"}}],"comments":[{{"id":{i},"text":"c{i}"}}]}}"#,
+            concat!(
+                r#"{{"id":"bd-{i:02}","title":"T{i} <&>","status":"open","priority":{},"#,
+                r#""updated_at":"2025-01-0{}T00:00:00.{}Z","labels":["b","a{i}"],"#,
+                r#""dependencies":[{{"issue_id":"bd-{i:02}","depends_on_id":"bd-{:02}","#,
+                r#""type":"blocks"}}],"comments":[{{"id":{i},"text":"c{i}"}}]}}"#
+            ),
             i % 5,
             1 + i % 8,
             100 + i,
-            (i + 1) % 40
+            (i + 1) % 40,
+            i = i
         );
         f.extend_from_slice(line.as_bytes());
         f.extend_from_slice(b"\r\n");

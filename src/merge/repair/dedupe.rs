@@ -227,7 +227,8 @@ impl DedupeCtx<'_> {
             let label = crate::record::key_label(&m.id).into_owned();
             let Some(to) = collisions::Facts::of(line).and_then(|facts| collisions::mint(&m.id, &facts, &taken)) else {
                 warnings.push(Warning::Note(format!(
-                    "{label}: its copies are different issues, but no free id can be minted for the later one (an id the tracker cannot parse, or every candidate taken); left as they are"
+                    "{label}: its copies are different issues, but no free id can be minted for the later one (an id the tracker cannot \
+                        parse, or every candidate taken); left as they are"
                 )));
                 continue;
             };

@@ -35,7 +35,8 @@ mod tests {
         assert_eq!(b, b"{\"id\":\"a\"}\n{\"id\":\"c\"}\n");
         assert_eq!(o, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"v\":1}\n{\"id\":\"c\"}\n");
         assert_eq!(t, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"v\":2}\n{\"id\":\"c\"}\n");
-        let diff3 = b"<<<<<<< ours\n{\"id\":\"b\",\"v\":1}\n||||||| base\n{\"id\":\"b\",\"v\":0}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> theirs\n";
+        let diff3 = b"<<<<<<< ours\n{\"id\":\"b\",\"v\":1}\n||||||| \
+            base\n{\"id\":\"b\",\"v\":0}\n=======\n{\"id\":\"b\",\"v\":2}\n>>>>>>> theirs\n";
         let [b, _, _] = sides_from_markers(diff3).expect("well formed").expect("has markers");
         assert_eq!(b, b"{\"id\":\"b\",\"v\":0}\n");
         assert!(sides_from_markers(b"<<<<<<< ours\n{\"id\":\"b\"}\n").is_err());
@@ -44,7 +45,8 @@ mod tests {
 
     #[test]
     fn dedupe_merges_copies_field_by_field() {
-        let content = b"{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"x\"],\"updated_at\":\"2026-01-01T00:00:00Z\"}\n{\"id\":\"b\"}\n{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"y\"],\"updated_at\":\"2026-01-02T00:00:00Z\"}\n{\"id\":\"b\"}\n";
+        let content = b"{\"id\":\"a\",\"title\":\"T\",\"labels\":[\"x\"],\"updated_at\":\"2026-01-01T00:00:00Z\"}\n{\"id\":\"b\"}\n{\"id\
+            \":\"a\",\"title\":\"T\",\"labels\":[\"y\"],\"updated_at\":\"2026-01-02T00:00:00Z\"}\n{\"id\":\"b\"}\n";
         let (out, done, warnings) = dedupe(content, &MergeOptions::default());
         assert!(warnings.is_empty());
         assert_eq!(done.len(), 2);
