@@ -12,18 +12,7 @@
 if [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ] && [ -e .beads/MIGRATION-FREEZE ]; then
   echo "beads-git: .beads/MIGRATION-FREEZE: bd is migrating its database; the issues file is not exported, flushed or staged" >&2
 elif [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
-  beads_git_db="${GIT_DIR:-.git}/beads/cache.db"
-  beads_git_mark="${GIT_DIR:-.git}/beads/cache.in-step"
-  beads_git_todo=1
-  if [ -f "$beads_git_mark" ] && [ ! -L "${GIT_DIR:-.git}/beads" ] && [ "$beads_git_mark" -nt "$beads_git_db" ] && [ ! -e .beads/dolt ] &&
-    { [ ! -e "$beads_git_db-wal" ] || [ "$beads_git_mark" -nt "$beads_git_db-wal" ]; } &&
-    { echo >"${GIT_DIR:-.git}/beads/cache.now"; } 2>/dev/null && [ "${GIT_DIR:-.git}/beads/cache.now" -nt "$beads_git_mark" ]; then
-    beads_git_todo=
-    for beads_git_file in .beads .beads/issues.jsonl .beads/beads.jsonl .beads/*.db .beads/*.db-wal; do
-      if [ -e "$beads_git_file" ] && ! [ "$beads_git_mark" -nt "$beads_git_file" ]; then beads_git_todo=1; fi
-    done
-    unset beads_git_file
-  fi
+@IN_STEP@
   if [ -n "$beads_git_todo" ]; then
 @FIND_BINARIES@
     if [ -x "$beads_git_bin/bd-sync" ]; then
@@ -31,6 +20,6 @@ elif [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
     fi
     unset beads_git_bin
   fi
-  unset beads_git_db beads_git_mark beads_git_todo
+  unset beads_git_todo
 fi
 # <<< beads-git <<<

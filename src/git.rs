@@ -568,6 +568,23 @@ pub fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
     Ok(out.status.success().then_some(out.stdout))
 }
 
+/// Whether the commits `a` and `b` hold the file `name` (relative to `dir`) with the same content
+/// (one `git rev-parse` of both blob ids); false when either has no such file, or git fails.
+pub fn same_file_at(dir: &Path, a: &str, b: &str, name: &str) -> bool {
+    let mut cmd = Command::new("git");
+    cmd.args(["rev-parse", "--quiet", &format!("{a}:./{name}"), &format!("{b}:./{name}")])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    // As in [`file_at`]: let git find the repository from `dir`.
+    if std::env::var_os("GIT_WORK_TREE").is_none() {
+        cmd.env_remove("GIT_DIR");
+    }
+    let Ok(out) = cmd.output() else { return false };
+    let ids: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    out.status.success() && ids.len() == 2 && ids[0] == ids[1]
+}
+
 /// Hands each object `specs` names (a blob id, or `<rev>:<path>`) to `each` with its index,
 /// `None` when git says it is missing, read by one `git cat-file --batch` in the repository at
 /// `dir` (the names written on a thread of their own, so neither pipe fills while the other

@@ -77,10 +77,15 @@ pub fn restamp(old: &[u8], new: &[u8], now: Option<Instant>) -> (Vec<u8>, Vec<St
 
 /// After a rebase in the repository holding `file`: [`restamp`] the file against the one the
 /// pre-rebase tip (`ORIG_HEAD`) held, and write it back (atomically) when a record changed.
-/// Returns the ids stamped; none when there is no `ORIG_HEAD` or it held no such file.
+/// Returns the ids stamped; none when there is no `ORIG_HEAD` or it held no such file, and none
+/// (without reading either version) when `HEAD` holds the file as `ORIG_HEAD` did: the
+/// post-rewrite hook runs before a rebase's autostash is applied, so the file is `HEAD`'s then.
 pub fn restamp_after_rebase(file: &Path, now: Option<Instant>) -> Result<Vec<String>> {
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = file.file_name().context("the issues file has no name")?.to_string_lossy().into_owned();
+    if crate::git::same_file_at(dir, "ORIG_HEAD", "HEAD", &name) {
+        return Ok(Vec::new());
+    }
     let Some(old) = crate::git::file_at(dir, "ORIG_HEAD", &name)? else { return Ok(Vec::new()) };
     restamp_file(file, &old, now, || {})
 }

@@ -79,9 +79,15 @@ impl Hook {
             }
             Binaries::Path => format!("  {from_path}"),
         };
-        self.template().replace("@FIND_BINARIES@", &find)
+        // The shared check's own header comment stays in hooks/in-step.sh.
+        let in_step: String = IN_STEP.lines().skip_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+        self.template().replace("@IN_STEP@\n", &in_step).replace("@FIND_BINARIES@", &find)
     }
 }
+
+/// The check "is there anything to do?" the pre-commit, post-checkout, post-merge and
+/// post-rewrite blocks start with (it sets `beads_git_todo`).
+const IN_STEP: &str = include_str!("../../hooks/in-step.sh");
 
 pub(super) fn shell_quote(s: &str) -> String {
     if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {

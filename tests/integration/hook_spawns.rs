@@ -23,6 +23,26 @@ fn shims(dir: &Path, log: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Installs beads-git in `repo` from a copy of our binaries that is then removed (the blocks
+/// fall back to PATH), and returns the temporary directory, the spawn log and a PATH whose first
+/// directory holds the logging shims.
+fn install_with_shims(repo: &TestRepo) -> (tempfile::TempDir, PathBuf, std::ffi::OsString) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let installed = tmp.path().join("installed");
+    std::fs::create_dir_all(&installed).expect("mkdir");
+    for name in ["bd-sync", "bd-hook", "bd-merge"] {
+        std::fs::copy(bin(name), installed.join(name)).expect("copy");
+    }
+    let out = run(hermetic(installed.join("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&installed).expect("remove the installed copy");
+    let log = tmp.path().join("spawns.log");
+    let path = shims(&tmp.path().join("shims"), &log);
+    let path = std::env::join_paths(std::iter::once(path).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+        .expect("PATH");
+    (tmp, log, path)
+}
+
 /// The git subcommands started, from git's trace2 events (one JSON object a line).
 fn git_commands(trace: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(trace).unwrap_or_default();
@@ -42,20 +62,7 @@ fn a_commit_that_touches_no_issue_starts_nothing_for_pre_commit_or_commit_msg_an
     repo.write("code.txt", b"0\n");
     repo.git(&["add", "."]);
     repo.git(&["commit", "-q", "-m", "base"]);
-    // Installed from a copy of our binaries that is then removed: the blocks fall back to PATH.
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let installed = tmp.path().join("installed");
-    std::fs::create_dir_all(&installed).expect("mkdir");
-    for name in ["bd-sync", "bd-hook", "bd-merge"] {
-        std::fs::copy(bin(name), installed.join(name)).expect("copy");
-    }
-    let out = run(hermetic(installed.join("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::remove_dir_all(&installed).expect("remove the installed copy");
-    let log = tmp.path().join("spawns.log");
-    let path = shims(&tmp.path().join("shims"), &log);
-    let path = std::env::join_paths(std::iter::once(path).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
-        .expect("PATH");
+    let (tmp, log, path) = install_with_shims(&repo);
     let trace = tmp.path().join("trace2.json");
     let commit = |n: usize| {
         repo.write("code.txt", format!("{n}\n").as_bytes());
@@ -411,4 +418,79 @@ fn hostile_configuration_files_are_left_to_git_never_waited_on_or_read_whole() {
         let expected = before + usize::from(sends);
         assert_eq!(server.wait_for(expected, std::time::Duration::from_secs(10)).len(), expected, "{}", global.display());
     }
+}
+
+/// A checkout, merge or pull that leaves the issues file as it was starts none of our processes
+/// (the in-step marker is newer than the file and the cache, and the merge log has nothing to
+/// announce); a merge's commit and a rebase's picks start no `bd-sync link` (git's state files
+/// say what they are); one that changes the file imports it and notifies; a rebase always runs
+/// the import that compares with the pre-rebase tip. Counted through the shims, not timed.
+#[test]
+fn a_checkout_merge_or_rebase_with_nothing_to_do_starts_nothing_and_one_with_work_imports() {
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line(), issue("bd-2").line()]));
+    repo.write("code.txt", b"0\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let (tmp, log, path) = install_with_shims(&repo);
+    let git = |args: &[&str]| -> String {
+        std::fs::write(&log, "").expect("truncate");
+        let out = run(hermetic("git").current_dir(repo.path()).env("PATH", &path).args(args));
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&log).expect("log")
+    };
+    let code_commit = |n: usize| {
+        repo.write("code.txt", format!("{n}\n").as_bytes());
+        git(&["commit", "-q", "-am", &format!("code {n}")])
+    };
+    // The first hook run after install imports and writes the marker.
+    git(&["checkout", "-q", "-b", "topic"]);
+    code_commit(1);
+    code_commit(2);
+    // Switching between branches whose issues files are the same: nothing.
+    assert_eq!(git(&["checkout", "-q", "main"]), "", "a checkout that left the issues file alone");
+    assert_eq!(git(&["checkout", "-q", "topic"]), "", "and back");
+    git(&["checkout", "-q", "main"]);
+    // A merge commit of code only: no link for the merge's message, nothing after it.
+    assert_eq!(git(&["merge", "-q", "--no-ff", "--no-edit", "topic"]), "", "a merge of code only");
+    // A branch that edits an issue: the checkout imports it and notifies.
+    git(&["checkout", "-q", "-b", "issues"]);
+    let edited = jsonl(&[issue("bd-1").title("edited on a branch").line(), issue("bd-2").line()]);
+    repo.write(".beads/issues.jsonl", &edited);
+    git(&["commit", "-q", "-am", "edit bd-1"]);
+    git(&["checkout", "-q", "main"]);
+    let spawned = git(&["checkout", "-q", "issues"]);
+    // The two ends of one pipe: either may start first.
+    assert!(spawned.lines().any(|l| l.starts_with("bd-sync import --print-changed -z")), "{spawned}");
+    assert!(spawned.lines().any(|l| l.starts_with("bd-hook stdin -z")), "{spawned}");
+    let shown = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["show", "bd-1", "--json"]));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("edited on a branch"), "the cache followed the checkout");
+    // A rebase of code commits: each pick starts no link; the post-rewrite import runs (it
+    // compares with the pre-rebase tip whatever the file's time says).
+    git(&["checkout", "-q", "topic"]);
+    code_commit(3);
+    let spawned = git(&["rebase", "-q", "issues"]);
+    assert!(!spawned.contains("bd-sync link"), "a rebase's picks start no link: {spawned}");
+    assert_eq!(spawned.lines().filter(|l| l.starts_with("bd-sync import") && l.contains("--after-rebase")).count(), 1, "{spawned}");
+    // The rebase took bd-1 back to an older stamp than the pre-rebase tip's: its new stamp waits
+    // in the file for the next commit.
+    assert!(!repo.git(&["status", "--porcelain", "--", ".beads/issues.jsonl"]).is_empty(), "the stamp is left to commit");
+    git(&["commit", "-q", "-am", "the stamp"]);
+    // A rebase that leaves the issues file as it was: the import compares two blob ids and reads
+    // neither version of the file (no `cat-file`).
+    git(&["checkout", "-q", "issues"]);
+    repo.write("other.txt", b"upstream code\n");
+    git(&["add", "other.txt"]);
+    git(&["commit", "-q", "-m", "upstream code"]);
+    git(&["checkout", "-q", "topic"]);
+    let trace = tmp.path().join("rebase.trace2.json");
+    std::fs::write(&log, "").expect("truncate");
+    let out =
+        run(hermetic("git").current_dir(repo.path()).env("PATH", &path).env("GIT_TRACE2_EVENT", &trace).args(["rebase", "-q", "issues"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let spawned = std::fs::read_to_string(&log).expect("log");
+    assert!(spawned.contains("--after-rebase"), "{spawned}");
+    let started = git_commands(&trace);
+    assert!(started.iter().any(|c| c == "rev-parse"), "the blob ids are compared: {started:?}");
+    assert!(!started.iter().any(|c| c == "cat-file"), "neither version of the file is read: {started:?}");
 }
