@@ -166,9 +166,10 @@ fn indexed_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &
     }
     let gone = |side: &IdIndex<'_>| bi.ids.keys().filter(|id| !side.ids.contains_key(*id)).count();
     let gone = [gone(oi), gone(ti)];
-    // Ours only moved lines (bd does not sort its export, docs/trackers.md): it is unchanged, so the
-    // result keeps the order of theirs, the side that changed content.
-    let order = if ours != base && only_moved(bi, oi) && !only_moved(bi, ti) {
+    // Ours only moved lines (bd does not sort its export, docs/trackers.md), or none: it is
+    // unchanged, so the result keeps the order of theirs, the side that changed content (as git
+    // takes theirs whole when ours is base).
+    let order = if only_moved(bi, oi) && !only_moved(bi, ti) {
         Order::Theirs
     } else if oi.sorted_by_id() {
         Order::Sorted

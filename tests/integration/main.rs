@@ -42,6 +42,7 @@ mod merge_corners;
 mod merge_equivalence;
 mod merge_fixtures;
 mod merge_git;
+mod merge_model;
 mod merge_properties;
 mod portable;
 mod queries;

@@ -1,0 +1,400 @@
+//! A reference model of the merge, written from docs/merge-rules.md alone and kept deliberately
+//! plain: whole records as `serde_json` values, one pass, no byte runs, no shortcuts. The
+//! differential test (`tests/integration/merge_model.rs`) runs it beside the engine on generated
+//! triples and asks for the same bytes.
+//!
+//! It covers the rules for the records that test generates, stated here so a reader can check
+//! each against the doc: issue records matched by `id` ("The merge rules, in plain words"); a
+//! record one side changed taken from that side; adds, deletes, delete against change, adds on
+//! both sides (identical: once; different: merged against an empty base); a record both sides
+//! changed merged key by key (one side changed a key: that side's value, its removal included);
+//! keys both changed settled by kind: `updated_at` the later instant, arrays of strings by set
+//! merge (ours' order then theirs' additions, sorted when ours was sorted), `status` with
+//! `closed_at` as one group, the rest (text on one line, numbers) by the `newest` policy (the
+//! side whose record has the later `updated_at`, a tie to the record greater as canonical JSON);
+//! a record equal to neither side stamped one tick after the later side's `updated_at`, never
+//! before the merge's clock ("Timestamps of merged records"); the output in ours' order (sorted
+//! by id), keys in the writer's struct order, every record nobody merged written as its side
+//! wrote it. What it leaves out (duplicate ids, comments and their renumbering, dependencies and
+//! derived counts, volatile keys, two issues created under one id, multi-line text, the line
+//! fallback) the generator never writes.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// How often each rule decided something, for the test that checks the generator reaches them.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Records both sides changed, merged key by key.
+    pub field_merges: usize,
+    /// Merged records equal to neither side, stamped.
+    pub stamped: usize,
+    /// Keys both sides changed, settled by the policy.
+    pub policy: usize,
+    /// String arrays both sides changed, joined as sets.
+    pub set_merges: usize,
+    /// `status` groups both sides changed.
+    pub status_groups: usize,
+    /// A record deleted on one side and changed on the other.
+    pub delete_against_change: usize,
+    /// An id both sides added, differently.
+    pub added_on_both: usize,
+    /// Multi-line strings both sides changed, merged line by line.
+    pub text_merges: usize,
+    /// Files whose result took its order from theirs (ours only moved lines) or from an unsorted side.
+    pub reordered: usize,
+}
+
+/// A line of text with its line break.
+fn lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// The edits that turn `base` into `side`, as `(start, end, lines)`: base's lines `start..end`
+/// replaced by `lines`, from a longest common subsequence (the generator's lines are distinct,
+/// so there is one).
+fn hunks<'a>(base: &[&'a str], side: &[&'a str]) -> Vec<(usize, usize, Vec<&'a str>)> {
+    let (n, m) = (base.len(), side.len());
+    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if base[i] == side[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    let mut open: Option<(usize, Vec<&str>)> = None;
+    while i < n || j < m {
+        if i < n && j < m && base[i] == side[j] {
+            if let Some((start, lines)) = open.take() {
+                out.push((start, i, lines));
+            }
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            open.get_or_insert((i, Vec::new())).1.push(side[j]);
+            j += 1;
+        } else {
+            open.get_or_insert((i, Vec::new()));
+            i += 1;
+        }
+    }
+    if let Some((start, lines)) = open {
+        out.push((start, n, lines));
+    }
+    out
+}
+
+/// The three-way line merge: hunks of the two sides that overlap or touch form a group; a group
+/// one side alone changed takes that side's text, one both changed identically takes it, and
+/// any other is a conflict (`None`).
+fn merge_text(base: &str, ours: &str, theirs: &str) -> Option<String> {
+    let (b, o, t) = (lines(base), lines(ours), lines(theirs));
+    let mut all: Vec<(usize, usize, bool)> =
+        hunks(&b, &o).iter().map(|h| (h.0, h.1, true)).chain(hunks(&b, &t).iter().map(|h| (h.0, h.1, false))).collect();
+    all.sort_unstable();
+    // Groups of base ranges: hunks that overlap or touch join one.
+    let mut groups: Vec<(usize, usize, bool, bool)> = Vec::new();
+    for (start, end, is_ours) in all {
+        match groups.last_mut() {
+            Some(g) if start <= g.1 => {
+                g.1 = g.1.max(end);
+                g.2 |= is_ours;
+                g.3 |= !is_ours;
+            }
+            _ => groups.push((start, end, is_ours, !is_ours)),
+        }
+    }
+    // A side's text for base lines `start..end`, with its hunks there applied.
+    let text_of = |side: &[&str], start: usize, end: usize| -> String {
+        let hs = hunks(&b, side);
+        let mut out = String::new();
+        let mut at = start;
+        for (hs_start, hs_end, lines) in hs.iter().filter(|h| h.0 >= start && h.1 <= end) {
+            out.extend(b[at..*hs_start].iter().copied());
+            out.extend(lines.iter().copied());
+            at = *hs_end;
+        }
+        out.extend(b[at..end].iter().copied());
+        out
+    };
+    let mut out = String::new();
+    let mut at = 0;
+    for (start, end, by_ours, by_theirs) in groups {
+        out.extend(b[at..start].iter().copied());
+        let (ot, tt) = (text_of(&o, start, end), text_of(&t, start, end));
+        match (by_ours, by_theirs) {
+            (true, false) => out.push_str(&ot),
+            (false, true) => out.push_str(&tt),
+            _ if ot == tt => out.push_str(&ot),
+            _ => return None,
+        }
+        at = end;
+    }
+    out.extend(b[at..].iter().copied());
+    Some(out)
+}
+
+/// One record: its keys (as `serde_json` sorts them) and the line a side wrote.
+#[derive(Debug, Clone)]
+struct Record {
+    value: BTreeMap<String, Value>,
+    line: String,
+}
+
+/// Go bd's struct order for the keys the generator writes (docs/merge-rules.md: a key new from
+/// theirs goes where the writer puts it).
+/// Keys no Go struct names (the volatile ones) go at the end.
+pub const KEY_ORDER: [&str; 11] = [
+    "id",
+    "title",
+    "description",
+    "status",
+    "priority",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "labels",
+    "heartbeat_at",
+    "lease_expires_at",
+];
+
+/// Keys that change on every heartbeat: the later instant, silently, and no stamp by themselves.
+const VOLATILE: [&str; 2] = ["heartbeat_at", "lease_expires_at"];
+
+fn records(file: &str) -> Vec<(String, Record)> {
+    file.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let value: BTreeMap<String, Value> = serde_json::from_str(line).expect("the generator writes JSON objects");
+            let id = value["id"].as_str().expect("a string id").to_owned();
+            (id, Record { value, line: line.to_owned() })
+        })
+        .collect()
+}
+
+/// A record written as the generator's writer writes it: compact, keys in [`KEY_ORDER`].
+pub fn render(value: &BTreeMap<String, Value>) -> String {
+    let fields: Vec<String> =
+        KEY_ORDER.iter().filter_map(|k| value.get(*k).map(|v| format!("{}:{}", Value::String((*k).to_owned()), v))).collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// `2025-11-01T10:00:07Z` as seconds since the day's start of the generator's one day.
+fn instant(stamp: &Value) -> u32 {
+    let s = stamp.as_str().expect("a stamp");
+    let (h, m, sec) = (&s[11..13], &s[14..16], &s[17..19]);
+    h.parse::<u32>().expect("hours") * 3600 + m.parse::<u32>().expect("minutes") * 60 + sec.parse::<u32>().expect("seconds")
+}
+
+fn stamp_at(seconds: u32) -> Value {
+    Value::String(format!("2025-11-01T{:02}:{:02}:{:02}Z", seconds / 3600, seconds / 60 % 60, seconds % 60))
+}
+
+/// The side the `newest` policy takes: the later `updated_at`, a tie to the record greater as
+/// canonical JSON (keys sorted, compact).
+fn newest_is_ours(ours: &BTreeMap<String, Value>, theirs: &BTreeMap<String, Value>) -> bool {
+    let at = |r: &BTreeMap<String, Value>| r.get("updated_at").map_or(0, instant);
+    match at(ours).cmp(&at(theirs)) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => {
+            let canonical = |r: &BTreeMap<String, Value>| serde_json::to_string(r).expect("JSON");
+            canonical(ours) >= canonical(theirs)
+        }
+    }
+}
+
+/// Set merge of two string arrays against the base's: removals stick, additions of both kept,
+/// ours' order then theirs' additions, sorted when ours was sorted.
+fn set_merge(base: Option<&Value>, ours: &Value, theirs: &Value) -> Value {
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+    };
+    let (b, o, t) = (strings(base), strings(Some(ours)), strings(Some(theirs)));
+    let removed_by_theirs = |s: &String| b.contains(s) && !t.contains(s);
+    let mut out: Vec<String> = o.iter().filter(|s| !removed_by_theirs(s)).cloned().collect();
+    for s in &t {
+        if !b.contains(s) && !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    if o.windows(2).all(|w| w[0] <= w[1]) {
+        out.sort();
+    }
+    Value::Array(out.into_iter().map(Value::String).collect())
+}
+
+/// The record merged key by key from two sides that both changed it (`base` empty for an add on
+/// both sides).
+fn merge_fields(
+    base: &BTreeMap<String, Value>,
+    ours: &BTreeMap<String, Value>,
+    theirs: &BTreeMap<String, Value>,
+    seen: &mut Seen,
+) -> BTreeMap<String, Value> {
+    seen.field_merges += 1;
+    let mut out = BTreeMap::new();
+    let ours_wins = newest_is_ours(ours, theirs);
+    // `status` and `closed_at`: one group.
+    let group = |r: &BTreeMap<String, Value>| (r.get("status").cloned(), r.get("closed_at").cloned());
+    let (gb, go, gt) = (group(base), group(ours), group(theirs));
+    let g = if go == gt || gt == gb {
+        go
+    } else if go == gb {
+        gt
+    } else {
+        seen.status_groups += 1;
+        if ours_wins {
+            go
+        } else {
+            gt
+        }
+    };
+    let keys: std::collections::BTreeSet<&String> = base.keys().chain(ours.keys()).chain(theirs.keys()).collect();
+    for key in keys {
+        if key == "status" || key == "closed_at" {
+            continue;
+        }
+        let (b, o, t) = (base.get(key), ours.get(key), theirs.get(key));
+        let value = if o == t || t == b {
+            o.cloned()
+        } else if o == b {
+            t.cloned()
+        } else {
+            match (key.as_str(), o, t) {
+                ("updated_at", Some(o), Some(t)) => Some(if instant(o) >= instant(t) { o.clone() } else { t.clone() }),
+                // A value and an absence: the value; two values: the later.
+                (k, o, t) if VOLATILE.contains(&k) => match (o, t) {
+                    (Some(o), Some(t)) => Some(if instant(o) >= instant(t) { o.clone() } else { t.clone() }),
+                    (o, t) => o.or(t).cloned(),
+                },
+                (_, Some(Value::String(os)), Some(Value::String(ts)))
+                    if os.contains('\n') || ts.contains('\n') || b.and_then(Value::as_str).is_some_and(|bs| bs.contains('\n')) =>
+                {
+                    let bs = b.and_then(Value::as_str).unwrap_or("");
+                    match merge_text(bs, os, ts) {
+                        Some(text) => {
+                            seen.text_merges += 1;
+                            Some(Value::String(text))
+                        }
+                        None => {
+                            seen.policy += 1;
+                            if ours_wins {
+                                o.cloned()
+                            } else {
+                                t.cloned()
+                            }
+                        }
+                    }
+                }
+                (_, Some(o @ Value::Array(_)), Some(t @ Value::Array(_))) => {
+                    seen.set_merges += 1;
+                    Some(set_merge(b, o, t))
+                }
+                _ => {
+                    seen.policy += 1;
+                    if ours_wins {
+                        o.cloned()
+                    } else {
+                        t.cloned()
+                    }
+                }
+            }
+        };
+        if let Some(v) = value {
+            out.insert(key.clone(), v);
+        }
+    }
+    for (k, v) in [("status", g.0), ("closed_at", g.1)] {
+        if let Some(v) = v {
+            out.insert(k.to_owned(), v);
+        }
+    }
+    // A record equal to neither side gets the merge's stamp: one tick after the later side's.
+    let lasting = |r: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+        r.iter().filter(|(k, _)| !VOLATILE.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    if lasting(&out) != lasting(ours) && lasting(&out) != lasting(theirs) {
+        seen.stamped += 1;
+        let later = instant(&ours["updated_at"]).max(instant(&theirs["updated_at"]));
+        out.insert("updated_at".to_owned(), stamp_at((later + 1).max(now())));
+    }
+    out
+}
+
+/// The merge's clock (`BD_MERGE_NOW` in the test): before every stamp the generator writes.
+fn now() -> u32 {
+    0
+}
+
+/// The merged file of `base`, `ours` and `theirs` under the `newest` policy.
+pub fn merge(base: &str, ours: &str, theirs: &str) -> String {
+    merge_counting(base, ours, theirs, &mut Seen::default())
+}
+
+/// [`merge`], counting in `seen` which rules decided something.
+pub fn merge_counting(base: &str, ours: &str, theirs: &str, seen: &mut Seen) -> String {
+    let (bl, ol, tl) = (records(base), records(ours), records(theirs));
+    let map = |v: &[(String, Record)]| -> BTreeMap<String, Record> { v.iter().cloned().collect() };
+    let (b, o, t) = (map(&bl), map(&ol), map(&tl));
+    let ids: std::collections::BTreeSet<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
+    let mut merged: BTreeMap<String, String> = BTreeMap::new();
+    for id in ids {
+        let line = match (b.get(id), o.get(id), t.get(id)) {
+            (_, None, None) => None,
+            // Deleted on one side: gone if the other left it alone, kept if it changed it.
+            (Some(b), None, Some(t)) | (Some(b), Some(t), None) => {
+                let changed = t.value != b.value;
+                seen.delete_against_change += usize::from(changed);
+                changed.then(|| t.line.clone())
+            }
+            (None, Some(o), None) => Some(o.line.clone()),
+            (None, None, Some(t)) => Some(t.line.clone()),
+            (base, Some(o), Some(t)) => {
+                let base_value = base.map(|b| b.value.clone()).unwrap_or_default();
+                if o.value == t.value || base.is_some_and(|_| t.value == base_value) {
+                    Some(o.line.clone())
+                } else if base.is_some_and(|_| o.value == base_value) {
+                    Some(t.line.clone())
+                } else {
+                    seen.added_on_both += usize::from(base.is_none());
+                    Some(render(&merge_fields(&base_value, &o.value, &t.value, seen)))
+                }
+            }
+        };
+        if let Some(line) = line {
+            merged.insert(id.clone(), line);
+        }
+    }
+    // Order: a side that only moved lines (it holds base's lines, each as often) is unchanged,
+    // and the other side's order is the result's; sorted by id when that side is, else its order
+    // with the records it lacks appended in the other side's order.
+    let only_moved = |side: &[(String, Record)]| {
+        let mut a: Vec<&str> = side.iter().map(|(_, r)| r.line.as_str()).collect();
+        let mut z: Vec<&str> = bl.iter().map(|(_, r)| r.line.as_str()).collect();
+        a.sort_unstable();
+        z.sort_unstable();
+        a == z
+    };
+    let theirs_first = only_moved(&ol) && !only_moved(&tl);
+    let (first, second) = if theirs_first { (&tl, &ol) } else { (&ol, &tl) };
+    let sorted = first.windows(2).all(|w| w[0].0 <= w[1].0);
+    let mut order: Vec<&String> = Vec::new();
+    seen.reordered += usize::from(!sorted || theirs_first);
+    if sorted {
+        order.extend(merged.keys());
+    } else {
+        for (id, _) in first.iter().chain(second.iter()) {
+            if merged.contains_key(id) && !order.contains(&id) {
+                order.push(id);
+            }
+        }
+    }
+    let mut out = String::new();
+    for id in order {
+        out.push_str(&merged[id]);
+        out.push('\n');
+    }
+    out
+}
