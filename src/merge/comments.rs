@@ -190,14 +190,17 @@ fn repeated_comment_ids(lines: &[&[u8]]) -> Option<(rustc_hash::FxHashSet<i64>, 
 /// Comments that share a numeric id anywhere in a file (README "The merge rules, in plain words",
 /// for every comment, not only those the two sides added): for each shared id, in ascending
 /// order, the earliest comment (by `created_at`, then content, then record) keeps it and each
-/// later one takes the next id above the file's highest. The copies of an id that stands on
+/// later one takes the next id above the highest in the file and in either side's
+/// (`sides_highest`, asked only when an id repeats: an id a comment the merge deleted held is
+/// never given again). The copies of an id that stands on
 /// several lines are one record: an id they repeat between them is left alone, so those lines
 /// stay exact (README "Duplicate ids"). The choice depends on content only, never on which line
 /// or side a comment came from. Returns, per line index, the renumberings to apply; empty when
 /// every id is unique (the common case costs one pass that reads only the comments' ids). One
 /// sort of the comments involved, however many ids repeat.
-pub(crate) fn shared_comment_ids(lines: &[&[u8]]) -> Vec<(usize, Renumbering)> {
+pub(crate) fn shared_comment_ids(lines: &[&[u8]], sides_highest: impl FnOnce() -> i64) -> Vec<(usize, Renumbering)> {
     let Some((repeated, involved, highest)) = repeated_comment_ids(lines) else { return Vec::new() };
+    let highest = highest.max(sides_highest());
     // Every comment holding a repeated id: (line, record, number, identity, created_at).
     let mut sites: Vec<(usize, String, i64, String, String)> = Vec::new();
     for &i in &involved {

@@ -124,13 +124,13 @@ fn indexed_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &
         std::thread::scope(|s| {
             let other = s.spawn(index);
             let o = Indexed::new(Input::Ours, ours);
-            let mentions = Mentions::of(ours, theirs);
+            let mentions = Mentions::of(base, ours, theirs);
             let (b, t) = other.join().expect("indexing does not panic");
             (b, o, t, mentions)
         })
     } else {
         let (b, t) = index();
-        (b, Indexed::new(Input::Ours, ours), t, Mentions::of(ours, theirs))
+        (b, Indexed::new(Input::Ours, ours), t, Mentions::of(base, ours, theirs))
     };
     let (Index::Hashed(bi), Index::Hashed(oi), Index::Hashed(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("Indexed::new hashes")
@@ -203,13 +203,13 @@ fn sorted_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &M
         std::thread::scope(|s| {
             let b = s.spawn(|| SortedIndex::new(base));
             let t = s.spawn(|| SortedIndex::new(theirs));
-            let mentions = s.spawn(|| Mentions::of(ours, theirs));
+            let mentions = s.spawn(|| Mentions::of(base, ours, theirs));
             let o = SortedIndex::new(ours);
             let join = |h| std::thread::ScopedJoinHandle::join(h).expect("indexing does not panic");
             (join(b), o, join(t), mentions.join().expect("scanning does not panic"))
         })
     } else {
-        (SortedIndex::new(base), SortedIndex::new(ours), SortedIndex::new(theirs), Mentions::of(ours, theirs))
+        (SortedIndex::new(base), SortedIndex::new(ours), SortedIndex::new(theirs), Mentions::of(base, ours, theirs))
     };
     let (b, o, t) = (b?, o?, t?);
     let (b, o, t) = (

@@ -29,11 +29,17 @@ enum Edit {
     InsertLine(u8, u8),
     DeleteLine(u8),
     Heartbeat(u8),
+    /// A comment, numbered by the side's own counter (each clone's database numbers its own).
+    AddComment(u8),
+    /// The last comment but the first removed.
+    DeleteComment,
     Priority(u8),
     Close(u8),
     Reopen,
     Progress,
     AddLabel(u8),
+    /// A label added at the end, the list left unsorted (a writer that does not sort).
+    AppendLabel(u8),
     RemoveLabel(u8),
     Bump(u8),
     Delete,
@@ -46,11 +52,15 @@ fn edit() -> impl Strategy<Value = Edit> {
         (0u8..6, 0u8..2).prop_map(|(k, v)| Edit::InsertLine(k, v)),
         (0u8..5).prop_map(Edit::DeleteLine),
         (0u8..4).prop_map(Edit::Heartbeat),
+        (0u8..4).prop_map(Edit::AddComment),
+        (0u8..4).prop_map(Edit::AddComment),
+        Just(Edit::DeleteComment),
         (0u8..4).prop_map(Edit::Priority),
         (0u8..3).prop_map(Edit::Close),
         Just(Edit::Reopen),
         Just(Edit::Progress),
         (0u8..4).prop_map(Edit::AddLabel),
+        (0u8..4).prop_map(Edit::AppendLabel),
         (0u8..4).prop_map(Edit::RemoveLabel),
         (0u8..6).prop_map(Edit::Bump),
         Just(Edit::Delete),
@@ -69,13 +79,20 @@ fn record(id: &str, n: u8) -> Rec {
         "created_at": "2025-11-01T00:00:00Z",
         "updated_at": stamp(u32::from(n % 3) * 60),
         "labels": ["core"],
+        "comments": [comment(i64::from(n) + 1, id, "base", u32::from(n))],
     });
     serde_json::from_value(value).expect("an object")
 }
 
+/// A comment, its keys in the order `serde_json` writes them (so the model's rendering is the
+/// line's own).
+fn comment(number: i64, issue: &str, author: &str, at: u32) -> Value {
+    json!({"author": author, "created_at": stamp(2400 + at), "id": number, "issue_id": issue, "text": format!("{author} at {at}")})
+}
+
 /// Applies `edits` to a record; `None` when one deletes it. A tracker's edit may or may not move
-/// `updated_at` (`Bump`); labels stay sorted, as trackers keep them.
-fn apply(mut r: Rec, edits: &[Edit]) -> Option<Rec> {
+/// `updated_at` (`Bump`). New comments are numbered from `counter` and written by `who`.
+fn apply(mut r: Rec, edits: &[Edit], who: &str, counter: &mut i64) -> Option<Rec> {
     for e in edits {
         match e {
             Edit::Title(x) => drop(r.insert("title".into(), json!(format!("t{x}")))),
@@ -100,6 +117,24 @@ fn apply(mut r: Rec, edits: &[Edit]) -> Option<Rec> {
                 r.insert("description".into(), json!(lines.concat()));
             }
             Edit::Heartbeat(x) => drop(r.insert("heartbeat_at".into(), stamp(1800 + u32::from(*x) * 7))),
+            Edit::AddComment(x) => {
+                let id = r["id"].as_str().unwrap_or("").to_owned();
+                let at = 100 + u32::from(*x) * 13 + if who == "ours" { 0 } else { 5 };
+                let new = comment(*counter + 1, &id, who, at);
+                let list = r.get_mut("comments").and_then(Value::as_array_mut)?;
+                // One comment twice in a list is not something a tracker writes.
+                let same = |c: &Value| c["text"] == new["text"];
+                if !list.iter().any(same) {
+                    *counter += 1;
+                    list.push(new);
+                }
+            }
+            Edit::DeleteComment => {
+                let list = r.get_mut("comments").and_then(Value::as_array_mut)?;
+                if list.len() > 1 {
+                    list.pop();
+                }
+            }
             Edit::Priority(x) => drop(r.insert("priority".into(), json!(x))),
             Edit::Close(x) => {
                 r.insert("status".into(), json!("closed"));
@@ -109,12 +144,14 @@ fn apply(mut r: Rec, edits: &[Edit]) -> Option<Rec> {
                 r.insert("status".into(), json!(if matches!(e, Edit::Reopen) { "open" } else { "in_progress" }));
                 r.remove("closed_at");
             }
-            Edit::AddLabel(x) | Edit::RemoveLabel(x) => {
+            Edit::AddLabel(x) | Edit::AppendLabel(x) | Edit::RemoveLabel(x) => {
                 let label = json!(format!("l{x}"));
                 let labels = r.get_mut("labels").and_then(Value::as_array_mut)?;
                 labels.retain(|l| *l != label);
-                if matches!(e, Edit::AddLabel(_)) {
+                if matches!(e, Edit::AddLabel(_) | Edit::AppendLabel(_)) {
                     labels.push(label);
+                }
+                if matches!(e, Edit::AddLabel(_)) {
                     labels.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
                 }
             }
@@ -128,8 +165,10 @@ fn apply(mut r: Rec, edits: &[Edit]) -> Option<Rec> {
 /// A side's records: each base record edited (or not), then the side's new ones (ids
 /// `bd-9N`, the same `created_at` on both sides: one issue); sorted by id, or in reverse when
 /// the side's writer moved lines (`reversed`).
-fn side(base: &[Rec], edits: &[Vec<Edit>], added: &[(u8, u8)], reversed: bool) -> Vec<Rec> {
-    let mut out: Vec<Rec> = base.iter().zip(edits).filter_map(|(r, e)| apply(r.clone(), e)).collect();
+fn side(base: &[Rec], edits: &[Vec<Edit>], added: &[(u8, u8)], reversed: bool, who: &str) -> Vec<Rec> {
+    let mut counter =
+        base.iter().flat_map(|r| r["comments"].as_array().cloned().unwrap_or_default()).filter_map(|c| c["id"].as_i64()).max().unwrap_or(0);
+    let mut out: Vec<Rec> = base.iter().zip(edits).filter_map(|(r, e)| apply(r.clone(), e, who, &mut counter)).collect();
     for (id, n) in added {
         out.push(record(&format!("bd-9{id}"), *n));
     }
@@ -165,8 +204,8 @@ fn triple() -> impl Strategy<Value = Triple> {
             let base: Vec<Rec> = seeds.iter().enumerate().map(|(k, n)| record(&format!("bd-{k:02}"), *n)).collect();
             Triple {
                 base: file(&base),
-                ours: file(&side(&base, &ours_edits, &ours_added, ours_reversed)),
-                theirs: file(&side(&base, &theirs_edits, &theirs_added, theirs_reversed)),
+                ours: file(&side(&base, &ours_edits, &ours_added, ours_reversed, "ours")),
+                theirs: file(&side(&base, &theirs_edits, &theirs_added, theirs_reversed, "theirs")),
             }
         })
 }
@@ -225,4 +264,6 @@ fn the_generated_triples_reach_every_rule_the_model_states() {
     assert!(seen.added_on_both > 20, "{seen:?}");
     assert!(seen.text_merges > 20, "{seen:?}");
     assert!(seen.reordered > 20, "{seen:?}");
+    assert!(seen.comment_merges > 20, "{seen:?}");
+    assert!(seen.renumbered > 20, "{seen:?}");
 }

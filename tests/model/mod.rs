@@ -42,8 +42,139 @@ pub struct Seen {
     pub added_on_both: usize,
     /// Multi-line strings both sides changed, merged line by line.
     pub text_merges: usize,
+    /// Comment lists both sides changed, joined as sets by identity.
+    pub comment_merges: usize,
+    /// Comments given a new id (two comments shared one).
+    pub renumbered: usize,
     /// Files whose result took its order from theirs (ours only moved lines) or from an unsorted side.
     pub reordered: usize,
+}
+
+/// A comment's identity: the whole comment but its machine-local numeric id.
+fn identity(comment: &Value) -> Value {
+    let mut c = comment.clone();
+    if let Some(o) = c.as_object_mut() {
+        o.remove("id");
+    }
+    c
+}
+
+/// Comments compared as br sorts them: `created_at`, `author`, `text`, `id`.
+fn br_comment_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let key = |c: &Value| {
+        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        (s("created_at"), s("author"), s("text"), c.get("id").and_then(Value::as_i64))
+    };
+    key(a).cmp(&key(b))
+}
+
+/// Set merge of comment lists by identity: removals stick, both sides' additions kept, ours'
+/// order then theirs' additions; sorted as br sorts when the witness (ours with two comments or
+/// more, else theirs, else none: br's) follows that sort.
+fn comment_merge(base: &[Value], ours: &[Value], theirs: &[Value]) -> Value {
+    let ids = |v: &[Value]| -> Vec<Value> { v.iter().map(identity).collect() };
+    let (b, o, t) = (ids(base), ids(ours), ids(theirs));
+    let mut out: Vec<Value> = ours.iter().zip(&o).filter(|(_, i)| t.contains(i) || !b.contains(i)).map(|(c, _)| c.clone()).collect();
+    out.extend(theirs.iter().zip(&t).filter(|(_, i)| !o.contains(i) && !b.contains(i)).map(|(c, _)| c.clone()));
+    let witness = if ours.len() >= 2 {
+        Some(ours)
+    } else if theirs.len() >= 2 {
+        Some(theirs)
+    } else {
+        None
+    };
+    if witness.is_none_or(|w| w.windows(2).all(|p| br_comment_order(&p[0], &p[1]) != std::cmp::Ordering::Greater)) {
+        out.sort_by(br_comment_order);
+    }
+    Value::Array(out)
+}
+
+/// The second rule: every comment still sharing an id with another, different comment anywhere in
+/// the file gets a new one: per shared id (ascending), the earliest comment (by `created_at`,
+/// then content, then record) keeps it and each later one takes the next id above `next`.
+/// Returns the records it changed.
+fn renumber(records: &mut BTreeMap<String, BTreeMap<String, Value>>, next: &mut i64, seen: &mut Seen) -> Vec<String> {
+    // (id, created_at, content, record, position in its list)
+    let mut all: Vec<(i64, String, String, String, usize)> = Vec::new();
+    for (rid, r) in records.iter() {
+        for (k, c) in r.get("comments").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            if let Some(n) = c.get("id").and_then(Value::as_i64) {
+                let at = c.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned();
+                all.push((n, at, identity(c).to_string(), rid.clone(), k));
+            }
+        }
+    }
+    all.sort();
+    let mut changed = Vec::new();
+    for group in all.chunk_by(|a, b| a.0 == b.0) {
+        for (_, _, _, rid, k) in group.iter().skip(1) {
+            *next += 1;
+            seen.renumbered += 1;
+            if let Some(Value::Array(list)) = records.get_mut(rid).and_then(|r| r.get_mut("comments")) {
+                list[*k]["id"] = Value::from(*next);
+            }
+            changed.push(rid.clone());
+        }
+    }
+    changed
+}
+
+/// The comments a side added: `(id, created_at, identity, record)` of each comment whose identity
+/// the base record of its issue does not hold.
+fn added_comments(side: &[(String, Record)], base: &BTreeMap<String, Record>) -> Vec<(i64, String, String, String)> {
+    let comments = |r: &Record| r.value.get("comments").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for (rid, r) in side {
+        let before: Vec<Value> = base.get(rid).map(|b| comments(b).iter().map(identity).collect()).unwrap_or_default();
+        for c in comments(r) {
+            let Some(n) = c.get("id").and_then(Value::as_i64) else { continue };
+            if !before.contains(&identity(&c)) {
+                let at = c.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned();
+                out.push((n, at, identity(&c).to_string(), rid.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The first rule for comment ids: two different comments the two sides added never share one.
+/// Per id both sides' additions hold (ascending), the earliest (by `created_at`, then content)
+/// keeps it and each later one takes the next id above `next`. Returns the records changed.
+fn renumber_added(
+    records: &mut BTreeMap<String, BTreeMap<String, Value>>,
+    ours: &[(i64, String, String, String)],
+    theirs: &[(i64, String, String, String)],
+    next: &mut i64,
+    seen: &mut Seen,
+) -> Vec<String> {
+    let mut changed = Vec::new();
+    let ids: std::collections::BTreeSet<i64> = ours.iter().map(|c| c.0).filter(|n| theirs.iter().any(|t| t.0 == *n)).collect();
+    for n in ids {
+        let mut group: Vec<&(i64, String, String, String)> = ours.iter().chain(theirs).filter(|c| c.0 == n).collect();
+        group.sort_by(|a, b| (&a.1, &a.2, &a.3).cmp(&(&b.1, &b.2, &b.3)));
+        group.dedup_by(|a, b| a.2 == b.2 && a.3 == b.3);
+        for (_, _, ident, rid) in group.into_iter().skip(1) {
+            *next += 1;
+            seen.renumbered += 1;
+            if let Some(Value::Array(list)) = records.get_mut(rid).and_then(|r| r.get_mut("comments")) {
+                for c in list.iter_mut().filter(|c| c.get("id").and_then(Value::as_i64) == Some(n) && identity(c).to_string().as_str() == ident.as_str()) {
+                    c["id"] = Value::from(*next);
+                }
+            }
+            changed.push(rid.clone());
+        }
+    }
+    changed
+}
+
+/// The highest numeric comment id in a file.
+fn highest_comment(records: &[(String, Record)]) -> i64 {
+    records
+        .iter()
+        .flat_map(|(_, r)| r.value.get("comments").and_then(Value::as_array).cloned().unwrap_or_default())
+        .filter_map(|c| c.get("id").and_then(Value::as_i64))
+        .max()
+        .unwrap_or(0)
 }
 
 /// A line of text with its line break.
@@ -145,7 +276,7 @@ struct Record {
 /// Go bd's struct order for the keys the generator writes (docs/merge-rules.md: a key new from
 /// theirs goes where the writer puts it).
 /// Keys no Go struct names (the volatile ones) go at the end.
-pub const KEY_ORDER: [&str; 11] = [
+pub const KEY_ORDER: [&str; 12] = [
     "id",
     "title",
     "description",
@@ -155,6 +286,7 @@ pub const KEY_ORDER: [&str; 11] = [
     "updated_at",
     "closed_at",
     "labels",
+    "comments",
     "heartbeat_at",
     "lease_expires_at",
 ];
@@ -206,7 +338,8 @@ fn newest_is_ours(ours: &BTreeMap<String, Value>, theirs: &BTreeMap<String, Valu
 }
 
 /// Set merge of two string arrays against the base's: removals stick, additions of both kept,
-/// ours' order then theirs' additions, sorted when ours was sorted.
+/// ours' order then theirs' additions, sorted when ours was sorted (theirs, when ours has fewer
+/// than two elements).
 fn set_merge(base: Option<&Value>, ours: &Value, theirs: &Value) -> Value {
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
@@ -219,7 +352,9 @@ fn set_merge(base: Option<&Value>, ours: &Value, theirs: &Value) -> Value {
             out.push(s.clone());
         }
     }
-    if o.windows(2).all(|w| w[0] <= w[1]) {
+    // Ours shows the order when it has two elements to tell by, else theirs does.
+    let witness = if o.len() >= 2 { &o } else { &t };
+    if witness.windows(2).all(|w| w[0] <= w[1]) {
         out.sort();
     }
     Value::Array(out.into_iter().map(Value::String).collect())
@@ -288,6 +423,10 @@ fn merge_fields(
                         }
                     }
                 }
+                ("comments", Some(Value::Array(o)), Some(Value::Array(t))) => {
+                    seen.comment_merges += 1;
+                    Some(comment_merge(b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice), o, t))
+                }
                 (_, Some(o @ Value::Array(_)), Some(t @ Value::Array(_))) => {
                     seen.set_merges += 1;
                     Some(set_merge(b, o, t))
@@ -312,15 +451,39 @@ fn merge_fields(
         }
     }
     // A record equal to neither side gets the merge's stamp: one tick after the later side's.
-    let lasting = |r: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
-        r.iter().filter(|(k, _)| !VOLATILE.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
-    };
-    if lasting(&out) != lasting(ours) && lasting(&out) != lasting(theirs) {
-        seen.stamped += 1;
-        let later = instant(&ours["updated_at"]).max(instant(&theirs["updated_at"]));
-        out.insert("updated_at".to_owned(), stamp_at((later + 1).max(now())));
-    }
+    stamp_if_merged(&mut out, Some(ours), Some(theirs), seen);
     out
+}
+
+/// Equal as records: volatile keys aside, arrays taken as sets (the order of a side's elements
+/// is no content a tracker imports).
+fn lasting(r: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+    let set = |v: &Value| match v {
+        Value::Array(items) => {
+            let mut items = items.clone();
+            items.sort_by_key(ToString::to_string);
+            Value::Array(items)
+        }
+        other => other.clone(),
+    };
+    r.iter().filter(|(k, _)| !VOLATILE.contains(&k.as_str())).map(|(k, v)| (k.clone(), set(v))).collect()
+}
+
+/// A record the merge wrote that equals neither side gets the merge's stamp: one tick after the
+/// later side's `updated_at`, never before the merge's clock.
+fn stamp_if_merged(
+    out: &mut BTreeMap<String, Value>,
+    ours: Option<&BTreeMap<String, Value>>,
+    theirs: Option<&BTreeMap<String, Value>>,
+    seen: &mut Seen,
+) {
+    let equal = |side: Option<&BTreeMap<String, Value>>| side.is_some_and(|s| lasting(s) == lasting(out));
+    if equal(ours) || equal(theirs) {
+        return;
+    }
+    seen.stamped += 1;
+    let later = [ours, theirs].into_iter().flatten().filter_map(|r| r.get("updated_at")).map(instant).max().unwrap_or(0);
+    out.insert("updated_at".to_owned(), stamp_at((later + 1).max(now())));
 }
 
 /// The merge's clock (`BD_MERGE_NOW` in the test): before every stamp the generator writes.
@@ -366,6 +529,25 @@ pub fn merge_counting(base: &str, ours: &str, theirs: &str, seen: &mut Seen) -> 
         if let Some(line) = line {
             merged.insert(id.clone(), line);
         }
+    }
+    // Comment ids: no two different comments in the file share one; but a side that changed
+    // nothing (base, byte for byte) leaves the other side's records as it wrote them.
+    let one_side_as_written = ours == base || theirs == base || ours == theirs;
+    let mut values: BTreeMap<String, BTreeMap<String, Value>> =
+        merged.iter().map(|(id, line)| (id.clone(), serde_json::from_str(line).expect("a record"))).collect();
+    let highest = highest_comment(&ol).max(highest_comment(&tl));
+    let mut next = highest;
+    let mut changed = Vec::new();
+    if !one_side_as_written {
+        changed = renumber_added(&mut values, &added_comments(&ol, &b), &added_comments(&tl, &b), &mut next, seen);
+        changed.extend(renumber(&mut values, &mut next, seen));
+    }
+    changed.sort();
+    changed.dedup();
+    for id in changed {
+        let mut value = values[&id].clone();
+        stamp_if_merged(&mut value, o.get(&id).map(|r| &r.value), t.get(&id).map(|r| &r.value), seen);
+        merged.insert(id, render(&value));
     }
     // Order: a side that only moved lines (it holds base's lines, each as often) is unchanged,
     // and the other side's order is the result's; sorted by id when that side is, else its order

@@ -263,7 +263,7 @@ struct Mover {
 /// writes them); returns how many were renumbered.
 fn give_comments_distinct_ids(lines: &mut [Vec<u8>], now: Option<crate::timestamp::Instant>) -> usize {
     let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
-    let changes = comments::shared_comment_ids(&refs);
+    let changes = comments::shared_comment_ids(&refs, || 0);
     let mut by_line: std::collections::HashMap<usize, Vec<&comments::Renumbering>> = std::collections::HashMap::new();
     for (line, change) in &changes {
         by_line.entry(*line).or_default().push(change);
