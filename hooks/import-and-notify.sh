@@ -14,11 +14,15 @@ elif [ "${BD_HOOKS:-1}" != 0 ] && [ -d .beads ]; then
   # After a rebase the file is compared with the pre-rebase tip's whatever its time says: the
   # rebase's own checkout already brought the cache in step with the file it left.
   [ "${1-}" = rebase ] && beads_git_todo=1
-  beads_git_log="${GIT_DIR:-.git}/beads/merge-log.jsonl"
+  beads_git_log="${GIT_DIR:-.git}/beads"
   beads_git_review=
-  # The log lives in the common git directory: from a linked worktree (.git is a file) ask bd-merge.
-  if [ ! -d "${GIT_DIR:-.git}" ] || [ -L "${GIT_DIR:-.git}/beads" ] ||
-    { [ -e "$beads_git_log" ] && ! [ "${GIT_DIR:-.git}/beads/merge-log.announced" -nt "$beads_git_log" ]; }; then
+  # The log lives in the common git directory: from a linked worktree (.git is a file, or GIT_DIR
+  # names the worktree's own directory, which holds a commondir file) ask bd-merge; and when the
+  # log is newer than the announced mark, or the mark is not older than a probe written now (a
+  # clock stepped back).
+  if [ ! -d "${GIT_DIR:-.git}" ] || [ -f "${GIT_DIR:-.git}/commondir" ] || [ -L "$beads_git_log" ] ||
+    { [ -e "$beads_git_log/merge-log.jsonl" ] && { ! [ "$beads_git_log/merge-log.announced" -nt "$beads_git_log/merge-log.jsonl" ] ||
+      ! { echo >"$beads_git_log/cache.now"; } 2>/dev/null || ! [ "$beads_git_log/cache.now" -nt "$beads_git_log/merge-log.announced" ]; }; }; then
     beads_git_review=1
   fi
   if [ -n "$beads_git_todo$beads_git_review" ]; then

@@ -628,3 +628,55 @@ fn regression_a_plain_pull_named_the_other_side_by_a_raw_hash() {
     let listed = text(&review.stdout);
     assert!(listed.contains("from origin/main") && !raw_hash(&listed), "{listed}");
 }
+
+/// In a linked worktree git runs the hooks with `GIT_DIR` set to the worktree's own directory,
+/// which holds no merge log (that lives in the common one): the post-merge block must still ask
+/// `bd-merge review --announce`, or a merge there is never announced and a later one elsewhere
+/// moves the mark past it. Found in review of the block that skips the announcement.
+#[test]
+fn regression_a_merge_in_a_linked_worktree_was_never_announced() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
+    let out = bd_sync(repo.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "install"]);
+    repo.git(&["branch", "side"]);
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main").updated("2025-11-03T10:00:00Z").line()]), "main");
+    let wt = repo.path().join("wt");
+    repo.git(&["worktree", "add", "-q", wt.to_str().expect("utf-8"), "side"]);
+    std::fs::write(wt.join(FILE), jsonl(&[titled("bd-1", "Side").updated("2025-11-02T10:00:00Z").line()])).expect("write");
+    let commit = crate::support::run(crate::support::hermetic("git").current_dir(&wt).args(["commit", "-q", "-am", "side"]));
+    assert!(commit.status.success(), "{}", text(&commit.stderr));
+    let merged = crate::support::run(crate::support::hermetic("git").current_dir(&wt).args(["merge", "--no-edit", "main"]));
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
+}
+
+/// The announcement is skipped by file times alone when the merge log is older than the mark of
+/// what was announced; a clock stepped back (the mark in the future) must not hide a new merge's
+/// overrides: the block also asks when the mark is not older than a probe written now.
+#[test]
+fn a_mark_left_in_the_future_by_a_clock_stepped_back_does_not_hide_an_announcement() {
+    let repo = TestRepo::new();
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
+    let out = bd_sync(repo.path(), &["install"]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "install"]);
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Side").updated("2025-11-02T10:00:00Z").line()]), "side");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main").updated("2025-11-03T10:00:00Z").line()]), "main");
+    // The mark, written "in the future": an hour ahead of the clock the merge runs with.
+    let mark = repo.path().join(".git/beads/merge-log.announced");
+    std::fs::create_dir_all(mark.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&mark, "0\n").expect("write");
+    let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&mark).and_then(|f| f.set_modified(ahead)).expect("set the mark's time");
+    let merged = repo.git_output(&["merge", "--no-edit", "side"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
+}
