@@ -157,7 +157,10 @@ fn renumber_added(
             *next += 1;
             seen.renumbered += 1;
             if let Some(Value::Array(list)) = records.get_mut(rid).and_then(|r| r.get_mut("comments")) {
-                for c in list.iter_mut().filter(|c| c.get("id").and_then(Value::as_i64) == Some(n) && identity(c).to_string().as_str() == ident.as_str()) {
+                for c in list
+                    .iter_mut()
+                    .filter(|c| c.get("id").and_then(Value::as_i64) == Some(n) && identity(c).to_string().as_str() == ident.as_str())
+                {
                     c["id"] = Value::from(*next);
                 }
             }
