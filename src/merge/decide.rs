@@ -195,9 +195,10 @@ impl<'m, 'a> Merger<'m, 'a> {
             // A record that equals neither side is newer than both (README, "The merge rules, in plain words").
             if line.as_bytes() != ours.bytes && line.as_bytes() != theirs.bytes {
                 let value: Value = serde_json::from_str(&line).expect("rendered from validated values");
-                // Volatile keys (heartbeats) alone never make a record newer than both sides.
+                // Volatile keys (heartbeats) and derived counts alone never make a record newer
+                // than both sides.
                 let (value, o, t) =
-                    (field::without_volatile(&value), field::without_volatile(&ours.value), field::without_volatile(&theirs.value));
+                    (field::without_unstamped(&value), field::without_unstamped(&ours.value), field::without_unstamped(&theirs.value));
                 if !crate::conventions::same_record(&value, &o)
                     && !crate::conventions::same_record(&value, &t)
                     && stamp::bump_updated_at(&mut entries, &[updated_at_of(&ours.value), updated_at_of(&theirs.value)], now)

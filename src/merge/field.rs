@@ -263,12 +263,15 @@ fn later_volatile<'e, 'a>(ours: Option<&'e Entry<'a>>, theirs: Option<&'e Entry<
     Some(if order.is_ge() { o } else { t })
 }
 
-/// `value` without its [`VOLATILE`] keys, for "does the merged record equal a side".
-pub(crate) fn without_volatile(value: &Value) -> Cow<'_, Value> {
+/// `value` without the keys that never make a record newer than a side, for "does the merged
+/// record equal a side": its [`VOLATILE`] keys and the derived counts (`merge::derived`, which the
+/// merge recomputes and which are no content a tracker imports).
+pub(crate) fn without_unstamped(value: &Value) -> Cow<'_, Value> {
+    let unstamped = || VOLATILE.iter().chain(&super::derived::COUNT_KEYS);
     match value {
-        Value::Object(map) if VOLATILE.iter().any(|k| map.contains_key(*k)) => {
+        Value::Object(map) if unstamped().any(|k| map.contains_key(*k)) => {
             let mut map = map.clone();
-            for k in VOLATILE {
+            for k in unstamped() {
                 map.remove(*k);
             }
             Cow::Owned(Value::Object(map))

@@ -33,6 +33,10 @@ enum Edit {
     AddComment(u8),
     /// The last comment but the first removed.
     DeleteComment,
+    /// A dependency on `bd-0N`, `blocks` or `related`.
+    AddDependency(u8, bool),
+    /// The last dependency removed (the key with it when the list empties: Go's omitempty).
+    RemoveDependency,
     Priority(u8),
     Close(u8),
     Reopen,
@@ -55,6 +59,8 @@ fn edit() -> impl Strategy<Value = Edit> {
         (0u8..4).prop_map(Edit::AddComment),
         (0u8..4).prop_map(Edit::AddComment),
         Just(Edit::DeleteComment),
+        (0u8..4, any::<bool>()).prop_map(|(k, blocks)| Edit::AddDependency(k, blocks)),
+        Just(Edit::RemoveDependency),
         (0u8..4).prop_map(Edit::Priority),
         (0u8..3).prop_map(Edit::Close),
         Just(Edit::Reopen),
@@ -80,6 +86,9 @@ fn record(id: &str, n: u8) -> Rec {
         "updated_at": stamp(u32::from(n % 3) * 60),
         "labels": ["core"],
         "comments": [comment(i64::from(n) + 1, id, "base", u32::from(n))],
+        "dependency_count": 0,
+        "dependent_count": 0,
+        "comment_count": 1,
     });
     serde_json::from_value(value).expect("an object")
 }
@@ -129,6 +138,27 @@ fn apply(mut r: Rec, edits: &[Edit], who: &str, counter: &mut i64) -> Option<Rec
                     list.push(new);
                 }
             }
+            Edit::AddDependency(k, blocks) => {
+                let id = r["id"].as_str().unwrap_or("").to_owned();
+                let on = format!("bd-0{k}");
+                let kind = if *blocks { "blocks" } else { "related" };
+                let dep = json!({"created_at": stamp(3000 + u32::from(*k) * 11), "depends_on_id": on, "issue_id": id, "type": kind});
+                if on != id {
+                    let list = r.entry("dependencies".to_owned()).or_insert_with(|| json!([]));
+                    let same = |d: &Value| d["depends_on_id"] == dep["depends_on_id"] && d["type"] == dep["type"];
+                    if let Some(list) = list.as_array_mut().filter(|l| !l.iter().any(same)) {
+                        list.push(dep);
+                    }
+                }
+            }
+            Edit::RemoveDependency => {
+                if let Some(list) = r.get_mut("dependencies").and_then(Value::as_array_mut) {
+                    list.pop();
+                    if list.is_empty() {
+                        r.remove("dependencies");
+                    }
+                }
+            }
             Edit::DeleteComment => {
                 let list = r.get_mut("comments").and_then(Value::as_array_mut)?;
                 if list.len() > 1 {
@@ -174,10 +204,32 @@ fn side(base: &[Rec], edits: &[Vec<Edit>], added: &[(u8, u8)], reversed: bool, w
     }
     out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
     out.dedup_by(|a, b| a["id"] == b["id"]);
+    counted(&mut out);
     if reversed {
         out.reverse();
     }
     out
+}
+
+/// The counts bd 1.0.5 writes, true for the file (each side's writer keeps them so).
+fn counted(records: &mut [Rec]) {
+    let blocks = |r: &Rec| -> Vec<String> {
+        r.get("dependencies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|d| d["type"] == "blocks")
+            .filter_map(|d| d["depends_on_id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let pointed: Vec<String> = records.iter().flat_map(blocks).collect();
+    for r in records.iter_mut() {
+        let id = r["id"].as_str().unwrap_or("").to_owned();
+        let comments = r.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
+        r.insert("dependency_count".into(), json!(blocks(r).len()));
+        r.insert("dependent_count".into(), json!(pointed.iter().filter(|p| **p == id).count()));
+        r.insert("comment_count".into(), json!(comments));
+    }
 }
 
 fn file(records: &[Rec]) -> String {
@@ -201,7 +253,12 @@ fn triple() -> impl Strategy<Value = Triple> {
             (proptest::collection::vec(0u8..12, n), (edits(), added(), reversed()), (edits(), added(), reversed()))
         })
         .prop_map(|(seeds, (ours_edits, ours_added, ours_reversed), (theirs_edits, theirs_added, theirs_reversed))| {
-            let base: Vec<Rec> = seeds.iter().enumerate().map(|(k, n)| record(&format!("bd-{k:02}"), *n)).collect();
+            let mut base: Vec<Rec> = seeds.iter().enumerate().map(|(k, n)| record(&format!("bd-{k:02}"), *n)).collect();
+            // Some base records already depend on another.
+            for (k, r) in base.iter_mut().enumerate().filter(|(k, _)| k % 3 == 1) {
+                let _ = apply(std::mem::take(r), &[Edit::AddDependency(0, k % 2 == 1)], "base", &mut 0).map(|d| *r = d);
+            }
+            counted(&mut base);
             Triple {
                 base: file(&base),
                 ours: file(&side(&base, &ours_edits, &ours_added, ours_reversed, "ours")),
@@ -266,4 +323,6 @@ fn the_generated_triples_reach_every_rule_the_model_states() {
     assert!(seen.reordered > 20, "{seen:?}");
     assert!(seen.comment_merges > 20, "{seen:?}");
     assert!(seen.renumbered > 20, "{seen:?}");
+    assert!(seen.dependency_merges > 20, "{seen:?}");
+    assert!(seen.recounted > 20, "{seen:?}");
 }

@@ -46,6 +46,10 @@ pub struct Seen {
     pub comment_merges: usize,
     /// Comments given a new id (two comments shared one).
     pub renumbered: usize,
+    /// Dependency lists both sides changed, joined as sets by `(depends_on_id, type)`.
+    pub dependency_merges: usize,
+    /// Records whose derived counts the merged file changed.
+    pub recounted: usize,
     /// Files whose result took its order from theirs (ours only moved lines) or from an unsorted side.
     pub reordered: usize,
 }
@@ -180,6 +184,80 @@ fn highest_comment(records: &[(String, Record)]) -> i64 {
         .unwrap_or(0)
 }
 
+/// A dependency's identity: `(depends_on_id, type)`.
+fn dependency_identity(d: &Value) -> (String, String) {
+    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    (s("depends_on_id"), s("type"))
+}
+
+/// Set merge of dependency lists by identity, sorted as br sorts them (`depends_on_id`, `type`,
+/// `created_at`) when the witness follows that sort, else by creation when it follows that, else
+/// ours' order then theirs' additions.
+fn dependency_merge(base: &[Value], ours: &[Value], theirs: &[Value]) -> Value {
+    let ids = |v: &[Value]| -> Vec<(String, String)> { v.iter().map(dependency_identity).collect() };
+    let (b, o, t) = (ids(base), ids(ours), ids(theirs));
+    let mut out: Vec<Value> = ours.iter().zip(&o).filter(|(_, i)| t.contains(i) || !b.contains(i)).map(|(d, _)| d.clone()).collect();
+    out.extend(theirs.iter().zip(&t).filter(|(_, i)| !o.contains(i) && !b.contains(i)).map(|(d, _)| d.clone()));
+    fn br(a: &Value, z: &Value) -> std::cmp::Ordering {
+        let key = |d: &Value| {
+            let (on, kind) = dependency_identity(d);
+            (on, kind, d.get("created_at").and_then(Value::as_str).unwrap_or("").to_owned())
+        };
+        key(a).cmp(&key(z))
+    }
+    fn created(a: &Value, z: &Value) -> std::cmp::Ordering {
+        a.get("created_at").and_then(Value::as_str).cmp(&z.get("created_at").and_then(Value::as_str))
+    }
+    let orders: [fn(&Value, &Value) -> std::cmp::Ordering; 2] = [br, created];
+    let witness = if ours.len() >= 2 {
+        Some(ours)
+    } else if theirs.len() >= 2 {
+        Some(theirs)
+    } else {
+        None
+    };
+    let chosen = match witness {
+        None => Some(orders[0]),
+        Some(w) => orders.into_iter().find(|order| w.windows(2).all(|p| order(&p[0], &p[1]) != std::cmp::Ordering::Greater)),
+    };
+    if let Some(order) = chosen {
+        out.sort_by(order);
+    }
+    Value::Array(out)
+}
+
+/// Recomputes the counts of every record that carries them, from the merged records; returns
+/// the records whose counts changed.
+fn recount(records: &mut BTreeMap<String, BTreeMap<String, Value>>) -> Vec<String> {
+    let mut dependents: BTreeMap<String, i64> = BTreeMap::new();
+    for r in records.values() {
+        for d in r.get("dependencies").and_then(Value::as_array).into_iter().flatten() {
+            if d.get("type").and_then(Value::as_str) == Some("blocks") {
+                *dependents.entry(d.get("depends_on_id").and_then(Value::as_str).unwrap_or("").to_owned()).or_default() += 1;
+            }
+        }
+    }
+    let mut changed = Vec::new();
+    for (id, r) in records.iter_mut() {
+        if !COUNTS.iter().any(|k| r.contains_key(*k)) {
+            continue;
+        }
+        let blocks = r.get("dependencies").and_then(Value::as_array).map_or(0, |a| a.iter().filter(|d| d["type"] == "blocks").count());
+        let comments = r.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
+        let counts = [blocks as i64, dependents.get(id).copied().unwrap_or(0), comments as i64];
+        let before = r.clone();
+        for (k, n) in COUNTS.iter().zip(counts) {
+            if r.contains_key(*k) {
+                r.insert((*k).to_owned(), Value::from(n));
+            }
+        }
+        if *r != before {
+            changed.push(id.clone());
+        }
+    }
+    changed
+}
+
 /// A line of text with its line break.
 fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
@@ -279,7 +357,7 @@ struct Record {
 /// Go bd's struct order for the keys the generator writes (docs/merge-rules.md: a key new from
 /// theirs goes where the writer puts it).
 /// Keys no Go struct names (the volatile ones) go at the end.
-pub const KEY_ORDER: [&str; 12] = [
+pub const KEY_ORDER: [&str; 16] = [
     "id",
     "title",
     "description",
@@ -289,10 +367,18 @@ pub const KEY_ORDER: [&str; 12] = [
     "updated_at",
     "closed_at",
     "labels",
+    "dependencies",
     "comments",
+    "dependency_count",
+    "dependent_count",
+    "comment_count",
     "heartbeat_at",
     "lease_expires_at",
 ];
+
+/// The counts Go bd 1.0.5 writes after an issue's own keys: nobody edits them, every record that
+/// carries them gets them from the merged file, and they are no reason for a stamp.
+const COUNTS: [&str; 3] = ["dependency_count", "dependent_count", "comment_count"];
 
 /// Keys that change on every heartbeat: the later instant, silently, and no stamp by themselves.
 const VOLATILE: [&str; 2] = ["heartbeat_at", "lease_expires_at"];
@@ -395,6 +481,11 @@ fn merge_fields(
             continue;
         }
         let (b, o, t) = (base.get(key), ours.get(key), theirs.get(key));
+        // A list a writer left out because it was empty (Go's omitempty) is an empty list.
+        let empty = Value::Array(Vec::new());
+        let listed = key == "dependencies";
+        let o: Option<&Value> = if listed && o.is_none() && t.is_some_and(Value::is_array) { Some(&empty) } else { o };
+        let t: Option<&Value> = if listed && t.is_none() && o.is_some_and(Value::is_array) { Some(&empty) } else { t };
         let value = if o == t || t == b {
             o.cloned()
         } else if o == b {
@@ -426,6 +517,11 @@ fn merge_fields(
                         }
                     }
                 }
+                ("dependencies", Some(Value::Array(o)), Some(Value::Array(t))) => {
+                    seen.dependency_merges += 1;
+                    let merged = dependency_merge(b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice), o, t);
+                    merged.as_array().is_some_and(|a| !a.is_empty()).then_some(merged)
+                }
                 ("comments", Some(Value::Array(o)), Some(Value::Array(t))) => {
                     seen.comment_merges += 1;
                     Some(comment_merge(b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice), o, t))
@@ -444,6 +540,8 @@ fn merge_fields(
                 }
             }
         };
+        // An empty list is written as no key (Go's omitempty).
+        let value = value.filter(|v| !(listed && v.as_array().is_some_and(Vec::is_empty)));
         if let Some(v) = value {
             out.insert(key.clone(), v);
         }
@@ -458,7 +556,7 @@ fn merge_fields(
     out
 }
 
-/// Equal as records: volatile keys aside, arrays taken as sets (the order of a side's elements
+/// Equal as records: volatile keys and counts aside, arrays taken as sets (the order of a side's elements
 /// is no content a tracker imports).
 fn lasting(r: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
     let set = |v: &Value| match v {
@@ -469,7 +567,7 @@ fn lasting(r: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
         }
         other => other.clone(),
     };
-    r.iter().filter(|(k, _)| !VOLATILE.contains(&k.as_str())).map(|(k, v)| (k.clone(), set(v))).collect()
+    r.iter().filter(|(k, _)| !VOLATILE.contains(&k.as_str()) && !COUNTS.contains(&k.as_str())).map(|(k, v)| (k.clone(), set(v))).collect()
 }
 
 /// A record the merge wrote that equals neither side gets the merge's stamp: one tick after the
@@ -547,10 +645,17 @@ pub fn merge_counting(base: &str, ours: &str, theirs: &str, seen: &mut Seen) -> 
     }
     changed.sort();
     changed.dedup();
+    for id in &changed {
+        let mut value = values[id].clone();
+        stamp_if_merged(&mut value, o.get(id).map(|r| &r.value), t.get(id).map(|r| &r.value), seen);
+        values.insert(id.clone(), value);
+    }
+    // Counts are recomputed after (a count is no reason for a stamp).
+    let recounted = if one_side_as_written { Vec::new() } else { recount(&mut values) };
+    seen.recounted += recounted.len();
+    changed.extend(recounted);
     for id in changed {
-        let mut value = values[&id].clone();
-        stamp_if_merged(&mut value, o.get(&id).map(|r| &r.value), t.get(&id).map(|r| &r.value), seen);
-        merged.insert(id, render(&value));
+        merged.insert(id.clone(), render(&values[&id]));
     }
     // Order: a side that only moved lines (it holds base's lines, each as often) is unchanged,
     // and the other side's order is the result's; sorted by id when that side is, else its order
