@@ -72,6 +72,18 @@ fn br_comment_order(a: &Value, b: &Value) -> std::cmp::Ordering {
     key(a).cmp(&key(b))
 }
 
+/// The side whose list shows the order a merged array keeps: ours when it has two elements or
+/// more, else theirs when it has, else none (the preferred writer's sort).
+fn witness<'v>(ours: &'v [Value], theirs: &'v [Value]) -> Option<&'v [Value]> {
+    if ours.len() >= 2 {
+        Some(ours)
+    } else if theirs.len() >= 2 {
+        Some(theirs)
+    } else {
+        None
+    }
+}
+
 /// Set merge of comment lists by identity: removals stick, both sides' additions kept, ours'
 /// order then theirs' additions; sorted as br sorts when the witness (ours with two comments or
 /// more, else theirs, else none: br's) follows that sort.
@@ -80,13 +92,7 @@ fn comment_merge(base: &[Value], ours: &[Value], theirs: &[Value]) -> Value {
     let (b, o, t) = (ids(base), ids(ours), ids(theirs));
     let mut out: Vec<Value> = ours.iter().zip(&o).filter(|(_, i)| t.contains(i) || !b.contains(i)).map(|(c, _)| c.clone()).collect();
     out.extend(theirs.iter().zip(&t).filter(|(_, i)| !o.contains(i) && !b.contains(i)).map(|(c, _)| c.clone()));
-    let witness = if ours.len() >= 2 {
-        Some(ours)
-    } else if theirs.len() >= 2 {
-        Some(theirs)
-    } else {
-        None
-    };
+    let witness = witness(ours, theirs);
     if witness.is_none_or(|w| w.windows(2).all(|p| br_comment_order(&p[0], &p[1]) != std::cmp::Ordering::Greater)) {
         out.sort_by(br_comment_order);
     }
@@ -209,13 +215,7 @@ fn dependency_merge(base: &[Value], ours: &[Value], theirs: &[Value]) -> Value {
         a.get("created_at").and_then(Value::as_str).cmp(&z.get("created_at").and_then(Value::as_str))
     }
     let orders: [fn(&Value, &Value) -> std::cmp::Ordering; 2] = [br, created];
-    let witness = if ours.len() >= 2 {
-        Some(ours)
-    } else if theirs.len() >= 2 {
-        Some(theirs)
-    } else {
-        None
-    };
+    let witness = witness(ours, theirs);
     let chosen = match witness {
         None => Some(orders[0]),
         Some(w) => orders.into_iter().find(|order| w.windows(2).all(|p| order(&p[0], &p[1]) != std::cmp::Ordering::Greater)),
