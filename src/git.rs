@@ -556,33 +556,31 @@ pub fn stage(file: &Path) -> Result<()> {
 /// The file `name` (relative to `dir`) as the commit `rev` holds it; `None` when it has no such
 /// file or there is no such commit.
 pub fn file_at(dir: &Path, rev: &str, name: &str) -> Result<Option<Vec<u8>>> {
-    let mut cmd = Command::new("git");
-    cmd.args(["cat-file", "blob", &format!("{rev}:./{name}")]).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null());
-    // A hook runs with `GIT_DIR` set and no `GIT_WORK_TREE` (a linked worktree's hooks among
-    // them): git then takes the current directory for the top of the work tree, and `./name`
-    // would name a file there. Let git find the repository from `dir` instead.
-    if std::env::var_os("GIT_WORK_TREE").is_none() {
-        cmd.env_remove("GIT_DIR");
-    }
-    let out = cmd.output().context("running git cat-file (is git installed?)")?;
+    let out =
+        git_from(dir, &["cat-file", "blob", &format!("{rev}:./{name}")]).output().context("running git cat-file (is git installed?)")?;
     Ok(out.status.success().then_some(out.stdout))
 }
 
 /// Whether the commits `a` and `b` hold the file `name` (relative to `dir`) with the same content
 /// (one `git rev-parse` of both blob ids); false when either has no such file, or git fails.
 pub fn same_file_at(dir: &Path, a: &str, b: &str, name: &str) -> bool {
+    let Ok(out) = git_from(dir, &["rev-parse", "--quiet", &format!("{a}:./{name}"), &format!("{b}:./{name}")]).output() else {
+        return false;
+    };
+    let ids: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    out.status.success() && ids.len() == 2 && ids[0] == ids[1]
+}
+
+/// `git ARGS` run in `dir`, quiet, that finds its repository from `dir`. A hook runs with
+/// `GIT_DIR` set and no `GIT_WORK_TREE` (a linked worktree's hooks among them): git then takes the
+/// current directory for the top of the work tree, and a `./name` would name a file there.
+fn git_from(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("git");
-    cmd.args(["rev-parse", "--quiet", &format!("{a}:./{name}"), &format!("{b}:./{name}")])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-    // As in [`file_at`]: let git find the repository from `dir`.
+    cmd.args(args).current_dir(dir).stdin(Stdio::null()).stderr(Stdio::null());
     if std::env::var_os("GIT_WORK_TREE").is_none() {
         cmd.env_remove("GIT_DIR");
     }
-    let Ok(out) = cmd.output() else { return false };
-    let ids: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
-    out.status.success() && ids.len() == 2 && ids[0] == ids[1]
+    cmd
 }
 
 /// Hands each object `specs` names (a blob id, or `<rev>:<path>`) to `each` with its index,

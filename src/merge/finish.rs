@@ -35,14 +35,11 @@ pub(super) struct Mentions {
 }
 
 impl Mentions {
-    /// Scans ours and theirs. When ours is base, byte for byte, the result is theirs' records as
-    /// theirs wrote them, and no whole-file rule rewrites them: the mirror of a theirs that
-    /// changed nothing, whose result is ours as it is ([`super::join`]), so the result does not
-    /// depend on which side is which.
-    pub(super) fn of(base: &[u8], ours: &[u8], theirs: &[u8]) -> Mentions {
-        if ours == base {
-            return Mentions { comments: [false; 2], counts: [false; 2] };
-        }
+    /// Nothing for the whole-file passes to do: none of them runs.
+    pub(super) const NONE: Mentions = Mentions { comments: [false; 2], counts: [false; 2] };
+
+    /// Scans ours and theirs.
+    pub(super) fn of(ours: &[u8], theirs: &[u8]) -> Mentions {
         Mentions {
             comments: [comments::mentions_comments(ours), comments::mentions_comments(theirs)],
             counts: [derived::mentions_counts(ours), derived::mentions_counts(theirs)],

@@ -55,6 +55,17 @@ pub(super) fn ours_as_it_is<'a>(base: &[u8], ours: &'a [u8], theirs: &[u8]) -> O
     })
 }
 
+/// What the whole-file passes (comment ids, derived counts) need to know of the sides; nothing
+/// when ours is base, byte for byte: the result is then theirs' records as theirs wrote them, the
+/// mirror of [`ours_as_it_is`], so the result does not depend on which side is which.
+fn whole_file_mentions(base: &[u8], ours: &[u8], theirs: &[u8]) -> Mentions {
+    if ours == base {
+        Mentions::NONE
+    } else {
+        Mentions::of(ours, theirs)
+    }
+}
+
 /// [`merge`] through a hash index of each input, whatever their order. Public for the tests that
 /// hold the two paths to the same result.
 #[doc(hidden)]
@@ -124,13 +135,13 @@ fn indexed_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &
         std::thread::scope(|s| {
             let other = s.spawn(index);
             let o = Indexed::new(Input::Ours, ours);
-            let mentions = Mentions::of(base, ours, theirs);
+            let mentions = whole_file_mentions(base, ours, theirs);
             let (b, t) = other.join().expect("indexing does not panic");
             (b, o, t, mentions)
         })
     } else {
         let (b, t) = index();
-        (b, Indexed::new(Input::Ours, ours), t, Mentions::of(base, ours, theirs))
+        (b, Indexed::new(Input::Ours, ours), t, whole_file_mentions(base, ours, theirs))
     };
     let (Index::Hashed(bi), Index::Hashed(oi), Index::Hashed(ti)) = (&b.index, &o.index, &t.index) else {
         unreachable!("Indexed::new hashes")
@@ -203,13 +214,13 @@ fn sorted_once<'a>(base: &'a [u8], ours: &'a [u8], theirs: &'a [u8], options: &M
         std::thread::scope(|s| {
             let b = s.spawn(|| SortedIndex::new(base));
             let t = s.spawn(|| SortedIndex::new(theirs));
-            let mentions = s.spawn(|| Mentions::of(base, ours, theirs));
+            let mentions = s.spawn(|| whole_file_mentions(base, ours, theirs));
             let o = SortedIndex::new(ours);
             let join = |h| std::thread::ScopedJoinHandle::join(h).expect("indexing does not panic");
             (join(b), o, join(t), mentions.join().expect("scanning does not panic"))
         })
     } else {
-        (SortedIndex::new(base), SortedIndex::new(ours), SortedIndex::new(theirs), Mentions::of(base, ours, theirs))
+        (SortedIndex::new(base), SortedIndex::new(ours), SortedIndex::new(theirs), whole_file_mentions(base, ours, theirs))
     };
     let (b, o, t) = (b?, o?, t?);
     let (b, o, t) = (

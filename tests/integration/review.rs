@@ -345,7 +345,7 @@ fn the_post_merge_hook_counts_overridden_values_once_and_check_notes_the_unrevie
     repo.commit_file(FILE, &two("Main", "2025-11-03T10:00:00Z", "Two", "2025-11-01T10:00:00Z"), "main");
     let merged = repo.git_output(&["merge", "--no-edit", "side"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
-    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    let announced = ONE_OVERRIDE_ANNOUNCED;
     assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
 
     // check mentions them as a note, exit code unchanged.
@@ -475,7 +475,7 @@ fn a_pull_rebase_with_the_hooks_installed_prints_one_line_about_it() {
     clone.git(&["commit", "-q", "-am", "install"]);
     let pulled = clone.git_output(&["pull", "--rebase", "-q"]);
     assert!(pulled.status.success(), "{}", text(&pulled.stderr));
-    let line = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    let line = ONE_OVERRIDE_ANNOUNCED;
     assert_eq!(text(&pulled.stderr).matches(line).count(), 1, "{}", text(&pulled.stderr));
 }
 
@@ -511,12 +511,7 @@ fn dedupe_of_two_children_created_under_one_id_logs_the_rename() {
 /// merge left two copies of bd-1 that `bd-merge dedupe` then merged (one title dropped, logged)
 /// and the result was committed.
 fn installed_and_deduped() -> TestRepo {
-    let repo = TestRepo::new();
-    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
-    let out = bd_sync(repo.path(), &["install"]);
-    assert!(out.status.success(), "install: {}", text(&out.stderr));
-    repo.git(&["add", ".gitattributes"]);
-    repo.git(&["commit", "-q", "-m", "install"]);
+    let repo = installed_with_one_issue();
     repo.commit_file(
         FILE,
         &jsonl(&[
@@ -558,7 +553,7 @@ fn regression_a_merge_after_dedupe_counted_the_dedupes_overrides_as_its_own() {
     let merged = repo.git_output(&["merge", "--no-edit", "side"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
     let stderr = text(&merged.stderr);
-    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    let announced = ONE_OVERRIDE_ANNOUNCED;
     assert_eq!(stderr.matches("chose for you").count(), 1, "{stderr}");
     assert!(stderr.contains(announced), "only this merge's override: {stderr}");
 }
@@ -629,18 +624,27 @@ fn regression_a_plain_pull_named_the_other_side_by_a_raw_hash() {
     assert!(listed.contains("from origin/main") && !raw_hash(&listed), "{listed}");
 }
 
-/// In a linked worktree git runs the hooks with `GIT_DIR` set to the worktree's own directory,
-/// which holds no merge log (that lives in the common one): the post-merge block must still ask
-/// `bd-merge review --announce`, or a merge there is never announced and a later one elsewhere
-/// moves the mark past it. Found in review of the block that skips the announcement.
-#[test]
-fn regression_a_merge_in_a_linked_worktree_was_never_announced() {
+/// The post-merge hook's line for a merge that overrode one value.
+const ONE_OVERRIDE_ANNOUNCED: &str = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+
+/// A repository with bd-1 committed and beads-git installed (its attributes committed).
+fn installed_with_one_issue() -> TestRepo {
     let repo = TestRepo::new();
     repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
     let out = bd_sync(repo.path(), &["install"]);
     assert!(out.status.success(), "install: {}", text(&out.stderr));
     repo.git(&["add", ".gitattributes"]);
     repo.git(&["commit", "-q", "-m", "install"]);
+    repo
+}
+
+/// In a linked worktree git runs the hooks with `GIT_DIR` set to the worktree's own directory,
+/// which holds no merge log (that lives in the common one): the post-merge block must still ask
+/// `bd-merge review --announce`, or a merge there is never announced and a later one elsewhere
+/// moves the mark past it. Found in review of the block that skips the announcement.
+#[test]
+fn regression_a_merge_in_a_linked_worktree_was_never_announced() {
+    let repo = installed_with_one_issue();
     repo.git(&["branch", "side"]);
     repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Main").updated("2025-11-03T10:00:00Z").line()]), "main");
     let wt = repo.path().join("wt");
@@ -650,7 +654,7 @@ fn regression_a_merge_in_a_linked_worktree_was_never_announced() {
     assert!(commit.status.success(), "{}", text(&commit.stderr));
     let merged = crate::support::run(crate::support::hermetic("git").current_dir(&wt).args(["merge", "--no-edit", "main"]));
     assert!(merged.status.success(), "{}", text(&merged.stderr));
-    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    let announced = ONE_OVERRIDE_ANNOUNCED;
     assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
 }
 
@@ -659,12 +663,7 @@ fn regression_a_merge_in_a_linked_worktree_was_never_announced() {
 /// overrides: the block also asks when the mark is not older than a probe written now.
 #[test]
 fn a_mark_left_in_the_future_by_a_clock_stepped_back_does_not_hide_an_announcement() {
-    let repo = TestRepo::new();
-    repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Base").updated("2025-11-01T10:00:00Z").line()]), "base");
-    let out = bd_sync(repo.path(), &["install"]);
-    assert!(out.status.success(), "install: {}", text(&out.stderr));
-    repo.git(&["add", ".gitattributes"]);
-    repo.git(&["commit", "-q", "-m", "install"]);
+    let repo = installed_with_one_issue();
     repo.git(&["checkout", "-q", "-b", "side"]);
     repo.commit_file(FILE, &jsonl(&[titled("bd-1", "Side").updated("2025-11-02T10:00:00Z").line()]), "side");
     repo.git(&["checkout", "-q", "main"]);
@@ -677,6 +676,6 @@ fn a_mark_left_in_the_future_by_a_clock_stepped_back_does_not_hide_an_announceme
     std::fs::File::options().write(true).open(&mark).and_then(|f| f.set_modified(ahead)).expect("set the mark's time");
     let merged = repo.git_output(&["merge", "--no-edit", "side"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
-    let announced = "beads-git: the merge chose for you: 1 value(s) overridden; see them with `bd-merge review`";
+    let announced = ONE_OVERRIDE_ANNOUNCED;
     assert_eq!(text(&merged.stderr).matches(announced).count(), 1, "{}", text(&merged.stderr));
 }

@@ -486,6 +486,15 @@ fn merge_fields(
         let listed = key == "dependencies";
         let o: Option<&Value> = if listed && o.is_none() && t.is_some_and(Value::is_array) { Some(&empty) } else { o };
         let t: Option<&Value> = if listed && t.is_none() && o.is_some_and(Value::is_array) { Some(&empty) } else { t };
+        // What the policy keeps of a key both sides changed and no rule settles.
+        let by_policy = |seen: &mut Seen| {
+            seen.policy += 1;
+            if ours_wins {
+                o.cloned()
+            } else {
+                t.cloned()
+            }
+        };
         let value = if o == t || t == b {
             o.cloned()
         } else if o == b {
@@ -501,26 +510,17 @@ fn merge_fields(
                 (_, Some(Value::String(os)), Some(Value::String(ts)))
                     if os.contains('\n') || ts.contains('\n') || b.and_then(Value::as_str).is_some_and(|bs| bs.contains('\n')) =>
                 {
-                    let bs = b.and_then(Value::as_str).unwrap_or("");
-                    match merge_text(bs, os, ts) {
+                    match merge_text(b.and_then(Value::as_str).unwrap_or(""), os, ts) {
                         Some(text) => {
                             seen.text_merges += 1;
                             Some(Value::String(text))
                         }
-                        None => {
-                            seen.policy += 1;
-                            if ours_wins {
-                                o.cloned()
-                            } else {
-                                t.cloned()
-                            }
-                        }
+                        None => by_policy(seen),
                     }
                 }
                 ("dependencies", Some(Value::Array(o)), Some(Value::Array(t))) => {
                     seen.dependency_merges += 1;
-                    let merged = dependency_merge(b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice), o, t);
-                    merged.as_array().is_some_and(|a| !a.is_empty()).then_some(merged)
+                    Some(dependency_merge(b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice), o, t))
                 }
                 ("comments", Some(Value::Array(o)), Some(Value::Array(t))) => {
                     seen.comment_merges += 1;
@@ -530,14 +530,7 @@ fn merge_fields(
                     seen.set_merges += 1;
                     Some(set_merge(b, o, t))
                 }
-                _ => {
-                    seen.policy += 1;
-                    if ours_wins {
-                        o.cloned()
-                    } else {
-                        t.cloned()
-                    }
-                }
+                _ => by_policy(seen),
             }
         };
         // An empty list is written as no key (Go's omitempty).

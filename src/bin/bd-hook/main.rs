@@ -353,7 +353,11 @@ fn main() -> ExitCode {
     };
     match cli.directory.enter().map_err(|e| CommandError::new(Kind::Error, e)).and_then(|()| run(&cli)) {
         Ok(code) => code,
-        Err(e) => e.report_with_code("bd-hook", false, if cli.strict { 2 } else { 0 }),
+        // Fail-open: exit 0, or 2 under --strict.
+        Err(e) => {
+            let _ = e.report("bd-hook", false);
+            ExitCode::from(if cli.strict { 2 } else { 0 })
+        }
     }
 }
 

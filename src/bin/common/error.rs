@@ -112,13 +112,6 @@ impl CommandError {
         eprintln!("{program}: {}", beads_git::record::printable_lines(&message));
         ExitCode::from(self.kind.exit_code())
     }
-
-    /// Like [`CommandError::report`], with the exit code the caller's rule gives (bd-hook's
-    /// fail-open 0) in place of the kind's.
-    pub fn report_with_code(&self, program: &str, json: bool, code: u8) -> ExitCode {
-        let _ = self.report(program, json);
-        ExitCode::from(code)
-    }
 }
 
 #[cfg(test)]
