@@ -361,3 +361,22 @@ fn a_json_errors_fix_comes_from_its_type_never_from_its_text() {
     assert_eq!(code, Some(2));
     assert!(value["error"]["fix"].is_null(), "{value}");
 }
+
+/// An id holding a newline and an escape sequence, not found: stderr says so on one line with
+/// both escaped, and `--json` prints one parseable error object whose message holds no raw
+/// control character.
+#[test]
+fn a_not_found_id_with_control_characters_is_escaped_on_stderr_and_in_json() {
+    let repo = repo();
+    let id = "bd-x\n\u{1b}[31mred";
+    assert!(tool(repo.path(), "bd-sync", &["import"]).status.success(), "the cache is in step first");
+    let out = tool(repo.path(), "bd-sync", &["show", id, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let message = value["error"]["message"].as_str().expect("a message");
+    assert!(!message.chars().any(char::is_control), "{message:?}");
+    assert_eq!(value["error"]["fix"], "bd-sync ready", "{value}");
+}

@@ -494,3 +494,49 @@ fn a_checkout_merge_or_rebase_with_nothing_to_do_starts_nothing_and_one_with_wor
     assert!(started.iter().any(|c| c == "rev-parse"), "the blob ids are compared: {started:?}");
     assert!(!started.iter().any(|c| c == "cat-file"), "neither version of the file is read: {started:?}");
 }
+
+/// The blocks that now read file times before importing (post-checkout, post-merge) meet a FIFO
+/// where the issues file belongs, and a `<git dir>/beads` that is a link: the branch switch and
+/// the merge finish without waiting on the FIFO, and nothing is written through the link (not
+/// the in-step probe, not the merge log's).
+#[test]
+fn a_checkout_or_merge_beside_a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_writes_through_it() {
+    let repo = TestRepo::new();
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
+    repo.write("code.txt", b"0\n");
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "base"]);
+    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let timed_git = |args: &[&str]| {
+        let start = std::time::Instant::now();
+        let out = run(hermetic("git").current_dir(repo.path()).args(args));
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "{args:?} did not wait on anything");
+    };
+    // A FIFO in place of the (untracked from now on) issues file.
+    repo.git(&["rm", "-q", "--cached", ".beads/issues.jsonl"]);
+    repo.git(&["commit", "-q", "-m", "the file leaves the index"]);
+    repo.git(&["branch", "code"]);
+    let file = repo.path().join(".beads/issues.jsonl");
+    std::fs::remove_file(&file).expect("rm");
+    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: mkfifo(3) on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    timed_git(&["checkout", "-q", "code"]);
+    timed_git(&["checkout", "-q", "main"]);
+    std::fs::remove_file(&file).expect("rm");
+    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
+    // The cache's directory moved elsewhere and linked back.
+    let outside = tempfile::tempdir().expect("outside");
+    let beads = repo.path().join(".git/beads");
+    std::fs::rename(&beads, outside.path().join("beads")).expect("move");
+    std::os::unix::fs::symlink(outside.path().join("beads"), &beads).expect("link");
+    std::fs::remove_file(outside.path().join("beads/cache.now")).ok();
+    timed_git(&["checkout", "-q", "code"]);
+    repo.write("code.txt", b"on code\n");
+    repo.git(&["commit", "-q", "-am", "code"]);
+    timed_git(&["checkout", "-q", "main"]);
+    timed_git(&["merge", "-q", "--no-ff", "--no-edit", "code"]);
+    assert!(!outside.path().join("beads/cache.now").exists(), "nothing written through the link");
+}
