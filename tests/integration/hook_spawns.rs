@@ -195,10 +195,8 @@ fn the_in_step_marker_never_hides_a_tracker_ahead_conflict_markers_a_future_mark
     assert!(after > before, "the pre-commit export ran after the move");
 }
 
-/// A FIFO where the issues file belongs never stalls the commit (nothing opens it for reading),
-/// and a `<git dir>/beads` that is a link is never written through by the block's probe.
-#[test]
-fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook() {
+/// A repository holding bd-1 and a code file, committed, with beads-git installed (`--local`).
+fn installed_with_one_issue_and_code() -> TestRepo {
     let repo = TestRepo::new();
     repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
     repo.write("code.txt", b"0\n");
@@ -206,6 +204,22 @@ fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook()
     repo.git(&["commit", "-q", "-m", "base"]);
     let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    repo
+}
+
+/// Puts a FIFO where `file` was.
+fn replace_with_fifo(file: &Path) {
+    std::fs::remove_file(file).expect("rm");
+    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: mkfifo(3) on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// A FIFO where the issues file belongs never stalls the commit (nothing opens it for reading),
+/// and a `<git dir>/beads` that is a link is never written through by the block's probe.
+#[test]
+fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook() {
+    let repo = installed_with_one_issue_and_code();
     let commit = |n: usize| {
         repo.write("code.txt", format!("{n}\n").as_bytes());
         repo.git(&["add", "code.txt"]);
@@ -216,10 +230,7 @@ fn a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_redirects_the_hook()
     };
     commit(1);
     let file = repo.path().join(".beads/issues.jsonl");
-    std::fs::remove_file(&file).expect("rm");
-    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).expect("path");
-    // SAFETY: mkfifo(3) on a path we own.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    replace_with_fifo(&file);
     commit(2);
     std::fs::remove_file(&file).expect("rm");
     repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
@@ -501,13 +512,7 @@ fn a_checkout_merge_or_rebase_with_nothing_to_do_starts_nothing_and_one_with_wor
 /// the in-step probe, not the merge log's).
 #[test]
 fn a_checkout_or_merge_beside_a_fifo_issues_file_or_a_linked_cache_dir_never_stalls_or_writes_through_it() {
-    let repo = TestRepo::new();
-    repo.write(".beads/issues.jsonl", &jsonl(&[issue("bd-1").line()]));
-    repo.write("code.txt", b"0\n");
-    repo.git(&["add", "."]);
-    repo.git(&["commit", "-q", "-m", "base"]);
-    let out = run(hermetic(bin("bd-sync")).current_dir(repo.path()).args(["install", "--local"]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let repo = installed_with_one_issue_and_code();
     let timed_git = |args: &[&str]| {
         let start = std::time::Instant::now();
         let out = run(hermetic("git").current_dir(repo.path()).args(args));
@@ -519,10 +524,7 @@ fn a_checkout_or_merge_beside_a_fifo_issues_file_or_a_linked_cache_dir_never_sta
     repo.git(&["commit", "-q", "-m", "the file leaves the index"]);
     repo.git(&["branch", "code"]);
     let file = repo.path().join(".beads/issues.jsonl");
-    std::fs::remove_file(&file).expect("rm");
-    let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).expect("path");
-    // SAFETY: mkfifo(3) on a path we own.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    replace_with_fifo(&file);
     timed_git(&["checkout", "-q", "code"]);
     timed_git(&["checkout", "-q", "main"]);
     std::fs::remove_file(&file).expect("rm");
